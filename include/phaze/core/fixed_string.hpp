@@ -1,0 +1,42 @@
+/// @file
+/// A short string stored inline, for names inside `constexpr` model values.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace phaze {
+
+/// A string of at most `N - 1` characters held by value; longer input is truncated (names are labels,
+/// never keys that must round-trip).
+template <std::size_t N>
+class fixed_string {
+ public:
+  constexpr fixed_string() = default;
+  constexpr fixed_string(std::string_view s) {  // NOLINT: implicit on purpose, names read naturally
+    size_ = std::min(s.size(), N - 1);
+    for (std::size_t i = 0; i < size_; ++i) chars_[i] = s[i];
+  }
+  constexpr fixed_string(const char* s) : fixed_string(std::string_view{s}) {}  // NOLINT
+  /// The concatenation of `a` and `b` (truncated to the capacity).
+  constexpr fixed_string(std::string_view a, std::string_view b) : fixed_string(a) {
+    for (std::size_t i = 0; i < b.size() && size_ < N - 1; ++i) chars_[size_++] = b[i];
+  }
+
+  [[nodiscard]] constexpr std::string_view view() const { return {chars_.data(), size_}; }
+  [[nodiscard]] std::string str() const { return std::string{view()}; }
+  [[nodiscard]] constexpr std::size_t size() const { return size_; }
+  [[nodiscard]] constexpr bool empty() const { return size_ == 0; }
+  constexpr operator std::string_view() const { return view(); }  // NOLINT
+
+  friend constexpr bool operator==(const fixed_string& a, const fixed_string& b) { return a.view() == b.view(); }
+
+ private:
+  std::array<char, N> chars_{};
+  std::size_t size_ = 0;
+};
+
+}  // namespace phaze

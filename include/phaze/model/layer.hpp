@@ -1,0 +1,433 @@
+/// @file
+/// A layer: a small DAG of ops for the forward pass, the builder that makes one (usable in constant
+/// expressions), the derived backward DAG, and per-layer totals (FLOPs, parameters, stored activations).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "phaze/core/error.hpp"
+#include "phaze/core/fixed_string.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/core/static_vector.hpp"
+#include "phaze/model/op.hpp"
+
+namespace phaze::model {
+
+/// Most forward ops in one layer (a Llama or GPT block with tensor and sequence parallelism needs ~25).
+inline constexpr std::size_t max_layer_ops = 40;
+/// Most backward ops: up to two per forward op.
+inline constexpr std::size_t max_backward_ops = 2 * max_layer_ops;
+
+/// The role of a layer in a model graph.
+enum class layer_role : std::uint8_t { embedding, block, head };
+
+constexpr std::string_view to_string(layer_role r) {
+  switch (r) {
+    case layer_role::embedding: return "embedding";
+    case layer_role::block: return "block";
+    case layer_role::head: return "head";
+  }
+  return "?";
+}
+
+/// Activation recomputation modes (Korthikanti et al. 2022): keep everything, recompute the attention core
+/// ("selective"), or keep only each layer's input and recompute the whole forward pass ("full").
+enum class recompute : std::uint8_t { none, selective, full };
+
+constexpr std::string_view to_string(recompute r) {
+  switch (r) {
+    case recompute::none: return "none";
+    case recompute::selective: return "selective";
+    case recompute::full: return "full";
+  }
+  return "?";
+}
+
+/// The shape a layer is instantiated for: microbatch, sequence, tensor-parallel width, sequence parallelism
+/// and element size. Layer graphs are per shape; the architecture is not.
+struct layer_shape {
+  std::int64_t microbatch = 1;
+  std::int64_t sequence = 0;  ///< 0: the model's own sequence length
+  int tp = 1;
+  bool sequence_parallel = false;
+  int elem_bytes = 2;
+  friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
+};
+
+/// A layer: forward ops in topological order; the last op's output is the layer's output.
+struct layer {
+  fixed_string<32> name;
+  layer_role role = layer_role::block;
+  layer_shape shape{};
+  std::int64_t input_elements = 0;  ///< activation entering the layer, per rank (0 for token ids)
+  static_vector<op, max_layer_ops> ops;
+
+  [[nodiscard]] constexpr std::int64_t output_elements() const { return ops.empty() ? 0 : ops.back().out_elements; }
+  friend constexpr bool operator==(const layer&, const layer&) = default;
+};
+
+namespace rules {
+// Each rule is a function named after the mistake. In a constant expression, calling it (it is not
+// constexpr) stops compilation and the compiler prints its name; at run time it throws input_error.
+[[noreturn]] inline void op_input_must_be_an_earlier_op_of_the_same_layer() {
+  throw input_error("an op is wired to an input that is not an earlier op of its layer; build producers first");
+}
+[[noreturn]] inline void op_shapes_must_be_positive() {
+  throw input_error("an op has a zero or negative dimension; every GEMM and tensor size must be positive");
+}
+[[noreturn]] inline void layer_has_too_many_ops_raise_max_layer_ops() {
+  throw input_error("a layer has more ops than phaze::model::max_layer_ops allows");
+}
+[[noreturn]] inline void layer_must_have_at_least_one_op() {
+  throw input_error("a layer has no ops; add at least one op before build()");
+}
+}  // namespace rules
+
+/// A handle to a tensor produced while building a layer: its producer and its element count.
+struct tensor {
+  std::int16_t producer = layer_input;
+  std::int64_t elements = 0;
+};
+
+/// Builds a layer op by op, in constant expressions or at run time:
+/// @code
+///   constexpr layer mlp = [] {
+///     layer_builder b{"mlp", layer_role::block, shape, tokens * hidden};
+///     auto h = b.matmul("fc1", b.input(), {1, tokens, hidden, 4 * hidden}, tp_split::column);
+///     auto g = b.vector(op_kind::gelu, "gelu", h, saves::input0);
+///     b.matmul("fc2", g, {1, tokens, 4 * hidden, hidden}, tp_split::row);
+///     return std::move(b).build();
+///   }();
+/// @endcode
+/// A wiring or shape mistake stops compilation with a message naming the rule that was broken.
+class layer_builder {
+ public:
+  constexpr layer_builder(std::string_view name, layer_role role, layer_shape shape, std::int64_t input_elements) {
+    layer_.name = name;
+    layer_.role = role;
+    layer_.shape = shape;
+    layer_.input_elements = input_elements;
+  }
+
+  /// The layer's input tensor.
+  [[nodiscard]] constexpr tensor input() const { return {layer_input, layer_.input_elements}; }
+
+  /// A matmul with weights: x[m,k] * W[k,n] (+ bias of n). Keeps its input for the weight gradient.
+  constexpr tensor matmul(std::string_view name, tensor x, gemm_dims g, tp_split split, bool bias = false,
+                          bool tied_weights = false) {
+    check_dims(g);
+    op o = base(op_kind::matmul, name, split);
+    o.gemm = g;
+    o.in_elements = x.elements;
+    o.out_elements = g.batch * g.m * g.n;
+    o.params = g.k * g.n + (bias ? g.n : 0);
+    o.tied_params = tied_weights ? g.k * g.n : 0;
+    o.saved = saves::input0;
+    return add(o, {x});
+  }
+
+  /// A matmul of two activations, per (batch, head): a[m,k] * b[k,n].
+  constexpr tensor batched_matmul(std::string_view name, tensor a, tensor b, gemm_dims g, std::uint8_t saved,
+                                  bool attention_core = true) {
+    check_dims(g);
+    op o = base(op_kind::batched_matmul, name, tp_split::heads);
+    o.gemm = g;
+    o.in_elements = a.elements + (a.producer == b.producer ? 0 : b.elements);
+    o.out_elements = g.batch * g.m * g.n;
+    o.saved = saved;
+    o.attention_core = attention_core;
+    return add(o, {a, b});
+  }
+
+  /// An elementwise or normalising vector op over one input. `out_elements` defaults to the input's.
+  constexpr tensor vector(op_kind kind, std::string_view name, tensor x, std::uint8_t saved,
+                          tp_split split = tp_split::replicated, std::int64_t params = 0,
+                          std::int64_t out_elements = 0, bool attention_core = false) {
+    op o = base(kind, name, split);
+    o.in_elements = x.elements;
+    o.out_elements = out_elements > 0 ? out_elements : x.elements;
+    o.params = params;
+    o.saved = saved;
+    o.attention_core = attention_core;
+    check_positive(o.out_elements);
+    return add(o, {x});
+  }
+
+  /// Elementwise sum of two tensors of the same size (a residual connection).
+  constexpr tensor add_residual(std::string_view name, tensor a, tensor b,
+                                tp_split split = tp_split::replicated) {
+    op o = base(op_kind::residual_add, name, split);
+    o.in_elements = a.elements + b.elements;
+    o.out_elements = a.elements;
+    check_positive(o.out_elements);
+    return add(o, {a, b});
+  }
+
+  /// An embedding-table lookup of `tokens` rows from a table of `rows` x `width` (per rank).
+  constexpr tensor embedding(std::string_view name, std::int64_t tokens, std::int64_t rows, std::int64_t width,
+                             tp_split split = tp_split::replicated) {
+    check_positive(tokens);
+    check_positive(rows);
+    check_positive(width);
+    op o = base(op_kind::embedding, name, split);
+    o.in_elements = 0;
+    o.out_elements = tokens * width;
+    o.params = rows * width;
+    return add(o, {});
+  }
+
+  /// A tensor-parallel collective or marker over `group` ranks. `out_elements` is the per-rank result.
+  constexpr tensor collective(op_kind kind, std::string_view name, tensor x, int group, std::int64_t out_elements) {
+    op o = base(kind, name, tp_split::replicated);
+    o.in_elements = x.elements;
+    o.out_elements = out_elements;
+    o.group = group;
+    check_positive(out_elements);
+    return add(o, {x});
+  }
+
+  /// The layer, checked.
+  [[nodiscard]] constexpr layer build() const {
+    if (layer_.ops.empty()) rules::layer_must_have_at_least_one_op();
+    return layer_;
+  }
+
+ private:
+  [[nodiscard]] constexpr op base(op_kind kind, std::string_view name, tp_split split) const {
+    op o;
+    o.kind = kind;
+    o.name = name;
+    o.split = split;
+    o.elem_bytes = layer_.shape.elem_bytes;
+    return o;
+  }
+  static constexpr void check_positive(std::int64_t v) {
+    if (v <= 0) rules::op_shapes_must_be_positive();
+  }
+  static constexpr void check_dims(gemm_dims g) {
+    check_positive(g.batch);
+    check_positive(g.m);
+    check_positive(g.k);
+    check_positive(g.n);
+  }
+  constexpr tensor add(op o, std::initializer_list<tensor> inputs) {
+    const auto index = static_cast<std::int16_t>(layer_.ops.size());
+    for (const tensor& t : inputs) {
+      if (t.producer != layer_input && (t.producer < 0 || t.producer >= index)) {
+        rules::op_input_must_be_an_earlier_op_of_the_same_layer();
+      }
+      o.inputs.push_back(t.producer);
+    }
+    if (layer_.ops.size() == max_layer_ops) rules::layer_has_too_many_ops_raise_max_layer_ops();
+    layer_.ops.push_back(o);
+    return {index, o.out_elements};
+  }
+
+  layer layer_{};
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Backward pass.
+
+namespace detail {
+using op_set = static_vector<std::int16_t, 8>;
+
+constexpr void add_unique(op_set& s, std::int16_t v) {
+  for (auto x : s)
+    if (x == v) return;
+  s.push_back(v);
+}
+
+/// The forward op whose backward is pure bookkeeping (no work): passes gradient dependencies through.
+constexpr bool backward_is_identity(op_kind k) { return k == op_kind::all_reduce; }
+
+/// The collective a forward marker becomes in the backward pass (Megatron's conjugate f/g operators).
+constexpr op_kind backward_kind(op_kind k) {
+  switch (k) {
+    case op_kind::tp_copy: return op_kind::all_reduce;
+    case op_kind::all_gather: return op_kind::reduce_scatter;
+    case op_kind::reduce_scatter: return op_kind::all_gather;
+    default: return k;
+  }
+}
+}  // namespace detail
+
+/// The backward DAG of a layer, derived from its forward ops in reverse order. Every matmul gets an
+/// input-gradient GEMM (dX = dY W^T) and a weight-gradient GEMM (dW = X^T dY); a batched matmul gets a
+/// gradient GEMM for each operand; vector ops get their gradient op; embeddings get only a weight gradient
+/// (a scatter-add); Megatron's conjugate collectives swap (f <-> g, all-gather <-> reduce-scatter).
+/// Inputs of backward ops index the returned list; an empty input list means "the incoming output gradient".
+inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<op, max_backward_ops> {
+  static_vector<op, max_backward_ops> out;
+  const std::size_t n = l.ops.size();
+  // grad_of_input[i][k]: backward ops that produce the gradient of forward op i's k-th input.
+  std::array<std::array<detail::op_set, 3>, max_layer_ops> grad_of_input{};
+
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t i = n - 1 - r;
+    const op& f = l.ops[i];
+    // The gradient of f's output is ready when every consumer has produced the gradient of that input.
+    detail::op_set deps;
+    for (std::size_t c = i + 1; c < n; ++c) {
+      const op& consumer = l.ops[c];
+      for (std::size_t k = 0; k < consumer.inputs.size(); ++k) {
+        if (consumer.inputs[k] == static_cast<std::int16_t>(i)) {
+          for (auto d : grad_of_input[c][k]) detail::add_unique(deps, d);
+        }
+      }
+    }
+    auto make = [&](op_kind kind, op_phase phase, std::string_view suffix) {
+      op b = f;
+      b.kind = kind;
+      b.phase = phase;
+      b.name = fixed_string<24>{f.name.view(), suffix};
+      b.inputs.clear();
+      for (auto d : deps) {
+        if (b.inputs.size() < b.inputs.capacity()) b.inputs.push_back(d);
+      }
+      b.saved = saves::nothing;
+      b.params = 0;
+      b.tied_params = 0;
+      return b;
+    };
+    auto emit = [&](op b) {
+      const auto index = static_cast<std::int16_t>(out.size());
+      out.push_back(b);
+      return index;
+    };
+
+    if (detail::backward_is_identity(f.kind)) {
+      for (std::size_t k = 0; k < f.inputs.size(); ++k) grad_of_input[i][k] = deps;
+      continue;
+    }
+    switch (f.kind) {
+      case op_kind::matmul: {
+        op dx = make(op_kind::matmul, op_phase::backward_data, "_dx");
+        dx.gemm = {f.gemm.batch, f.gemm.m, f.gemm.n, f.gemm.k};
+        dx.in_elements = f.out_elements;
+        dx.out_elements = f.gemm.batch * f.gemm.m * f.gemm.k;
+        op dw = make(op_kind::matmul, op_phase::backward_weight, "_dw");
+        dw.gemm = {f.gemm.batch, f.gemm.k, f.gemm.m, f.gemm.n};
+        dw.in_elements = f.in_elements + f.out_elements;
+        dw.out_elements = f.params;
+        const auto dx_index = emit(dx);
+        emit(dw);
+        grad_of_input[i][0].push_back(dx_index);
+        break;
+      }
+      case op_kind::batched_matmul: {
+        op da = make(op_kind::batched_matmul, op_phase::backward_data, "_da");
+        da.gemm = {f.gemm.batch, f.gemm.m, f.gemm.n, f.gemm.k};
+        da.out_elements = f.gemm.batch * f.gemm.m * f.gemm.k;
+        op db = make(op_kind::batched_matmul, op_phase::backward_data, "_db");
+        db.gemm = {f.gemm.batch, f.gemm.k, f.gemm.m, f.gemm.n};
+        db.out_elements = f.gemm.batch * f.gemm.k * f.gemm.n;
+        const auto a_index = emit(da);
+        const auto b_index = emit(db);
+        grad_of_input[i][0].push_back(a_index);
+        if (f.inputs.size() > 1) grad_of_input[i][1].push_back(b_index);
+        break;
+      }
+      case op_kind::embedding: {
+        op dw = make(op_kind::embedding, op_phase::backward_weight, "_dw");
+        dw.in_elements = f.out_elements;
+        emit(dw);
+        break;
+      }
+      default: {
+        op b = make(detail::backward_kind(f.kind), op_phase::backward_data, "_d");
+        // A gradient op reads the output gradient (and what was saved) and writes the input gradient.
+        b.in_elements = f.out_elements;
+        b.out_elements = f.in_elements > 0 ? f.in_elements : f.out_elements;
+        if (f.kind == op_kind::residual_add) b.out_elements = f.out_elements;
+        const auto index = emit(b);
+        for (std::size_t k = 0; k < f.inputs.size(); ++k) grad_of_input[i][k].push_back(index);
+        break;
+      }
+    }
+  }
+  return out;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Totals.
+
+/// Parameters of a layer on one rank. Tied parameters (an output projection sharing the input embedding)
+/// are left out unless `include_tied`.
+inline constexpr auto layer_params = [](const layer& l, bool include_tied = false) constexpr -> std::int64_t {
+  std::int64_t total = 0;
+  for (const op& o : l.ops) total += include_tied ? o.params : o.params - o.tied_params;
+  return total;
+};
+
+/// FLOPs of a list of ops, optionally only those on one unit.
+template <class Ops>
+constexpr flops sum_flops(const Ops& ops, unit only) {
+  flops total{0.0};
+  for (const op& o : ops)
+    if (unit_of(o) == only) total += flops_of(o);
+  return total;
+}
+
+/// Matrix (tensor-unit) FLOPs of the forward pass: the "model FLOPs" of Narayanan et al. (SC'21).
+inline constexpr auto forward_matmul_flops = [](const layer& l) constexpr { return sum_flops(l.ops, unit::tensor); };
+/// Vector-unit FLOPs of the forward pass.
+inline constexpr auto forward_vector_flops = [](const layer& l) constexpr { return sum_flops(l.ops, unit::vector); };
+/// Matrix FLOPs of the backward pass (input- and weight-gradient GEMMs): twice the forward's.
+inline constexpr auto backward_matmul_flops = [](const layer& l) constexpr {
+  return sum_flops(backward(l), unit::tensor);
+};
+inline constexpr auto backward_vector_flops = [](const layer& l) constexpr {
+  return sum_flops(backward(l), unit::vector);
+};
+
+/// Bytes of activations a layer keeps between its forward and backward pass on one rank, by recomputation
+/// mode (Korthikanti et al. 2022, section 4). Each saved tensor is counted once however many ops keep it;
+/// a tensor produced by an all-gather is kept in its sharded form (as Megatron does with sequence
+/// parallelism); dropout masks take one byte per element. Selective recomputation drops the tensors that
+/// are produced and kept only inside the attention core; full recomputation keeps only the layer input.
+inline constexpr auto activation_bytes = [](const layer& l, recompute mode) constexpr -> bytes {
+  const double eb = static_cast<double>(l.shape.elem_bytes);
+  if (mode == recompute::full) return bytes{static_cast<double>(l.input_elements) * eb};
+
+  const std::size_t n = l.ops.size();
+  // For each tensor (index 0: the layer input, i+1: op i's output): is it kept, and only by core ops?
+  std::array<bool, max_layer_ops + 1> kept{};
+  std::array<bool, max_layer_ops + 1> kept_outside_core{};
+  double masks = 0.0;
+  auto keep = [&](std::int16_t producer, bool by_core_op) {
+    const auto t = static_cast<std::size_t>(producer + 1);
+    kept[t] = true;
+    if (!by_core_op) kept_outside_core[t] = true;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const op& o = l.ops[i];
+    if ((o.saved & saves::input0) && !o.inputs.empty()) keep(o.inputs[0], o.attention_core);
+    if ((o.saved & saves::input1) && o.inputs.size() > 1) keep(o.inputs[1], o.attention_core);
+    if (o.saved & saves::output) keep(static_cast<std::int16_t>(i), o.attention_core);
+    if ((o.saved & saves::mask) && !(mode == recompute::selective && o.attention_core)) {
+      masks += static_cast<double>(o.out_elements);
+    }
+  }
+  double total = masks;
+  for (std::size_t t = 0; t <= n; ++t) {
+    if (!kept[t]) continue;
+    const bool producer_in_core = t > 0 && l.ops[t - 1].attention_core;
+    if (mode == recompute::selective && producer_in_core && !kept_outside_core[t]) continue;
+    std::int64_t elements = l.input_elements;
+    if (t > 0) {
+      const op& p = l.ops[t - 1];
+      elements = p.kind == op_kind::all_gather ? p.in_elements : p.out_elements;
+    }
+    total += static_cast<double>(elements) * eb;
+  }
+  return bytes{total};
+};
+
+/// Bytes leaving the layer towards the next one (a pipeline boundary): its output activation.
+inline constexpr auto boundary_bytes = [](const layer& l) constexpr -> bytes {
+  return bytes{static_cast<double>(l.output_elements()) * static_cast<double>(l.shape.elem_bytes)};
+};
+
+}  // namespace phaze::model

@@ -1,0 +1,240 @@
+/// @file
+/// Operators of a layer's dataflow graph: what each computes, on which unit it runs, and what it costs in
+/// FLOPs, bytes and parameters, all derived from its shapes.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "phaze/core/fixed_string.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/core/static_vector.hpp"
+
+namespace phaze::model {
+
+/// What an operator computes.
+enum class op_kind : std::uint8_t {
+  matmul,          ///< activations x weights (linear layer, output projection); may carry a fused bias
+  batched_matmul,  ///< activations x activations (attention scores Q K^T, context P V)
+  softmax,         ///< attention softmax (scale and causal mask fused, as Megatron's fused kernel does)
+  layernorm,
+  rmsnorm,
+  gelu,
+  relu,
+  silu,
+  swiglu,        ///< silu(gate) * up, over a fused gate+up projection output
+  dropout,       ///< keeps a one-byte mask per element for the backward pass
+  residual_add,  ///< elementwise sum of two activations (residual connections, position embeddings)
+  embedding,     ///< table lookup (word, position or token-type embedding)
+  cross_entropy, ///< softmax + negative log-likelihood over the vocabulary logits
+  rotary,        ///< rotary position embedding applied to queries and keys
+  tp_copy,       ///< Megatron's "f": identity forward, all-reduce of the input gradient backward
+  all_reduce,    ///< tensor-parallel all-reduce ("g" forward)
+  reduce_scatter,///< sequence-parallel reduce-scatter
+  all_gather,    ///< sequence-parallel all-gather
+};
+
+/// Which pass an operator belongs to.
+enum class op_phase : std::uint8_t {
+  forward,
+  backward_data,    ///< gradient with respect to an activation input
+  backward_weight,  ///< gradient with respect to the weights
+};
+
+/// The hardware unit an operator occupies.
+enum class unit : std::uint8_t {
+  tensor,   ///< matrix (systolic / tensor-core) units
+  vector,   ///< vector / SIMD units
+  network,  ///< a collective over the tensor-parallel group
+  none,     ///< no work (an identity marker)
+};
+
+/// How an operator is split across a tensor-parallel group (Megatron-LM, Shoeybi et al. 2019, section 3).
+enum class tp_split : std::uint8_t {
+  replicated,  ///< every rank computes the whole op (layernorm without sequence parallelism)
+  column,      ///< weight split by output features (QKV, MLP up projection)
+  row,         ///< weight split by input features (attention output, MLP down projection)
+  heads,       ///< split by attention heads (scores, softmax, context)
+  vocab,       ///< split by vocabulary rows (embedding, output projection, cross-entropy)
+  sequence,    ///< split along the sequence (sequence parallelism, Korthikanti et al. 2022)
+};
+
+/// C[batch][m][n] = A[batch][m][k] * B[batch][k][n].
+struct gemm_dims {
+  std::int64_t batch = 1;
+  std::int64_t m = 0;
+  std::int64_t k = 0;
+  std::int64_t n = 0;
+  friend constexpr bool operator==(const gemm_dims&, const gemm_dims&) = default;
+};
+
+/// Bit flags: which tensors an op keeps for its backward pass (Korthikanti et al. 2022, section 4.1).
+namespace saves {
+inline constexpr std::uint8_t nothing = 0;
+inline constexpr std::uint8_t input0 = 1;  ///< first activation input
+inline constexpr std::uint8_t input1 = 2;  ///< second activation input
+inline constexpr std::uint8_t output = 4;  ///< own output (softmax)
+inline constexpr std::uint8_t mask = 8;    ///< one byte per output element (dropout)
+}  // namespace saves
+
+/// Index of the layer's input tensor among an op's inputs.
+inline constexpr std::int16_t layer_input = -1;
+
+/// One operator. All sizes are per tensor-parallel rank.
+struct op {
+  op_kind kind = op_kind::matmul;
+  op_phase phase = op_phase::forward;
+  fixed_string<24> name;
+  gemm_dims gemm{};                ///< for matmul and batched_matmul
+  std::int64_t in_elements = 0;    ///< activation elements read (all activation inputs together)
+  std::int64_t out_elements = 0;   ///< elements of the output tensor
+  std::int64_t params = 0;         ///< parameters owned by this op on one rank (weights and biases)
+  std::int64_t tied_params = 0;    ///< of `params`, those shared with the input embedding (counted once)
+  int elem_bytes = 2;              ///< bytes per activation and weight element
+  int group = 1;                   ///< ranks taking part (collectives)
+  tp_split split = tp_split::replicated;
+  static_vector<std::int16_t, 3> inputs;  ///< producers: earlier ops of the same pass, or layer_input
+  std::uint8_t saved = saves::nothing;    ///< what the forward op keeps for backward
+  bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
+
+  friend constexpr bool operator==(const op&, const op&) = default;
+};
+
+/// The unit an op runs on.
+inline constexpr auto unit_of = [](const op& o) constexpr -> unit {
+  switch (o.kind) {
+    case op_kind::matmul:
+    case op_kind::batched_matmul:
+      return unit::tensor;
+    case op_kind::all_reduce:
+    case op_kind::reduce_scatter:
+    case op_kind::all_gather:
+      return unit::network;
+    case op_kind::tp_copy:
+      return unit::none;
+    default:
+      return unit::vector;
+  }
+};
+
+namespace detail {
+/// Floating-point operations per output element of a vector op, counted from its formula (forward).
+/// softmax: max, subtract, exp, sum, divide; layernorm: mean, variance (2), normalize (2), scale, shift
+/// (counted as 8 with the bias); rmsnorm: square, mean, rsqrt-scale, weight (5); gelu (tanh form):
+/// 8; silu: negate-exp-add-divide (4) and one more multiply for swiglu; dropout: compare + scale;
+/// rotary: two multiplies and an add per element; cross-entropy: softmax (5) + log-likelihood.
+/// These counts are reported as vector FLOPs only; model FLOPs (MFU) count matrix work alone.
+constexpr double vector_flops_per_element(op_kind k) {
+  switch (k) {
+    case op_kind::softmax: return 5;
+    case op_kind::layernorm: return 8;
+    case op_kind::rmsnorm: return 5;
+    case op_kind::gelu: return 8;
+    case op_kind::relu: return 1;
+    case op_kind::silu: return 4;
+    case op_kind::swiglu: return 5;
+    case op_kind::dropout: return 2;
+    case op_kind::residual_add: return 1;
+    case op_kind::rotary: return 3;
+    case op_kind::cross_entropy: return 6;
+    default: return 0;
+  }
+}
+}  // namespace detail
+
+/// FLOPs of an op: 2*batch*m*k*n for (batched) matmuls, per-element counts for vector ops (backward vector
+/// ops count twice their forward), zero for embeddings lookups and collectives.
+inline constexpr auto flops_of = [](const op& o) constexpr -> flops {
+  if (unit_of(o) == unit::tensor) {
+    return flops{2.0 * static_cast<double>(o.gemm.batch) * static_cast<double>(o.gemm.m) *
+                 static_cast<double>(o.gemm.k) * static_cast<double>(o.gemm.n)};
+  }
+  if (unit_of(o) != unit::vector) return flops{0.0};
+  const double per_element = detail::vector_flops_per_element(o.kind) * (o.phase == op_phase::forward ? 1.0 : 2.0);
+  return flops{per_element * static_cast<double>(o.out_elements)};
+};
+
+/// Bytes an op reads from memory: both GEMM operands, or the activation inputs plus parameters.
+inline constexpr auto bytes_read = [](const op& o) constexpr -> bytes {
+  const auto eb = static_cast<double>(o.elem_bytes);
+  if (unit_of(o) == unit::tensor) {
+    const auto b = static_cast<double>(o.gemm.batch);
+    return bytes{b * static_cast<double>(o.gemm.m * o.gemm.k + o.gemm.k * o.gemm.n) * eb};
+  }
+  if (o.kind == op_kind::embedding) return bytes{static_cast<double>(o.out_elements) * eb};  // gathered rows
+  return bytes{static_cast<double>(o.in_elements + o.params) * eb};
+};
+
+/// Bytes an op writes: its output (plus the one-byte dropout mask).
+inline constexpr auto bytes_written = [](const op& o) constexpr -> bytes {
+  const auto eb = static_cast<double>(o.elem_bytes);
+  if (unit_of(o) == unit::tensor) {
+    return bytes{static_cast<double>(o.gemm.batch * o.gemm.m * o.gemm.n) * eb};
+  }
+  const double mask = (o.kind == op_kind::dropout && o.phase == op_phase::forward) ? 1.0 : 0.0;
+  return bytes{static_cast<double>(o.out_elements) * (eb + mask)};
+};
+
+/// Bytes of the op's parameters on one rank.
+inline constexpr auto param_bytes = [](const op& o) constexpr -> bytes {
+  return bytes{static_cast<double>(o.params) * static_cast<double>(o.elem_bytes)};
+};
+
+/// Bytes of the op's output tensor.
+inline constexpr auto output_bytes = [](const op& o) constexpr -> bytes {
+  return bytes{static_cast<double>(o.out_elements) * static_cast<double>(o.elem_bytes)};
+};
+
+/// Bytes a collective carries: the whole (unsharded) tensor, from which the algorithm's factor is taken
+/// (ring all-reduce moves 2(n-1)/n of it, reduce-scatter and all-gather (n-1)/n).
+inline constexpr auto collective_bytes = [](const op& o) constexpr -> bytes {
+  if (unit_of(o) != unit::network) return bytes{0.0};
+  const auto larger = o.in_elements > o.out_elements ? o.in_elements : o.out_elements;
+  return bytes{static_cast<double>(larger) * static_cast<double>(o.elem_bytes)};
+};
+
+/// A short lowercase name for an op kind ("matmul", "softmax", ...), as printed and written to JSON.
+constexpr std::string_view to_string(op_kind k) {
+  switch (k) {
+    case op_kind::matmul: return "matmul";
+    case op_kind::batched_matmul: return "batched_matmul";
+    case op_kind::softmax: return "softmax";
+    case op_kind::layernorm: return "layernorm";
+    case op_kind::rmsnorm: return "rmsnorm";
+    case op_kind::gelu: return "gelu";
+    case op_kind::relu: return "relu";
+    case op_kind::silu: return "silu";
+    case op_kind::swiglu: return "swiglu";
+    case op_kind::dropout: return "dropout";
+    case op_kind::residual_add: return "residual_add";
+    case op_kind::embedding: return "embedding";
+    case op_kind::cross_entropy: return "cross_entropy";
+    case op_kind::rotary: return "rotary";
+    case op_kind::tp_copy: return "tp_copy";
+    case op_kind::all_reduce: return "all_reduce";
+    case op_kind::reduce_scatter: return "reduce_scatter";
+    case op_kind::all_gather: return "all_gather";
+  }
+  return "?";
+}
+
+constexpr std::string_view to_string(op_phase p) {
+  switch (p) {
+    case op_phase::forward: return "forward";
+    case op_phase::backward_data: return "backward_data";
+    case op_phase::backward_weight: return "backward_weight";
+  }
+  return "?";
+}
+
+constexpr std::string_view to_string(unit u) {
+  switch (u) {
+    case unit::tensor: return "tensor";
+    case unit::vector: return "vector";
+    case unit::network: return "network";
+    case unit::none: return "none";
+  }
+  return "?";
+}
+
+}  // namespace phaze::model

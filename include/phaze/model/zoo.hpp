@@ -1,0 +1,177 @@
+/// @file
+/// The model zoo: the published architectures phaze knows by name, each with its training sequence length and
+/// vocabulary (both can be overridden with with_sequence / with_vocab).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "phaze/core/error.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/model/transformer.hpp"
+
+namespace phaze::zoo {
+
+using model::family;
+using model::mlp_kind;
+using model::norm_kind;
+using model::position_kind;
+using model::transformer_config;
+
+/// A named architecture and where its numbers come from.
+struct entry {
+  std::string_view name;
+  std::string_view source;  ///< the paper or model card the configuration is taken from
+  transformer_config config;
+};
+
+namespace detail {
+// clang-format off
+constexpr transformer_config gpt(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t layers,
+                                 std::int64_t vocab, std::int64_t seq) {
+  return {.name = name, .arch = family::gpt, .hidden = h, .heads = heads, .ffn = 4 * h, .layers = layers,
+          .vocab = vocab, .sequence = seq, .max_positions = seq};
+}
+constexpr transformer_config bert(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t layers,
+                                  std::int64_t vocab, bool pre_norm) {
+  return {.name = name, .arch = family::bert, .hidden = h, .heads = heads, .ffn = 4 * h, .layers = layers,
+          .vocab = vocab, .sequence = 512, .max_positions = 512, .token_types = 2, .pre_norm = pre_norm,
+          .final_norm = pre_norm, .causal = false, .bert_heads = true};
+}
+constexpr transformer_config opt(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t layers) {
+  return {.name = name, .arch = family::opt, .hidden = h, .heads = heads, .ffn = 4 * h, .layers = layers,
+          .vocab = 50272, .sequence = 2048, .max_positions = 2048, .position_offset = 2, .mlp = mlp_kind::relu};
+}
+constexpr transformer_config llama(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t kv,
+                                   std::int64_t ffn, std::int64_t layers, std::int64_t vocab, std::int64_t seq) {
+  return {.name = name, .arch = family::llama, .hidden = h, .heads = heads, .kv_heads = kv, .ffn = ffn,
+          .layers = layers, .vocab = vocab, .sequence = seq, .norm = norm_kind::rmsnorm, .mlp = mlp_kind::swiglu,
+          .positions = position_kind::rotary, .bias = false, .tied_embeddings = false, .dropout = false};
+}
+constexpr transformer_config opt_350m() {
+  auto c = opt("opt-350m", 1024, 16, 24);
+  c.embed_dim = 512;      // word embeddings are 512 wide, projected in and out (HF OPTConfig word_embed_proj_dim)
+  c.pre_norm = false;     // do_layer_norm_before = False for this size only
+  c.final_norm = false;
+  return c;
+}
+// clang-format on
+}  // namespace detail
+
+/// Every zoo entry. Megatron vocabularies are padded to 51,200 (Shoeybi et al. 2019, section 5).
+inline constexpr std::array entries{
+    entry{"bert-large", "Devlin et al. 2019; HF bert-large-uncased", detail::bert("bert-large", 1024, 16, 24, 30522, false)},
+    entry{"megatron-bert", "PHAZE's Megatron BERT-Large (Shoeybi et al. 2019), vocab padded to 30592",
+          detail::bert("megatron-bert", 1024, 16, 24, 30592, true)},
+    entry{"gpt2", "Radford et al. 2019; HF gpt2", detail::gpt("gpt2", 768, 12, 12, 50257, 1024)},
+    entry{"gpt2-xl", "Radford et al. 2019; HF gpt2-xl", detail::gpt("gpt2-xl", 1600, 25, 48, 50257, 1024)},
+    entry{"megatron-gpt2-40", "Shoeybi et al. 2019 Table 1 (1.2B)", detail::gpt("megatron-gpt2-40", 1536, 16, 40, 51200, 1024)},
+    entry{"megatron-gpt2-54", "Shoeybi et al. 2019 Table 1 (2.5B)", detail::gpt("megatron-gpt2-54", 1920, 20, 54, 51200, 1024)},
+    entry{"megatron-gpt2-72", "Shoeybi et al. 2019 Table 1 (8.3B)", detail::gpt("megatron-gpt2-72", 3072, 32, 72, 51200, 1024)},
+    entry{"gpt3-175b", "Brown et al. 2020 Table 2.1", detail::gpt("gpt3-175b", 12288, 96, 96, 50257, 2048)},
+    entry{"megatron-22b", "Korthikanti et al. 2022 Table 3", detail::gpt("megatron-22b", 6144, 64, 48, 51200, 2048)},
+    entry{"turing-530b", "Korthikanti et al. 2022 Table 3", detail::gpt("turing-530b", 20480, 128, 105, 51200, 2048)},
+    entry{"megatron-1t", "Korthikanti et al. 2022 Table 3", detail::gpt("megatron-1t", 25600, 160, 128, 51200, 2048)},
+    entry{"opt-350m", "Zhang et al. 2022; HF facebook/opt-350m", detail::opt_350m()},
+    entry{"opt-1.3b", "Zhang et al. 2022; HF facebook/opt-1.3b", detail::opt("opt-1.3b", 2048, 32, 24)},
+    entry{"opt-175b", "Zhang et al. 2022 Table 1", detail::opt("opt-175b", 12288, 96, 96)},
+    entry{"llama2-7b", "Touvron et al. 2023; HF meta-llama/Llama-2-7b-hf",
+          detail::llama("llama2-7b", 4096, 32, 32, 11008, 32, 32000, 4096)},
+    entry{"llama2-13b", "Touvron et al. 2023; HF meta-llama/Llama-2-13b-hf",
+          detail::llama("llama2-13b", 5120, 40, 40, 13824, 40, 32000, 4096)},
+    entry{"llama2-70b", "Touvron et al. 2023; HF meta-llama/Llama-2-70b-hf (grouped-query attention)",
+          detail::llama("llama2-70b", 8192, 64, 8, 28672, 80, 32000, 4096)},
+    entry{"llama3-8b", "Meta 2024; HF meta-llama/Meta-Llama-3-8B",
+          detail::llama("llama3-8b", 4096, 32, 8, 14336, 32, 128256, 8192)},
+    entry{"llama3-70b", "Meta 2024; HF meta-llama/Meta-Llama-3-70B",
+          detail::llama("llama3-70b", 8192, 64, 8, 28672, 80, 128256, 8192)},
+};
+
+/// The zoo entry with this name, if any.
+constexpr std::optional<entry> find(std::string_view name) {
+  for (const auto& e : entries)
+    if (e.name == name) return e;
+  return std::nullopt;
+}
+
+/// The model with this zoo name, or a compile error / input_error naming the mistake.
+namespace rules {
+[[noreturn]] inline void unknown_zoo_model_name_see_phaze_models() {
+  throw input_error("unknown zoo model name; run `phaze models` for the list");
+}
+}  // namespace rules
+
+constexpr model::model get(std::string_view name) {
+  const auto e = find(name);
+  if (!e) rules::unknown_zoo_model_name_see_phaze_models();
+  return model::make_model(e->config);
+}
+
+// Named accessors, usable in constant expressions.
+constexpr model::model bert_large() { return get("bert-large"); }
+constexpr model::model megatron_bert() { return get("megatron-bert"); }
+constexpr model::model gpt2() { return get("gpt2"); }
+constexpr model::model gpt2_xl() { return get("gpt2-xl"); }
+constexpr model::model megatron_gpt2_40() { return get("megatron-gpt2-40"); }
+constexpr model::model megatron_gpt2_54() { return get("megatron-gpt2-54"); }
+constexpr model::model megatron_gpt2_72() { return get("megatron-gpt2-72"); }
+constexpr model::model gpt3_175b() { return get("gpt3-175b"); }
+constexpr model::model opt_350m() { return get("opt-350m"); }
+constexpr model::model opt_1_3b() { return get("opt-1.3b"); }
+constexpr model::model opt_175b() { return get("opt-175b"); }
+constexpr model::model llama2_7b() { return get("llama2-7b"); }
+constexpr model::model llama2_13b() { return get("llama2-13b"); }
+constexpr model::model llama2_70b() { return get("llama2-70b"); }
+constexpr model::model llama3_8b() { return get("llama3-8b"); }
+constexpr model::model llama3_70b() { return get("llama3-70b"); }
+
+namespace detail {
+/// Levenshtein distance, for "did you mean" suggestions.
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace detail
+
+/// Up to `k` zoo names closest to `name` (edit distance, ties by zoo order; names containing `name` first).
+inline std::vector<std::string_view> closest_names(std::string_view name, std::size_t k = 3) {
+  std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, index)
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto n = entries[i].name;
+    const bool contains = !name.empty() && (n.find(name) != std::string_view::npos || name.find(n) != std::string_view::npos);
+    scored.emplace_back(contains ? 0 : detail::edit_distance(name, n), i);
+  }
+  std::stable_sort(scored.begin(), scored.end());
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < std::min(k, scored.size()); ++i) out.push_back(entries[scored[i].second].name);
+  return out;
+}
+
+/// The model with this zoo name; an unknown name throws input_error suggesting the closest names.
+inline model::model lookup(std::string_view name) {
+  if (const auto e = find(name)) return model::make_model(e->config);
+  std::string message = "unknown model '" + std::string{name} + "'; did you mean ";
+  const auto names = closest_names(name);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    message += (i == 0 ? "'" : i + 1 == names.size() ? "' or '" : "', '") + std::string{names[i]};
+  }
+  message += "'? Run `phaze models` for the list, or pass a path to a HuggingFace config.json";
+  throw input_error(message);
+}
+
+}  // namespace phaze::zoo
