@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds and runs all of phaze's tests on a fresh Debian 12 machine (installs missing packages first).
+#   scripts/test.sh              optimized build in build/, every test
+#   scripts/test.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+
+jobs=$(nproc)
+if [ "${1:-}" = "--sanitize" ]; then
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPHAZE_SANITIZE=ON -DPHAZE_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build-asan -j"$jobs"
+  # Compile-fail, static and packaging tests check the compiler and CMake, not run-time behaviour: the
+  # optimized run covers them.
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -j"$jobs" --output-on-failure -E '^(compile_fail|static|consumer)\.'
+else
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$jobs"
+  ctest --test-dir build -j"$jobs" --output-on-failure
+fi
