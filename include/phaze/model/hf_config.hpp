@@ -1,0 +1,356 @@
+/// @file
+/// Builds a phaze model from a HuggingFace `config.json` (GPT-2, OPT, Llama/Mistral, BERT, GPT-NeoX).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "phaze/core/error.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/model/transformer.hpp"
+
+namespace phaze::model {
+
+/// The HuggingFace `model_type` values from_hf_config understands.
+inline constexpr std::array<std::string_view, 6> hf_model_types{"gpt2",    "opt",  "llama",
+                                                                "mistral", "bert", "gpt_neox"};
+
+namespace detail::hf {
+
+/// Largest size accepted for any config field. Real configs stay far below it (the largest vocabularies are
+/// ~256k, the longest contexts ~1M); the bound keeps products such as hidden * ffn * layers inside int64.
+inline constexpr std::int64_t max_size = std::int64_t{1} << 24;
+
+/// A JSON value as it appears in the file, shortened for an error message.
+inline std::string shown(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+[[noreturn]] inline void field_error(std::string_view field, const std::string& problem) {
+  throw input_error("config.json field '" + std::string{field} + "' " + problem);
+}
+
+/// Reads one HuggingFace config object, naming each field it rejects.
+class reader {
+ public:
+  reader(const nlohmann::json& config, std::string model_type)
+      : json_(config), type_(std::move(model_type)) {}
+
+  /// The value of `field`, or nullptr when it is absent or null.
+  [[nodiscard]] const nlohmann::json* get(std::string_view field) const {
+    const auto it = json_.find(field);
+    if (it == json_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  /// A positive size (at most max_size); absent or null gives nullopt.
+  [[nodiscard]] std::optional<std::int64_t> size(std::string_view field) const {
+    const auto* v = get(field);
+    if (v == nullptr) return std::nullopt;
+    std::int64_t n = 0;
+    bool integral = false;
+    if (v->is_number_integer() && !v->is_number_unsigned()) {
+      n = v->get<std::int64_t>();
+      integral = true;
+    } else if (v->is_number_unsigned()) {
+      const auto u = v->get<std::uint64_t>();
+      n = u > static_cast<std::uint64_t>(max_size) ? max_size + 1 : static_cast<std::int64_t>(u);
+      integral = true;
+    } else if (v->is_number_float()) {
+      // Some tools write integers as 4096.0; accept those, reject fractions.
+      const double d = v->get<double>();
+      integral =
+          std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= static_cast<double>(max_size) + 1.0;
+      if (integral) n = static_cast<std::int64_t>(d);
+    }
+    if (!integral || n <= 0) field_error(field, "must be a positive integer, got " + shown(*v));
+    if (n > max_size) {
+      field_error(field,
+                  "is " + shown(*v) + ", larger than phaze accepts (" + std::to_string(max_size) + ")");
+    }
+    return n;
+  }
+
+  /// A positive size that must be present.
+  [[nodiscard]] std::int64_t required_size(std::string_view field) const {
+    if (const auto n = size(field)) return *n;
+    missing(field);
+  }
+
+  /// The first of two alternative spellings that is present (GPT-2's n_positions / n_ctx).
+  [[nodiscard]] std::int64_t required_size(std::string_view field, std::string_view alternative) const {
+    if (const auto n = size(field)) return *n;
+    if (const auto n = size(alternative)) return *n;
+    missing(field);
+  }
+
+  [[nodiscard]] bool flag(std::string_view field, bool fallback) const {
+    const auto* v = get(field);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) field_error(field, "must be true or false, got " + shown(*v));
+    return v->get<bool>();
+  }
+
+  [[nodiscard]] double number(std::string_view field, double fallback) const {
+    const auto* v = get(field);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) field_error(field, "must be a number, got " + shown(*v));
+    return v->get<double>();
+  }
+
+  [[nodiscard]] std::optional<std::string> text(std::string_view field) const {
+    const auto* v = get(field);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_string()) field_error(field, "must be a string, got " + shown(*v));
+    return v->get<std::string>();
+  }
+
+  /// True when any of the dropout probabilities is positive (each defaulting to `fallback`).
+  [[nodiscard]] bool any_dropout(std::initializer_list<std::string_view> fields, double fallback) const {
+    bool any = false;
+    for (const auto f : fields) {
+      const double p = number(f, fallback);
+      if (!(p >= 0.0 && p < 1.0)) field_error(f, "must be a probability in [0, 1), got " + shown(*get(f)));
+      any = any || p > 0.0;
+    }
+    return any;
+  }
+
+  /// The activation of a two-matrix MLP: any GELU variant, or ReLU.
+  [[nodiscard]] mlp_kind activation(std::string_view field, std::string_view fallback) const {
+    const std::string act = text(field).value_or(std::string{fallback});
+    if (act.starts_with("gelu")) return mlp_kind::gelu;
+    if (act == "relu") return mlp_kind::relu;
+    field_error(field, "is \"" + act + "\"; phaze models model_type '" + type_ +
+                           "' with a gelu or relu MLP only (e.g. \"gelu\", \"gelu_new\", \"relu\")");
+  }
+
+  [[noreturn]] void missing(std::string_view field) const {
+    field_error(field, "is missing (required for model_type '" + type_ + "')");
+  }
+
+  [[nodiscard]] const std::string& model_type() const { return type_; }
+
+ private:
+  const nlohmann::json& json_;
+  std::string type_;
+};
+
+/// The model_type of a config: its `model_type` field, or inferred from `architectures` ("LlamaForCausalLM").
+inline std::string model_type_of(const nlohmann::json& config) {
+  if (const auto it = config.find("model_type"); it != config.end() && !it->is_null()) {
+    if (!it->is_string()) field_error("model_type", "must be a string, got " + shown(*it));
+    return it->get<std::string>();
+  }
+  // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 6> prefixes{{{"GPTNeoX", "gpt_neox"},
+                                                                                   {"GPT2", "gpt2"},
+                                                                                   {"OPT", "opt"},
+                                                                                   {"Llama", "llama"},
+                                                                                   {"Mistral", "mistral"},
+                                                                                   {"Bert", "bert"}}};
+  if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
+    for (const auto& a : *it) {
+      if (!a.is_string()) continue;
+      const auto name = a.get<std::string>();
+      if (name.starts_with("GPTNeoXJapanese")) continue;  // a different architecture despite the prefix
+      for (const auto& [prefix, type] : prefixes) {
+        if (name.starts_with(prefix)) return std::string{type};
+      }
+    }
+  }
+  field_error("model_type",
+              "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
+              "llama, mistral, bert, gpt_neox");
+}
+
+inline transformer_config gpt2(const reader& r) {
+  transformer_config c;
+  c.arch = family::gpt;
+  c.hidden = r.required_size("n_embd");
+  c.heads = r.required_size("n_head");
+  c.layers = r.required_size("n_layer");
+  c.vocab = r.required_size("vocab_size");
+  c.sequence = r.required_size("n_positions", "n_ctx");
+  c.max_positions = c.sequence;
+  c.ffn = r.size("n_inner").value_or(4 * c.hidden);  // HF GPT2Config: n_inner = None means 4 * n_embd
+  c.mlp = r.activation("activation_function", "gelu_new");
+  c.tied_embeddings = r.flag("tie_word_embeddings", true);
+  c.dropout = r.any_dropout({"resid_pdrop", "embd_pdrop", "attn_pdrop"}, 0.1);
+  return c;
+}
+
+inline transformer_config opt(const reader& r) {
+  transformer_config c;
+  c.arch = family::opt;
+  c.hidden = r.required_size("hidden_size");
+  c.heads = r.required_size("num_attention_heads");
+  c.layers = r.required_size("num_hidden_layers");
+  c.ffn = r.required_size("ffn_dim");
+  c.vocab = r.required_size("vocab_size");
+  c.sequence = r.required_size("max_position_embeddings");
+  c.max_positions = c.sequence;
+  c.position_offset = 2;  // OPTLearnedPositionalEmbedding keeps two extra rows (fairseq's padding offset)
+  if (const auto e = r.size("word_embed_proj_dim"); e && *e != c.hidden) c.embed_dim = *e;
+  c.pre_norm = r.flag("do_layer_norm_before", true);
+  // HF OPTDecoder builds final_layer_norm only for pre-norm models that do not remove it.
+  c.final_norm = c.pre_norm && !r.flag("_remove_final_layer_norm", false);
+  c.mlp = r.activation("activation_function", "relu");
+  c.bias = r.flag("enable_bias", true);
+  c.tied_embeddings = r.flag("tie_word_embeddings", true);
+  c.dropout = r.any_dropout({"dropout", "attention_dropout"}, 0.1);
+  return c;
+}
+
+inline transformer_config llama(const reader& r) {
+  transformer_config c;
+  c.arch = family::llama;
+  c.hidden = r.required_size("hidden_size");
+  c.heads = r.required_size("num_attention_heads");
+  c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
+  c.layers = r.required_size("num_hidden_layers");
+  c.ffn = r.required_size("intermediate_size");
+  c.vocab = r.required_size("vocab_size");
+  c.sequence = r.required_size("max_position_embeddings");
+  // Newer configs spell head_dim out even when it is hidden / heads; keep 0 (the default) in that case.
+  if (const auto d = r.size("head_dim"); d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads))
+    c.head_dim = *d;
+  const std::string act = r.text("hidden_act").value_or("silu");
+  if (act != "silu" && act != "swish") {
+    field_error("hidden_act", "is \"" + act + "\"; phaze models model_type '" + r.model_type() +
+                                  "' with a SwiGLU MLP, which needs \"silu\"");
+  }
+  c.norm = norm_kind::rmsnorm;
+  c.mlp = mlp_kind::swiglu;
+  c.positions = position_kind::rotary;
+  c.bias = r.flag("attention_bias", false) || r.flag("mlp_bias", false);
+  c.tied_embeddings = r.flag("tie_word_embeddings", false);
+  c.dropout = false;
+  return c;
+}
+
+inline transformer_config bert(const reader& r) {
+  transformer_config c;
+  c.arch = family::bert;
+  c.hidden = r.required_size("hidden_size");
+  c.heads = r.required_size("num_attention_heads");
+  c.layers = r.required_size("num_hidden_layers");
+  c.ffn = r.required_size("intermediate_size");
+  c.vocab = r.required_size("vocab_size");
+  c.sequence = r.required_size("max_position_embeddings");
+  c.max_positions = c.sequence;
+  c.token_types = r.size("type_vocab_size").value_or(2);
+  c.mlp = r.activation("hidden_act", "gelu");
+  c.pre_norm = false;
+  c.final_norm = false;
+  c.causal = false;
+  c.bert_heads = true;
+  c.tied_embeddings = r.flag("tie_word_embeddings", true);
+  c.dropout = r.any_dropout({"hidden_dropout_prob", "attention_probs_dropout_prob"}, 0.1);
+  return c;
+}
+
+inline transformer_config gpt_neox(const reader& r) {
+  transformer_config c;
+  c.arch = family::neox;
+  c.hidden = r.required_size("hidden_size");
+  c.heads = r.required_size("num_attention_heads");
+  c.layers = r.required_size("num_hidden_layers");
+  c.ffn = r.required_size("intermediate_size");
+  c.vocab = r.required_size("vocab_size");
+  c.sequence = r.required_size("max_position_embeddings");
+  c.positions = position_kind::rotary;
+  const std::string_view pct_field = r.get("rotary_pct") != nullptr ? "rotary_pct" : "partial_rotary_factor";
+  c.rotary_fraction = r.number(pct_field, 0.25);  // HF GPTNeoXConfig default rotary_pct = 0.25
+  if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) {
+    field_error(pct_field, "must lie in (0, 1], got " + shown(*r.get(pct_field)));
+  }
+  c.mlp = r.activation("hidden_act", "gelu");
+  c.parallel_residual = r.flag("use_parallel_residual", true);
+  c.bias = r.flag("attention_bias", true);
+  c.tied_embeddings = r.flag("tie_word_embeddings", false);
+  c.dropout = r.any_dropout({"hidden_dropout", "attention_dropout"}, 0.0);
+  return c;
+}
+
+/// Rules phaze's validate() would also reject, checked here first so the message names the JSON fields.
+inline void check_attention(const reader& r, const transformer_config& c) {
+  const bool gpt2 = r.model_type() == "gpt2";
+  const std::string hidden_field = gpt2 ? "n_embd" : "hidden_size";
+  const std::string heads_field = gpt2 ? "n_head" : "num_attention_heads";
+  if (c.head_dim == 0 && c.hidden % c.heads != 0) {
+    throw input_error("config.json fields '" + hidden_field + "' (" + std::to_string(c.hidden) + ") and '" +
+                      heads_field + "' (" + std::to_string(c.heads) +
+                      "): the number of attention heads must divide the hidden size, or give 'head_dim'");
+  }
+  if (c.kv_heads > 0 && c.heads % c.kv_heads != 0) {
+    throw input_error("config.json field 'num_key_value_heads' (" + std::to_string(c.kv_heads) +
+                      ") must divide '" + heads_field + "' (" + std::to_string(c.heads) + ")");
+  }
+}
+
+}  // namespace detail::hf
+
+/// The model described by a HuggingFace `config.json` (already parsed). The architecture comes from
+/// `model_type` (or, when absent, from `architectures`); the training sequence length is the model's
+/// maximum position count (use with_sequence for another). The name is `_name_or_path`, else
+/// `fallback_name`, else the model_type. Fields phaze does not need are ignored; a missing, mistyped or
+/// non-positive field, or an architecture phaze's rules reject, is an input_error naming the field.
+inline constexpr auto from_hf_config = [](const nlohmann::json& config,
+                                          std::string_view fallback_name = {}) -> model {
+  namespace hf = detail::hf;
+  try {
+    if (!config.is_object()) {
+      throw input_error(std::string{"config.json must hold a JSON object, got "} + config.type_name());
+    }
+    const std::string type = hf::model_type_of(config);
+    const hf::reader r{config, type};
+    transformer_config c;
+    if (type == "gpt2") {
+      c = hf::gpt2(r);
+    } else if (type == "opt") {
+      c = hf::opt(r);
+    } else if (type == "llama" || type == "mistral") {
+      c = hf::llama(r);
+    } else if (type == "bert") {
+      c = hf::bert(r);
+    } else if (type == "gpt_neox") {
+      c = hf::gpt_neox(r);
+    } else {
+      std::string supported;
+      for (const auto t : hf_model_types) supported += (supported.empty() ? "" : ", ") + std::string{t};
+      hf::field_error("model_type",
+                      "is \"" + type + "\", which phaze cannot import; supported: " + supported);
+    }
+    hf::check_attention(r, c);
+
+    const auto name_or_path = r.text("_name_or_path");
+    if (name_or_path && !name_or_path->empty()) {
+      c.name = std::string_view{*name_or_path};
+    } else if (!fallback_name.empty()) {
+      c.name = fallback_name;
+    } else {
+      c.name = std::string_view{type};
+    }
+    try {
+      return make_model(c);
+    } catch (const input_error& e) {
+      throw input_error(std::string{"config.json describes a model phaze cannot build: "} + e.what());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    // Every access above checks types first; this only guards against a case missed.
+    throw input_error(std::string{"config.json could not be read: "} + e.what());
+  }
+};
+
+}  // namespace phaze::model
