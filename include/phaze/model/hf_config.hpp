@@ -69,9 +69,9 @@ class reader {
     } else if (v->is_number_float()) {
       // Some tools write integers as 4096.0; accept those, reject fractions.
       const double d = v->get<double>();
-      integral =
-          std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= static_cast<double>(max_size) + 1.0;
-      if (integral) n = static_cast<std::int64_t>(d);
+      integral = std::isfinite(d) && std::floor(d) == d;
+      if (integral)
+        n = d > static_cast<double>(max_size) ? max_size + 1 : d < 0.0 ? -1 : static_cast<std::int64_t>(d);
     }
     if (!integral || n <= 0) field_error(field, "must be a positive integer, got " + shown(*v));
     if (n > max_size) {

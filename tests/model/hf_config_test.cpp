@@ -1,0 +1,382 @@
+/// @file
+/// Tests of model::from_hf_config: HuggingFace config.json files reproduce the zoo and published parameter
+/// counts; bad files give input_errors that name the offending field.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "phaze/model/hf_config.hpp"
+#include "phaze/model/zoo.hpp"
+
+namespace {
+
+using phaze::input_error;
+using phaze::model::from_hf_config;
+using phaze::model::parameter_count;
+using json = nlohmann::json;
+
+std::string hf_path(std::string_view file) {
+  return std::string{PHAZE_TEST_DATA_DIR} + "/hf/" + std::string{file};
+}
+
+std::string read_text(std::string_view file) {
+  std::ifstream in(hf_path(file));
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+json read_config(std::string_view file) {
+  return json::parse(read_text(file));
+}
+
+/// The what() of the input_error `f` throws; fails the test when it throws anything else or nothing.
+template <class F>
+std::string input_error_of(F&& f) {
+  try {
+    f();
+  } catch (const input_error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("expected phaze::input_error, got another exception: " << e.what());
+  }
+  FAIL("expected phaze::input_error, nothing was thrown");
+  return {};
+}
+
+/// Every architecture field of two configs, compared one by one so a failure names the field.
+void require_same_architecture(const phaze::model::transformer_config& a,
+                               const phaze::model::transformer_config& b) {
+  CHECK(a.arch == b.arch);
+  CHECK(a.hidden == b.hidden);
+  CHECK(a.heads == b.heads);
+  CHECK(a.kv_heads == b.kv_heads);
+  CHECK(a.head_dim == b.head_dim);
+  CHECK(a.ffn == b.ffn);
+  CHECK(a.layers == b.layers);
+  CHECK(a.vocab == b.vocab);
+  CHECK(a.sequence == b.sequence);
+  CHECK(a.max_positions == b.max_positions);
+  CHECK(a.position_offset == b.position_offset);
+  CHECK(a.token_types == b.token_types);
+  CHECK(a.embed_dim == b.embed_dim);
+  CHECK(a.norm == b.norm);
+  CHECK(a.mlp == b.mlp);
+  CHECK(a.positions == b.positions);
+  CHECK(a.rotary_fraction == b.rotary_fraction);
+  CHECK(a.bias == b.bias);
+  CHECK(a.tied_embeddings == b.tied_embeddings);
+  CHECK(a.pre_norm == b.pre_norm);
+  CHECK(a.final_norm == b.final_norm);
+  CHECK(a.parallel_residual == b.parallel_residual);
+  CHECK(a.dropout == b.dropout);
+  CHECK(a.causal == b.causal);
+  CHECK(a.bert_heads == b.bert_heads);
+  // The field list above must cover the struct: with the names made equal, the configs compare equal.
+  auto renamed = a;
+  renamed.name = b.name;
+  CHECK(renamed == b);
+}
+
+struct zoo_case {
+  std::string_view file;
+  std::string_view zoo_name;
+  std::string_view expected_name;  ///< `_name_or_path`, or the fallback name when the file has none
+  std::int64_t published_params;   ///< HF's num_parameters(), or 0 when the brief names none
+};
+
+}  // namespace
+
+TEST_CASE("from_hf_config reproduces every zoo model whose config.json is typed in", "[hf]") {
+  const auto c = GENERATE(values<zoo_case>({
+      {"llama-2-7b-hf.json", "llama2-7b", "meta-llama/Llama-2-7b-hf", 6'738'415'616},
+      {"llama-2-70b-hf.json", "llama2-70b", "meta-llama/Llama-2-70b-hf", 68'976'648'192},
+      {"meta-llama-3-8b.json", "llama3-8b", "fallback", 8'030'261'248},
+      {"gpt2.json", "gpt2", "fallback", 0},
+      {"gpt2-xl.json", "gpt2-xl", "fallback", 1'557'611'200},
+      {"opt-350m.json", "opt-350m", "facebook/opt-350m", 331'196'416},
+      {"opt-1.3b.json", "opt-1.3b", "facebook/opt-1.3b", 0},
+      {"bert-large-uncased.json", "bert-large", "fallback", 0},
+  }));
+  INFO(c.file);
+  const auto imported = from_hf_config(read_config(c.file), "fallback");
+  const auto zoo = phaze::zoo::lookup(c.zoo_name);
+  CHECK(imported.config.name.view() == c.expected_name);
+  require_same_architecture(imported.config, zoo.config);
+  CHECK(imported.nodes == zoo.nodes);
+  CHECK(imported.edges == zoo.edges);
+  CHECK(parameter_count(imported) == parameter_count(zoo));
+  if (c.published_params > 0) CHECK(parameter_count(imported) == c.published_params);
+}
+
+TEST_CASE("from_hf_config imports GPT-NeoX with parallel residuals, partial rotary and untied embeddings",
+          "[hf]") {
+  SECTION("gpt-neox-20b") {
+    const auto m = from_hf_config(read_config("gpt-neox-20b.json"), "gpt-neox-20b");
+    const auto& c = m.config;
+    CHECK(c.name.view() == "gpt-neox-20b");
+    CHECK(c.arch == phaze::model::family::neox);
+    CHECK(c.hidden == 6144);
+    CHECK(c.heads == 64);
+    CHECK(c.layers == 44);
+    CHECK(c.ffn == 24576);
+    CHECK(c.vocab == 50432);
+    CHECK(c.sequence == 2048);
+    CHECK(c.rotary_fraction == 0.25);
+    CHECK(c.parallel_residual);
+    CHECK_FALSE(c.tied_embeddings);
+    CHECK(c.bias);
+    CHECK(c.final_norm);
+    CHECK(c.pre_norm);
+    CHECK(c.norm == phaze::model::norm_kind::layernorm);
+    CHECK(c.mlp == phaze::model::mlp_kind::gelu);
+    CHECK(c.positions == phaze::model::position_kind::rotary);
+    CHECK_FALSE(c.dropout);  // the config has no dropout fields; GPTNeoXConfig defaults them to 0
+    // HF GPTNeoXForCausalLM.num_parameters() for EleutherAI/gpt-neox-20b.
+    const auto params = static_cast<double>(parameter_count(m));
+    CHECK(std::abs(params - 20'554'567'680.0) / 20'554'567'680.0 < 0.005);
+  }
+  SECTION("pythia-160m") {
+    const auto m = from_hf_config(read_config("pythia-160m.json"), "pythia-160m");
+    CHECK(m.config.vocab == 50304);
+    CHECK(m.config.layers == 12);
+    // HF num_parameters() for EleutherAI/pythia-160m (the "160m" counts neither embedding matrix in full).
+    const auto params = static_cast<double>(parameter_count(m));
+    CHECK(std::abs(params - 162'322'944.0) / 162'322'944.0 < 0.005);
+  }
+}
+
+TEST_CASE("from_hf_config names the model from _name_or_path, the fallback, or the model_type", "[hf]") {
+  auto j = read_config("llama-2-7b-hf.json");
+  CHECK(from_hf_config(j, "ignored").config.name.view() == "meta-llama/Llama-2-7b-hf");
+  j.erase("_name_or_path");
+  CHECK(from_hf_config(j, "my-llama").config.name.view() == "my-llama");
+  CHECK(from_hf_config(j).config.name.view() == "llama");
+  j["_name_or_path"] = "";
+  CHECK(from_hf_config(j, "my-llama").config.name.view() == "my-llama");
+}
+
+TEST_CASE("from_hf_config infers model_type from architectures", "[hf]") {
+  const auto file = GENERATE(as<std::string>{}, "llama-2-7b-hf.json", "gpt2.json", "opt-350m.json",
+                             "bert-large-uncased.json", "pythia-160m.json");
+  INFO(file);
+  const auto j = read_config(file);
+  auto without = j;
+  without.erase("model_type");
+  CHECK(from_hf_config(without, "x") == from_hf_config(j, "x"));
+}
+
+TEST_CASE("from_hf_config ignores fields it does not need", "[hf]") {
+  auto j = read_config("gpt2.json");
+  const auto plain = from_hf_config(j, "x");
+  j["torch_dtype"] = "bfloat16";
+  j["quantization_config"] = {{"bits", 4}, {"quant_method", "gptq"}};
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  j["some_future_field"] = json::array({1, "two", nullptr});
+  j["n_inner"] = nullptr;
+  CHECK(from_hf_config(j, "x") == plain);
+}
+
+TEST_CASE("from_hf_config honours the optional architecture fields", "[hf]") {
+  using phaze::model::mlp_kind;
+  SECTION("GPT-2 n_inner and tied embeddings") {
+    auto j = read_config("gpt2.json");
+    j["n_inner"] = 2048;
+    CHECK(from_hf_config(j).config.ffn == 2048);
+    j["activation_function"] = "relu";
+    CHECK(from_hf_config(j).config.mlp == mlp_kind::relu);
+    j.erase("n_positions");  // older configs give only n_ctx
+    CHECK(from_hf_config(j).config.sequence == 1024);
+    j["resid_pdrop"] = 0.0;
+    j["embd_pdrop"] = 0.0;
+    j["attn_pdrop"] = 0.0;
+    CHECK_FALSE(from_hf_config(j).config.dropout);
+  }
+  SECTION("Llama: missing num_key_value_heads means multi-head attention") {
+    auto j = read_config("llama-2-7b-hf.json");
+    j.erase("num_key_value_heads");
+    CHECK(from_hf_config(j).config.kv_heads == 32);
+  }
+  SECTION("Llama: biases, tied embeddings and an explicit head_dim") {
+    auto j = read_config("meta-llama-3-8b.json");
+    const auto base = from_hf_config(j);
+    j["head_dim"] = 128;  // equals hidden / heads: the same model
+    CHECK(from_hf_config(j) == base);
+    j["attention_bias"] = true;
+    CHECK(from_hf_config(j).config.bias);
+    CHECK(parameter_count(from_hf_config(j)) > parameter_count(base));
+    j["attention_bias"] = false;
+    j["mlp_bias"] = true;
+    CHECK(from_hf_config(j).config.bias);
+    j["mlp_bias"] = false;
+    j["tie_word_embeddings"] = true;
+    CHECK(parameter_count(base) - parameter_count(from_hf_config(j)) == 128256LL * 4096);
+    j["tie_word_embeddings"] = false;
+    j["head_dim"] = 256;  // wider heads than hidden / heads (Gemma-style)
+    CHECK(from_hf_config(j).config.head_dim == 256);
+  }
+  SECTION("Mistral configs import as Llama") {
+    auto j = read_config("llama-2-7b-hf.json");
+    j["model_type"] = "mistral";
+    j["sliding_window"] = 4096;
+    auto m = from_hf_config(j);
+    CHECK(m.config.arch == phaze::model::family::llama);
+    m.config.name = phaze::zoo::llama2_7b().config.name;
+    CHECK(m == phaze::zoo::llama2_7b());
+  }
+  SECTION("OPT: pre-norm sizes keep the final norm, unless _remove_final_layer_norm") {
+    auto j = read_config("opt-1.3b.json");
+    CHECK(from_hf_config(j).config.final_norm);
+    j["_remove_final_layer_norm"] = true;
+    CHECK_FALSE(from_hf_config(j).config.final_norm);
+  }
+  SECTION("GPT-NeoX: sequential residual") {
+    auto j = read_config("pythia-160m.json");
+    j["use_parallel_residual"] = false;
+    CHECK_FALSE(from_hf_config(j).config.parallel_residual);
+    j.erase("use_parallel_residual");
+    CHECK(from_hf_config(j).config.parallel_residual);
+    j["rotary_pct"] = 1.0;
+    CHECK(from_hf_config(j).config.rotary_fraction == 1.0);
+  }
+  SECTION("an imported model trains at another sequence length with with_sequence") {
+    const auto m = phaze::model::with_sequence(from_hf_config(read_config("gpt2.json")), 2048);
+    CHECK(m.config.sequence == 2048);
+    CHECK(m.config.max_positions == 2048);
+  }
+}
+
+TEST_CASE("from_hf_config: bad config files give input_errors naming the field", "[hf]") {
+  struct bad_case {
+    std::string_view file;
+    std::vector<std::string_view> message_parts;
+  };
+  const auto c = GENERATE(values<bad_case>({
+      {"bad_missing_heads.json",
+       {"config.json field 'num_attention_heads' is missing (required for model_type 'llama')"}},
+      {"bad_negative_hidden.json", {"field 'hidden_size' must be a positive integer, got -4"}},
+      {"bad_zero_layers.json", {"field 'n_layer' must be a positive integer, got 0"}},
+      {"bad_wrong_type.json", {"field 'hidden_size' must be a positive integer, got \"1024\""}},
+      {"bad_unknown_model_type.json", {"'model_type'", "\"falcon\"", "gpt_neox"}},
+      {"bad_no_model_type.json", {"'model_type'", "architectures"}},
+      {"bad_heads_do_not_divide.json", {"'hidden_size' (1000)", "'num_attention_heads' (16)"}},
+      {"bad_too_many_layers.json", {"cannot build", "max_model_layers"}},
+  }));
+  INFO(c.file);
+  const auto message = input_error_of([&] { (void)from_hf_config(read_config(c.file), "x"); });
+  for (const auto part : c.message_parts) CHECK_THAT(message, Catch::Contains(std::string{part}));
+}
+
+TEST_CASE("from_hf_config: mistyped and out-of-range fields name the field", "[hf]") {
+  SECTION("a JSON value that is not an object") {
+    CHECK_THAT(input_error_of([] {
+                 (void)from_hf_config(json::array({1, 2}));
+               }),
+               Catch::Contains("JSON object"));
+    CHECK_THAT(input_error_of([] { (void)from_hf_config(json(nullptr)); }), Catch::Contains("JSON object"));
+  }
+  SECTION("model_type that is not a string") {
+    auto j = read_config("gpt2.json");
+    j["model_type"] = 7;
+    CHECK_THAT(input_error_of([&] { (void)from_hf_config(j); }), Catch::Contains("'model_type'"));
+  }
+  SECTION("sizes") {
+    auto j = read_config("llama-2-7b-hf.json");
+    const auto field =
+        GENERATE(as<std::string>{}, "hidden_size", "num_attention_heads", "num_key_value_heads",
+                 "num_hidden_layers", "intermediate_size", "vocab_size", "max_position_embeddings");
+    const auto value = GENERATE(json(-4), json(0), json(1.5), json("32"), json(true), json::array(),
+                                json::object(), json(1e30), json(std::uint64_t{1} << 63));
+    INFO(field << " = " << value.dump());
+    j[field] = value;
+    CHECK_THAT(input_error_of([&] { (void)from_hf_config(j); }), Catch::Contains("'" + field + "'"));
+  }
+  SECTION("flags, probabilities and activations") {
+    struct field_case {
+      std::string_view file;
+      std::string_view field;
+      json value;
+    };
+    const auto c = GENERATE(values<field_case>({
+        {"llama-2-7b-hf.json", "tie_word_embeddings", json("yes")},
+        {"llama-2-7b-hf.json", "attention_bias", json(1)},
+        {"llama-2-7b-hf.json", "hidden_act", json("gelu")},
+        {"llama-2-7b-hf.json", "hidden_act", json(3)},
+        {"opt-350m.json", "do_layer_norm_before", json("false")},
+        {"opt-350m.json", "activation_function", json("swish")},
+        {"opt-350m.json", "dropout", json(1.5)},
+        {"gpt2.json", "resid_pdrop", json("0.1")},
+        {"bert-large-uncased.json", "hidden_act", json("tanh")},
+        {"bert-large-uncased.json", "type_vocab_size", json(-1)},
+        {"pythia-160m.json", "rotary_pct", json(0.0)},
+        {"pythia-160m.json", "rotary_pct", json(1.5)},
+        {"pythia-160m.json", "use_parallel_residual", json("true")},
+        {"gpt2.json", "_name_or_path", json(42)},
+    }));
+    auto j = read_config(c.file);
+    j[std::string{c.field}] = c.value;
+    INFO(c.file << ": " << c.field << " = " << c.value.dump());
+    CHECK_THAT(input_error_of([&] { (void)from_hf_config(j); }),
+               Catch::Contains("'" + std::string{c.field} + "'"));
+  }
+  SECTION("grouped-query heads that do not divide the attention heads") {
+    auto j = read_config("llama-2-70b-hf.json");
+    j["num_key_value_heads"] = 7;
+    CHECK_THAT(input_error_of([&] { (void)from_hf_config(j); }),
+               Catch::Contains("'num_key_value_heads' (7)"));
+  }
+}
+
+TEST_CASE("from_hf_config never throws anything but input_error, whatever a field holds", "[hf]") {
+  // Replace each field of each real config by values of every JSON type: the import either succeeds or
+  // throws input_error (never a nlohmann exception, never a crash).
+  const auto file = GENERATE(as<std::string>{}, "llama-2-7b-hf.json", "gpt2-xl.json", "opt-350m.json",
+                             "bert-large-uncased.json", "gpt-neox-20b.json");
+  const auto base = read_config(file);
+  const std::vector<json> values{json(nullptr),
+                                 json(-1),
+                                 json(0),
+                                 json(3),
+                                 json(0.5),
+                                 json(1e300),
+                                 json("text"),
+                                 json(false),
+                                 json(true),
+                                 json::array({1}),
+                                 json::object({{"a", 1}}),
+                                 json(std::numeric_limits<std::uint64_t>::max())};
+  int imported = 0;
+  int rejected = 0;
+  for (const auto& [field, original] : base.items()) {
+    for (const auto& v : values) {
+      auto j = base;
+      j[field] = v;
+      try {
+        (void)from_hf_config(j, "x");
+        ++imported;
+      } catch (const input_error&) {
+        ++rejected;
+      } catch (const std::exception& e) {
+        FAIL(file << ": " << field << " = " << v.dump() << " threw " << e.what());
+      }
+    }
+    auto j = base;
+    j.erase(field);
+    try {
+      (void)from_hf_config(j, "x");
+    } catch (const input_error&) {
+    }
+  }
+  CHECK(imported > 0);
+  CHECK(rejected > 0);
+}
