@@ -44,7 +44,10 @@ inline model::model load_model(std::string_view arg) {
   const std::filesystem::path path{std::string{arg}};
   const auto json = read_json_file(path);
   try {
-    return model::from_hf_config(json, path.parent_path().filename().string());
+    // A file called config.json is named after its folder (HuggingFace's layout); any other after its stem.
+    const auto fallback =
+        path.filename() == "config.json" ? path.parent_path().filename().string() : path.stem().string();
+    return model::from_hf_config(json, fallback);
   } catch (const input_error& e) {
     throw input_error("'" + path.string() + "': " + e.what());
   }
