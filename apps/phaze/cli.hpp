@@ -1,0 +1,68 @@
+/// @file
+/// Pieces shared by the `phaze` program's commands: the command record, common options, output helpers.
+/// Adding a command: write `<name>_command.cpp` defining `add_<name>_command`, declare it below, list it in
+/// `command_table` (main.cpp) and in CMakeLists.txt.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <system_error>
+
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace phaze::cli {
+
+/// A registered subcommand: its CLI11 parser and the action to run when the user picked it. The action
+/// prints to stdout and returns the exit code; it reports bad input by throwing phaze::error.
+struct command {
+  CLI::App* parser = nullptr;
+  std::function<int()> run;
+};
+
+/// How a command prints its result.
+enum class output_format { table, json };
+
+/// Adds `--format table|json` to a command; anything else is a usage error naming --format.
+inline CLI::Option* add_format_option(CLI::App& app, std::string& format) {
+  return app
+      .add_option("--format", format, "output: aligned text for people (table) or one JSON value (json)")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->default_str("table");
+}
+
+inline output_format parse_format(const std::string& format) {
+  return format == "json" ? output_format::json : output_format::table;
+}
+
+/// Accepts whole numbers above zero (a sequence length, a vocabulary size, a device count).
+inline const CLI::Validator positive_integer{
+    [](std::string& text) -> std::string {
+      std::int64_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc{} || end != text.data() + text.size() || value <= 0) {
+        return "must be a positive whole number, got '" + text + "'";
+      }
+      return {};
+    },
+    "POSITIVE"};
+
+/// Prints one JSON value on stdout, the only thing a `--format json` command writes there.
+template <class Json>
+void print_json(const Json& value) {
+  fmt::print("{}\n", value.dump(2));
+}
+
+/// Prints already formatted text on stdout.
+inline void print_text(const std::string& text) {
+  fmt::print("{}", text);
+}
+
+// The commands, one file each.
+command add_models_command(CLI::App& root);
+command add_describe_command(CLI::App& root);
+
+}  // namespace phaze::cli
