@@ -231,7 +231,7 @@ class layer_builder {
 // Backward pass.
 
 namespace detail {
-using op_set = static_vector<std::int16_t, 8>;
+using op_set = static_vector<std::int16_t, max_op_inputs>;
 
 constexpr void add_unique(op_set& s, std::int16_t v) {
   for (auto x : s)
@@ -283,9 +283,7 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
       b.phase = phase;
       b.name = fixed_string<24>{f.name.view(), suffix};
       b.inputs.clear();
-      for (auto d : deps) {
-        if (b.inputs.size() < b.inputs.capacity()) b.inputs.push_back(d);
-      }
+      for (auto d : deps) b.inputs.push_back(d);  // same capacity as deps: every dependency is kept
       b.saved = saves::nothing;
       b.params = 0;
       b.tied_params = 0;

@@ -3,6 +3,7 @@
 /// FLOPs, bytes and parameters, all derived from its shapes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -80,6 +81,10 @@ inline constexpr std::uint8_t mask = 8;    ///< one byte per output element (dro
 /// Index of the layer's input tensor among an op's inputs.
 inline constexpr std::int16_t layer_input = -1;
 
+/// Most producers one op can depend on. Forward ops read at most two tensors, but a backward op waits for
+/// the gradient from every consumer of its forward output, which can be more.
+inline constexpr std::size_t max_op_inputs = 8;
+
 /// One operator. All sizes are per tensor-parallel rank.
 struct op {
   op_kind kind = op_kind::matmul;
@@ -93,7 +98,7 @@ struct op {
   int elem_bytes = 2;              ///< bytes per activation and weight element
   int group = 1;                   ///< ranks taking part (collectives)
   tp_split split = tp_split::replicated;
-  static_vector<std::int16_t, 3> inputs;  ///< producers: earlier ops of the same pass, or layer_input
+  static_vector<std::int16_t, max_op_inputs> inputs;  ///< producers: earlier ops of this pass, or layer_input
   std::uint8_t saved = saves::nothing;    ///< what the forward op keeps for backward
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
 
