@@ -22,7 +22,8 @@ BENCHMARK(backward_dag);
 
 void activation_bytes(benchmark::State& state) {
   const auto l = phaze::model::block_layer(gpt3.config, tp8);
-  for (auto _ : state) benchmark::DoNotOptimize(phaze::model::activation_bytes(l, phaze::model::recompute::selective));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(phaze::model::activation_bytes(l, phaze::model::recompute::selective));
 }
 BENCHMARK(activation_bytes);
 

@@ -32,7 +32,9 @@ class fixed_string {
   [[nodiscard]] constexpr bool empty() const { return size_ == 0; }
   constexpr operator std::string_view() const { return view(); }  // NOLINT
 
-  friend constexpr bool operator==(const fixed_string& a, const fixed_string& b) { return a.view() == b.view(); }
+  friend constexpr bool operator==(const fixed_string& a, const fixed_string& b) {
+    return a.view() == b.view();
+  }
 
  private:
   std::array<char, N> chars_{};

@@ -106,16 +106,36 @@ using hertz = quantity<dimension{0, -1, 0}>;
 using flops_per_byte = quantity<dimension{-1, 0, 1}>;
 
 /// Named conversions out of the base unit, for printing.
-inline constexpr double in_kib(bytes b) { return b.value() / 1024.0; }
-inline constexpr double in_mib(bytes b) { return b.value() / (1024.0 * 1024.0); }
-inline constexpr double in_gib(bytes b) { return b.value() / (1024.0 * 1024.0 * 1024.0); }
-inline constexpr double in_gb(bytes b) { return b.value() / 1e9; }
-inline constexpr double in_ms(seconds s) { return s.value() * 1e3; }
-inline constexpr double in_us(seconds s) { return s.value() * 1e6; }
-inline constexpr double in_gflops(flops f) { return f.value() / 1e9; }
-inline constexpr double in_tflops(flops f) { return f.value() / 1e12; }
-inline constexpr double in_tflop_per_s(flops_per_second f) { return f.value() / 1e12; }
-inline constexpr double in_gb_per_s(bytes_per_second b) { return b.value() / 1e9; }
+inline constexpr double in_kib(bytes b) {
+  return b.value() / 1024.0;
+}
+inline constexpr double in_mib(bytes b) {
+  return b.value() / (1024.0 * 1024.0);
+}
+inline constexpr double in_gib(bytes b) {
+  return b.value() / (1024.0 * 1024.0 * 1024.0);
+}
+inline constexpr double in_gb(bytes b) {
+  return b.value() / 1e9;
+}
+inline constexpr double in_ms(seconds s) {
+  return s.value() * 1e3;
+}
+inline constexpr double in_us(seconds s) {
+  return s.value() * 1e6;
+}
+inline constexpr double in_gflops(flops f) {
+  return f.value() / 1e9;
+}
+inline constexpr double in_tflops(flops f) {
+  return f.value() / 1e12;
+}
+inline constexpr double in_tflop_per_s(flops_per_second f) {
+  return f.value() / 1e12;
+}
+inline constexpr double in_gb_per_s(bytes_per_second b) {
+  return b.value() / 1e9;
+}
 
 /// Literals. Binary prefixes for memory sizes (KiB, MiB, GiB, TiB), decimal ones for datasheet capacities
 /// and bandwidths (KB, MB, GB, TB; GB/s, TB/s; Gb/s for network links quoted in bits).

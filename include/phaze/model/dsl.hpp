@@ -9,8 +9,8 @@
 ///   constexpr auto block = dsl::layer(m, dsl::shape(dsl::microbatch = 2, dsl::tp = 8));
 /// @endcode
 /// An option given twice or an option that does not belong to the call fails to compile with a message
-/// naming the mistake; a value that breaks a rule (zero sizes, a tensor-parallel width that does not divide the
-/// heads) fails to compile with the rule's name in the diagnostic.
+/// naming the mistake; a value that breaks a rule (zero sizes, a tensor-parallel width that does not divide
+/// the heads) fails to compile with the rule's name in the diagnostic.
 #pragma once
 
 #include <cstdint>
@@ -107,7 +107,12 @@ inline constexpr keyword<tags::element_bytes, int> element_bytes{};
 
 namespace detail {
 template <class A>
-concept is_argument = requires { typename A::tag; } && requires(A a) { a.value; };
+concept is_argument = requires {
+  typename A::tag;
+}
+&&requires(A a) {
+  a.value;
+};
 
 template <class Tag, class... Args>
 inline constexpr int count_of = (0 + ... + (std::is_same_v<typename Args::tag, Tag> ? 1 : 0));
@@ -141,8 +146,7 @@ constexpr T value_or(T fallback, Args... args) {
 /// Defaults: GPT-style (learned positions, layernorm, GELU MLP of 4 x hidden, biases, tied embeddings,
 /// pre-norm, dropout).
 template <class... Args>
-  requires(detail::is_argument<Args> && ...)
-constexpr model::model transformer(Args... args) {
+requires(detail::is_argument<Args>&&...) constexpr model::model transformer(Args... args) {
   (detail::check_option<tags::transformer_call, Args, Args...>(), ...);
   using namespace detail;
   model::transformer_config c;
@@ -171,8 +175,7 @@ constexpr model::model transformer(Args... args) {
 
 /// A layer shape from keyword options (microbatch, shape_sequence, tp, sequence_parallel, element_bytes).
 template <class... Args>
-  requires(detail::is_argument<Args> && ...)
-constexpr model::layer_shape shape(Args... args) {
+requires(detail::is_argument<Args>&&...) constexpr model::layer_shape shape(Args... args) {
   (detail::check_option<tags::shape_call, Args, Args...>(), ...);
   using namespace detail;
   model::layer_shape s;

@@ -24,9 +24,12 @@ enum class layer_role : std::uint8_t { embedding, block, head };
 
 constexpr std::string_view to_string(layer_role r) {
   switch (r) {
-    case layer_role::embedding: return "embedding";
-    case layer_role::block: return "block";
-    case layer_role::head: return "head";
+    case layer_role::embedding:
+      return "embedding";
+    case layer_role::block:
+      return "block";
+    case layer_role::head:
+      return "head";
   }
   return "?";
 }
@@ -37,9 +40,12 @@ enum class recompute : std::uint8_t { none, selective, full };
 
 constexpr std::string_view to_string(recompute r) {
   switch (r) {
-    case recompute::none: return "none";
-    case recompute::selective: return "selective";
-    case recompute::full: return "full";
+    case recompute::none:
+      return "none";
+    case recompute::selective:
+      return "selective";
+    case recompute::full:
+      return "full";
   }
   return "?";
 }
@@ -63,7 +69,9 @@ struct layer {
   std::int64_t input_elements = 0;  ///< activation entering the layer, per rank (0 for token ids)
   static_vector<op, max_layer_ops> ops;
 
-  [[nodiscard]] constexpr std::int64_t output_elements() const { return ops.empty() ? 0 : ops.back().out_elements; }
+  [[nodiscard]] constexpr std::int64_t output_elements() const {
+    return ops.empty() ? 0 : ops.back().out_elements;
+  }
   friend constexpr bool operator==(const layer&, const layer&) = default;
 };
 
@@ -71,7 +79,8 @@ namespace rules {
 // Each rule is a function named after the mistake. In a constant expression, calling it (it is not
 // constexpr) stops compilation and the compiler prints its name; at run time it throws input_error.
 [[noreturn]] inline void op_input_must_be_an_earlier_op_of_the_same_layer() {
-  throw input_error("an op is wired to an input that is not an earlier op of its layer; build producers first");
+  throw input_error(
+      "an op is wired to an input that is not an earlier op of its layer; build producers first");
 }
 [[noreturn]] inline void op_shapes_must_be_positive() {
   throw input_error("an op has a zero or negative dimension; every GEMM and tensor size must be positive");
@@ -103,7 +112,8 @@ struct tensor {
 /// A wiring or shape mistake stops compilation with a message naming the rule that was broken.
 class layer_builder {
  public:
-  constexpr layer_builder(std::string_view name, layer_role role, layer_shape shape, std::int64_t input_elements) {
+  constexpr layer_builder(std::string_view name, layer_role role, layer_shape shape,
+                          std::int64_t input_elements) {
     layer_.name = name;
     layer_.role = role;
     layer_.shape = shape;
@@ -165,8 +175,8 @@ class layer_builder {
   }
 
   /// An embedding-table lookup of `tokens` rows from a table of `rows` x `width` (per rank).
-  constexpr tensor embedding(std::string_view name, std::int64_t tokens, std::int64_t rows, std::int64_t width,
-                             tp_split split = tp_split::replicated) {
+  constexpr tensor embedding(std::string_view name, std::int64_t tokens, std::int64_t rows,
+                             std::int64_t width, tp_split split = tp_split::replicated) {
     check_positive(tokens);
     check_positive(rows);
     check_positive(width);
@@ -178,7 +188,8 @@ class layer_builder {
   }
 
   /// A tensor-parallel collective or marker over `group` ranks. `out_elements` is the per-rank result.
-  constexpr tensor collective(op_kind kind, std::string_view name, tensor x, int group, std::int64_t out_elements) {
+  constexpr tensor collective(op_kind kind, std::string_view name, tensor x, int group,
+                              std::int64_t out_elements) {
     op o = base(kind, name, tp_split::replicated);
     o.in_elements = x.elements;
     o.out_elements = out_elements;
@@ -240,15 +251,21 @@ constexpr void add_unique(op_set& s, std::int16_t v) {
 }
 
 /// The forward op whose backward is pure bookkeeping (no work): passes gradient dependencies through.
-constexpr bool backward_is_identity(op_kind k) { return k == op_kind::all_reduce; }
+constexpr bool backward_is_identity(op_kind k) {
+  return k == op_kind::all_reduce;
+}
 
 /// The collective a forward marker becomes in the backward pass (Megatron's conjugate f/g operators).
 constexpr op_kind backward_kind(op_kind k) {
   switch (k) {
-    case op_kind::tp_copy: return op_kind::all_reduce;
-    case op_kind::all_gather: return op_kind::reduce_scatter;
-    case op_kind::reduce_scatter: return op_kind::all_gather;
-    default: return k;
+    case op_kind::tp_copy:
+      return op_kind::all_reduce;
+    case op_kind::all_gather:
+      return op_kind::reduce_scatter;
+    case op_kind::reduce_scatter:
+      return op_kind::all_gather;
+    default:
+      return k;
   }
 }
 }  // namespace detail
@@ -369,9 +386,13 @@ constexpr flops sum_flops(const Ops& ops, unit only) {
 }
 
 /// Matrix (tensor-unit) FLOPs of the forward pass: the "model FLOPs" of Narayanan et al. (SC'21).
-inline constexpr auto forward_matmul_flops = [](const layer& l) constexpr { return sum_flops(l.ops, unit::tensor); };
+inline constexpr auto forward_matmul_flops = [](const layer& l) constexpr {
+  return sum_flops(l.ops, unit::tensor);
+};
 /// Vector-unit FLOPs of the forward pass.
-inline constexpr auto forward_vector_flops = [](const layer& l) constexpr { return sum_flops(l.ops, unit::vector); };
+inline constexpr auto forward_vector_flops = [](const layer& l) constexpr {
+  return sum_flops(l.ops, unit::vector);
+};
 /// Matrix FLOPs of the backward pass (input- and weight-gradient GEMMs): twice the forward's.
 inline constexpr auto backward_matmul_flops = [](const layer& l) constexpr {
   return sum_flops(backward(l), unit::tensor);

@@ -42,7 +42,8 @@ namespace rules {
 /// The model graph of a transformer: embedding -> blocks -> head, a chain.
 inline constexpr auto make_model = [](const transformer_config& c) constexpr -> model {
   validate(c);
-  if (c.layers + 2 > static_cast<std::int64_t>(max_model_layers)) rules::model_has_too_many_layers_raise_max_model_layers();
+  if (c.layers + 2 > static_cast<std::int64_t>(max_model_layers))
+    rules::model_has_too_many_layers_raise_max_model_layers();
   model m;
   m.config = c;
   m.nodes.push_back(layer_role::embedding);
@@ -55,7 +56,8 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
 };
 
 /// The layer at node `i`, built for `shape`.
-inline constexpr auto layer_at = [](const model& m, std::size_t i, const layer_shape& shape) constexpr -> layer {
+inline constexpr auto layer_at =
+    [](const model& m, std::size_t i, const layer_shape& shape) constexpr -> layer {
   return make_layer(m.config, m.nodes.at(i), shape);
 };
 
@@ -85,8 +87,8 @@ inline constexpr auto distinct_layers = [](const model& m) constexpr -> static_v
 /// Totals of a model for one microbatch of a given shape, summed over its layers (each distinct layer built
 /// once and multiplied by its count).
 struct model_totals {
-  std::int64_t params = 0;       ///< per tensor-parallel rank, tied weights counted once
-  flops forward_matmul{0.0};     ///< model FLOPs of the forward pass
+  std::int64_t params = 0;    ///< per tensor-parallel rank, tied weights counted once
+  flops forward_matmul{0.0};  ///< model FLOPs of the forward pass
   flops backward_matmul{0.0};
   flops forward_vector{0.0};
   flops backward_vector{0.0};
@@ -114,7 +116,8 @@ inline constexpr auto parameter_count = [](const model& m) constexpr -> std::int
 
 /// Model FLOPs (matrix work, forward + backward, no recomputation) of one training iteration over
 /// `global_batch` sequences: the quantity Narayanan et al. (SC'21) write as 72 B s l h^2 (1 + s/6h + V/12lh).
-inline constexpr auto training_flops_per_iteration = [](const model& m, std::int64_t global_batch) constexpr -> flops {
+inline constexpr auto training_flops_per_iteration =
+    [](const model& m, std::int64_t global_batch) constexpr -> flops {
   const auto t = totals(m, layer_shape{1, m.config.sequence, 1, false, 2});
   return (t.forward_matmul + t.backward_matmul) * static_cast<double>(global_batch);
 };

@@ -23,16 +23,16 @@ enum class op_kind : std::uint8_t {
   gelu,
   relu,
   silu,
-  swiglu,        ///< silu(gate) * up, over a fused gate+up projection output
-  dropout,       ///< keeps a one-byte mask per element for the backward pass
-  residual_add,  ///< elementwise sum of two activations (residual connections, position embeddings)
-  embedding,     ///< table lookup (word, position or token-type embedding)
-  cross_entropy, ///< softmax + negative log-likelihood over the vocabulary logits
-  rotary,        ///< rotary position embedding applied to queries and keys
-  tp_copy,       ///< Megatron's "f": identity forward, all-reduce of the input gradient backward
-  all_reduce,    ///< tensor-parallel all-reduce ("g" forward)
-  reduce_scatter,///< sequence-parallel reduce-scatter
-  all_gather,    ///< sequence-parallel all-gather
+  swiglu,          ///< silu(gate) * up, over a fused gate+up projection output
+  dropout,         ///< keeps a one-byte mask per element for the backward pass
+  residual_add,    ///< elementwise sum of two activations (residual connections, position embeddings)
+  embedding,       ///< table lookup (word, position or token-type embedding)
+  cross_entropy,   ///< softmax + negative log-likelihood over the vocabulary logits
+  rotary,          ///< rotary position embedding applied to queries and keys
+  tp_copy,         ///< Megatron's "f": identity forward, all-reduce of the input gradient backward
+  all_reduce,      ///< tensor-parallel all-reduce ("g" forward)
+  reduce_scatter,  ///< sequence-parallel reduce-scatter
+  all_gather,      ///< sequence-parallel all-gather
 };
 
 /// Which pass an operator belongs to.
@@ -90,16 +90,16 @@ struct op {
   op_kind kind = op_kind::matmul;
   op_phase phase = op_phase::forward;
   fixed_string<24> name;
-  gemm_dims gemm{};                ///< for matmul and batched_matmul
-  std::int64_t in_elements = 0;    ///< activation elements read (all activation inputs together)
-  std::int64_t out_elements = 0;   ///< elements of the output tensor
-  std::int64_t params = 0;         ///< parameters owned by this op on one rank (weights and biases)
-  std::int64_t tied_params = 0;    ///< of `params`, those shared with the input embedding (counted once)
-  int elem_bytes = 2;              ///< bytes per activation and weight element
-  int group = 1;                   ///< ranks taking part (collectives)
+  gemm_dims gemm{};               ///< for matmul and batched_matmul
+  std::int64_t in_elements = 0;   ///< activation elements read (all activation inputs together)
+  std::int64_t out_elements = 0;  ///< elements of the output tensor
+  std::int64_t params = 0;        ///< parameters owned by this op on one rank (weights and biases)
+  std::int64_t tied_params = 0;   ///< of `params`, those shared with the input embedding (counted once)
+  int elem_bytes = 2;             ///< bytes per activation and weight element
+  int group = 1;                  ///< ranks taking part (collectives)
   tp_split split = tp_split::replicated;
   static_vector<std::int16_t, max_op_inputs> inputs;  ///< producers: earlier ops of this pass, or layer_input
-  std::uint8_t saved = saves::nothing;    ///< what the forward op keeps for backward
+  std::uint8_t saved = saves::nothing;                ///< what the forward op keeps for backward
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
 
   friend constexpr bool operator==(const op&, const op&) = default;
@@ -131,18 +131,30 @@ namespace detail {
 /// These counts are reported as vector FLOPs only; model FLOPs (MFU) count matrix work alone.
 constexpr double vector_flops_per_element(op_kind k) {
   switch (k) {
-    case op_kind::softmax: return 5;
-    case op_kind::layernorm: return 8;
-    case op_kind::rmsnorm: return 5;
-    case op_kind::gelu: return 8;
-    case op_kind::relu: return 1;
-    case op_kind::silu: return 4;
-    case op_kind::swiglu: return 5;
-    case op_kind::dropout: return 2;
-    case op_kind::residual_add: return 1;
-    case op_kind::rotary: return 3;
-    case op_kind::cross_entropy: return 6;
-    default: return 0;
+    case op_kind::softmax:
+      return 5;
+    case op_kind::layernorm:
+      return 8;
+    case op_kind::rmsnorm:
+      return 5;
+    case op_kind::gelu:
+      return 8;
+    case op_kind::relu:
+      return 1;
+    case op_kind::silu:
+      return 4;
+    case op_kind::swiglu:
+      return 5;
+    case op_kind::dropout:
+      return 2;
+    case op_kind::residual_add:
+      return 1;
+    case op_kind::rotary:
+      return 3;
+    case op_kind::cross_entropy:
+      return 6;
+    default:
+      return 0;
   }
 }
 }  // namespace detail
@@ -155,7 +167,8 @@ inline constexpr auto flops_of = [](const op& o) constexpr -> flops {
                  static_cast<double>(o.gemm.k) * static_cast<double>(o.gemm.n)};
   }
   if (unit_of(o) != unit::vector) return flops{0.0};
-  const double per_element = detail::vector_flops_per_element(o.kind) * (o.phase == op_phase::forward ? 1.0 : 2.0);
+  const double per_element =
+      detail::vector_flops_per_element(o.kind) * (o.phase == op_phase::forward ? 1.0 : 2.0);
   return flops{per_element * static_cast<double>(o.out_elements)};
 };
 
@@ -201,43 +214,68 @@ inline constexpr auto collective_bytes = [](const op& o) constexpr -> bytes {
 /// A short lowercase name for an op kind ("matmul", "softmax", ...), as printed and written to JSON.
 constexpr std::string_view to_string(op_kind k) {
   switch (k) {
-    case op_kind::matmul: return "matmul";
-    case op_kind::batched_matmul: return "batched_matmul";
-    case op_kind::softmax: return "softmax";
-    case op_kind::layernorm: return "layernorm";
-    case op_kind::rmsnorm: return "rmsnorm";
-    case op_kind::gelu: return "gelu";
-    case op_kind::relu: return "relu";
-    case op_kind::silu: return "silu";
-    case op_kind::swiglu: return "swiglu";
-    case op_kind::dropout: return "dropout";
-    case op_kind::residual_add: return "residual_add";
-    case op_kind::embedding: return "embedding";
-    case op_kind::cross_entropy: return "cross_entropy";
-    case op_kind::rotary: return "rotary";
-    case op_kind::tp_copy: return "tp_copy";
-    case op_kind::all_reduce: return "all_reduce";
-    case op_kind::reduce_scatter: return "reduce_scatter";
-    case op_kind::all_gather: return "all_gather";
+    case op_kind::matmul:
+      return "matmul";
+    case op_kind::batched_matmul:
+      return "batched_matmul";
+    case op_kind::softmax:
+      return "softmax";
+    case op_kind::layernorm:
+      return "layernorm";
+    case op_kind::rmsnorm:
+      return "rmsnorm";
+    case op_kind::gelu:
+      return "gelu";
+    case op_kind::relu:
+      return "relu";
+    case op_kind::silu:
+      return "silu";
+    case op_kind::swiglu:
+      return "swiglu";
+    case op_kind::dropout:
+      return "dropout";
+    case op_kind::residual_add:
+      return "residual_add";
+    case op_kind::embedding:
+      return "embedding";
+    case op_kind::cross_entropy:
+      return "cross_entropy";
+    case op_kind::rotary:
+      return "rotary";
+    case op_kind::tp_copy:
+      return "tp_copy";
+    case op_kind::all_reduce:
+      return "all_reduce";
+    case op_kind::reduce_scatter:
+      return "reduce_scatter";
+    case op_kind::all_gather:
+      return "all_gather";
   }
   return "?";
 }
 
 constexpr std::string_view to_string(op_phase p) {
   switch (p) {
-    case op_phase::forward: return "forward";
-    case op_phase::backward_data: return "backward_data";
-    case op_phase::backward_weight: return "backward_weight";
+    case op_phase::forward:
+      return "forward";
+    case op_phase::backward_data:
+      return "backward_data";
+    case op_phase::backward_weight:
+      return "backward_weight";
   }
   return "?";
 }
 
 constexpr std::string_view to_string(unit u) {
   switch (u) {
-    case unit::tensor: return "tensor";
-    case unit::vector: return "vector";
-    case unit::network: return "network";
-    case unit::none: return "none";
+    case unit::tensor:
+      return "tensor";
+    case unit::vector:
+      return "vector";
+    case unit::network:
+      return "network";
+    case unit::none:
+      return "none";
   }
   return "?";
 }

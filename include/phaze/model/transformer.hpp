@@ -19,19 +19,28 @@ enum class position_kind : std::uint8_t { learned, rotary };
 
 constexpr std::string_view to_string(family f) {
   switch (f) {
-    case family::gpt: return "gpt";
-    case family::bert: return "bert";
-    case family::opt: return "opt";
-    case family::llama: return "llama";
-    case family::neox: return "gpt-neox";
+    case family::gpt:
+      return "gpt";
+    case family::bert:
+      return "bert";
+    case family::opt:
+      return "opt";
+    case family::llama:
+      return "llama";
+    case family::neox:
+      return "gpt-neox";
   }
   return "?";
 }
-constexpr std::string_view to_string(norm_kind n) { return n == norm_kind::layernorm ? "layernorm" : "rmsnorm"; }
+constexpr std::string_view to_string(norm_kind n) {
+  return n == norm_kind::layernorm ? "layernorm" : "rmsnorm";
+}
 constexpr std::string_view to_string(mlp_kind m) {
   return m == mlp_kind::gelu ? "gelu" : m == mlp_kind::relu ? "relu" : "swiglu";
 }
-constexpr std::string_view to_string(position_kind p) { return p == position_kind::learned ? "learned" : "rotary"; }
+constexpr std::string_view to_string(position_kind p) {
+  return p == position_kind::learned ? "learned" : "rotary";
+}
 
 /// The architecture of a transformer language model: everything its layer graphs are built from.
 /// Fields left 0 take their conventional default (kv_heads = heads, head_dim = hidden / heads,
@@ -41,16 +50,16 @@ struct transformer_config {
   family arch = family::gpt;
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
-  std::int64_t kv_heads = 0;     ///< grouped-query attention: fewer key/value heads than query heads
+  std::int64_t kv_heads = 0;  ///< grouped-query attention: fewer key/value heads than query heads
   std::int64_t head_dim = 0;
-  std::int64_t ffn = 0;          ///< MLP inner width
-  std::int64_t layers = 0;       ///< transformer blocks
+  std::int64_t ffn = 0;     ///< MLP inner width
+  std::int64_t layers = 0;  ///< transformer blocks
   std::int64_t vocab = 0;
-  std::int64_t sequence = 0;     ///< training sequence length
-  std::int64_t max_positions = 0;///< rows of a learned position table
+  std::int64_t sequence = 0;         ///< training sequence length
+  std::int64_t max_positions = 0;    ///< rows of a learned position table
   std::int64_t position_offset = 0;  ///< extra position rows (OPT keeps 2)
-  std::int64_t token_types = 0;  ///< BERT token-type (segment) embedding rows
-  std::int64_t embed_dim = 0;    ///< word-embedding width when it differs from hidden (OPT-350m: projected)
+  std::int64_t token_types = 0;      ///< BERT token-type (segment) embedding rows
+  std::int64_t embed_dim = 0;  ///< word-embedding width when it differs from hidden (OPT-350m: projected)
   norm_kind norm = norm_kind::layernorm;
   mlp_kind mlp = mlp_kind::gelu;
   position_kind positions = position_kind::learned;
@@ -59,10 +68,10 @@ struct transformer_config {
   bool tied_embeddings = true;   ///< output projection shares the input embedding matrix
   bool pre_norm = true;          ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
   bool final_norm = true;        ///< a norm after the last block
-  bool parallel_residual = false;///< attention and MLP read the same input (GPT-NeoX, GPT-J)
-  bool dropout = true;           ///< dropout after attention probabilities and each sublayer
-  bool causal = true;            ///< decoder (causal mask) vs encoder
-  bool bert_heads = false;       ///< BERT pre-training heads: pooler + next-sentence and masked-LM transforms
+  bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
+  bool dropout = true;             ///< dropout after attention probabilities and each sublayer
+  bool causal = true;              ///< decoder (causal mask) vs encoder
+  bool bert_heads = false;  ///< BERT pre-training heads: pooler + next-sentence and masked-LM transforms
 
   [[nodiscard]] constexpr std::int64_t kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   [[nodiscard]] constexpr std::int64_t head_dim_or_default() const {
@@ -71,7 +80,9 @@ struct transformer_config {
   [[nodiscard]] constexpr std::int64_t position_rows() const {
     return (max_positions > 0 ? max_positions : sequence) + position_offset;
   }
-  [[nodiscard]] constexpr std::int64_t embed_dim_or_default() const { return embed_dim > 0 ? embed_dim : hidden; }
+  [[nodiscard]] constexpr std::int64_t embed_dim_or_default() const {
+    return embed_dim > 0 ? embed_dim : hidden;
+  }
   friend constexpr bool operator==(const transformer_config&, const transformer_config&) = default;
 };
 
@@ -85,21 +96,31 @@ namespace rules {
 [[noreturn]] inline void layer_count_must_be_positive() {
   throw input_error("number of transformer layers must be positive");
 }
-[[noreturn]] inline void vocabulary_size_must_be_positive() { throw input_error("vocabulary size must be positive"); }
-[[noreturn]] inline void sequence_length_must_be_positive() { throw input_error("sequence length must be positive"); }
-[[noreturn]] inline void ffn_size_must_be_positive() { throw input_error("MLP (ffn) size must be positive"); }
-[[noreturn]] inline void microbatch_must_be_positive() { throw input_error("microbatch size must be positive"); }
+[[noreturn]] inline void vocabulary_size_must_be_positive() {
+  throw input_error("vocabulary size must be positive");
+}
+[[noreturn]] inline void sequence_length_must_be_positive() {
+  throw input_error("sequence length must be positive");
+}
+[[noreturn]] inline void ffn_size_must_be_positive() {
+  throw input_error("MLP (ffn) size must be positive");
+}
+[[noreturn]] inline void microbatch_must_be_positive() {
+  throw input_error("microbatch size must be positive");
+}
 [[noreturn]] inline void tensor_parallel_width_must_be_positive() {
   throw input_error("tensor-parallel width must be at least 1");
 }
 [[noreturn]] inline void attention_heads_must_divide_hidden_size_or_give_head_dim() {
-  throw input_error("the number of attention heads does not divide the hidden size; give head_dim explicitly");
+  throw input_error(
+      "the number of attention heads does not divide the hidden size; give head_dim explicitly");
 }
 [[noreturn]] inline void kv_heads_must_divide_attention_heads() {
   throw input_error("key/value heads must divide the attention heads (grouped-query attention)");
 }
 [[noreturn]] inline void tensor_parallel_width_must_divide_attention_heads() {
-  throw input_error("tensor-parallel width must divide the number of attention heads; choose a tp that divides it");
+  throw input_error(
+      "tensor-parallel width must divide the number of attention heads; choose a tp that divides it");
 }
 [[noreturn]] inline void tensor_parallel_width_must_divide_kv_heads() {
   throw input_error("tensor-parallel width must divide the number of key/value heads; choose a smaller tp");
@@ -108,7 +129,8 @@ namespace rules {
   throw input_error("tensor-parallel width must divide the MLP (ffn) size; choose a tp that divides it");
 }
 [[noreturn]] inline void sequence_parallelism_needs_sequence_divisible_by_tp() {
-  throw input_error("with sequence parallelism the sequence length must be divisible by the tensor-parallel width");
+  throw input_error(
+      "with sequence parallelism the sequence length must be divisible by the tensor-parallel width");
 }
 [[noreturn]] inline void rotary_fraction_must_be_in_0_1() {
   throw input_error("rotary fraction must lie in (0, 1]");
@@ -123,8 +145,10 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (c.vocab <= 0) rules::vocabulary_size_must_be_positive();
   if (c.sequence <= 0) rules::sequence_length_must_be_positive();
   if (c.ffn <= 0) rules::ffn_size_must_be_positive();
-  if (c.head_dim <= 0 && c.hidden % c.heads != 0) rules::attention_heads_must_divide_hidden_size_or_give_head_dim();
-  if (c.kv_heads < 0 || (c.kv_heads > 0 && c.heads % c.kv_heads != 0)) rules::kv_heads_must_divide_attention_heads();
+  if (c.head_dim <= 0 && c.hidden % c.heads != 0)
+    rules::attention_heads_must_divide_hidden_size_or_give_head_dim();
+  if (c.kv_heads < 0 || (c.kv_heads > 0 && c.heads % c.kv_heads != 0))
+    rules::kv_heads_must_divide_attention_heads();
   if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) rules::rotary_fraction_must_be_in_0_1();
 };
 
@@ -163,7 +187,9 @@ constexpr split_sizes sizes_of(const transformer_config& c, const layer_shape& s
   return z;
 }
 
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 /// Enters a tensor-parallel region: all-gather of the sequence shards (sequence parallelism) or the
 /// identity whose backward all-reduces (Megatron's "f").
@@ -176,11 +202,14 @@ constexpr tensor enter_tp(layer_builder& b, const split_sizes& z, tensor x, std:
 /// Leaves a tensor-parallel region: reduce-scatter into sequence shards or all-reduce ("g").
 constexpr tensor leave_tp(layer_builder& b, const split_sizes& z, tensor x, std::string_view name) {
   if (!z.tp) return x;
-  if (z.sp) return b.collective(op_kind::reduce_scatter, name, x, static_cast<int>(z.t), z.local_tokens * z.h);
+  if (z.sp)
+    return b.collective(op_kind::reduce_scatter, name, x, static_cast<int>(z.t), z.local_tokens * z.h);
   return b.collective(op_kind::all_reduce, name, x, static_cast<int>(z.t), x.elements);
 }
 
-constexpr tp_split token_split(const split_sizes& z) { return z.sp ? tp_split::sequence : tp_split::replicated; }
+constexpr tp_split token_split(const split_sizes& z) {
+  return z.sp ? tp_split::sequence : tp_split::replicated;
+}
 
 constexpr tensor norm(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x,
                       std::string_view name) {
@@ -189,8 +218,8 @@ constexpr tensor norm(layer_builder& b, const transformer_config& c, const split
   return b.vector(kind, name, x, saves::input0, token_split(z), params);
 }
 
-constexpr tensor sublayer_dropout(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x,
-                                  std::string_view name) {
+constexpr tensor sublayer_dropout(layer_builder& b, const transformer_config& c, const split_sizes& z,
+                                  tensor x, std::string_view name) {
   if (!c.dropout) return x;
   return b.vector(op_kind::dropout, name, x, saves::mask, token_split(z));
 }
@@ -208,10 +237,13 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   }
   tensor scores = b.batched_matmul("scores", qkv, qkv, {z.b * a, z.s, d, z.s}, saves::input0 | saves::input1);
   tensor probs = b.vector(op_kind::softmax, "softmax", scores, saves::output, tp_split::heads, 0, 0, true);
-  if (c.dropout) probs = b.vector(op_kind::dropout, "attn_dropout", probs, saves::mask, tp_split::heads, 0, 0, true);
-  tensor context = b.batched_matmul("context", probs, qkv, {z.b * a, z.s, z.s, d}, saves::input0 | saves::input1);
+  if (c.dropout)
+    probs = b.vector(op_kind::dropout, "attn_dropout", probs, saves::mask, tp_split::heads, 0, 0, true);
+  tensor context =
+      b.batched_matmul("context", probs, qkv, {z.b * a, z.s, z.s, d}, saves::input0 | saves::input1);
   tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
-  if (c.bias) proj = b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
+  if (c.bias)
+    proj = b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
   return leave_tp(b, z, proj, "attn_exit");
 }
 
@@ -225,11 +257,12 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
     act = b.vector(op_kind::swiglu, "swiglu", up, saves::input0, tp_split::column, 0, z.tokens * f);
   } else {
     tensor up = b.matmul("fc1", in, {1, z.tokens, z.h, f}, tp_split::column, c.bias);
-    act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu, c.mlp == mlp_kind::gelu ? "gelu" : "relu",
-                   up, saves::input0, tp_split::column);
+    act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu,
+                   c.mlp == mlp_kind::gelu ? "gelu" : "relu", up, saves::input0, tp_split::column);
   }
   tensor down = b.matmul("fc2", act, {1, z.tokens, f, z.h}, tp_split::row, false);
-  if (c.bias) down = b.vector(op_kind::residual_add, "fc2_bias", down, saves::nothing, tp_split::replicated, z.h);
+  if (c.bias)
+    down = b.vector(op_kind::residual_add, "fc2_bias", down, saves::nothing, tp_split::replicated, z.h);
   return leave_tp(b, z, down, "mlp_exit");
 }
 
@@ -237,7 +270,8 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
 
 /// One transformer block. Pre-norm (GPT-2 onwards), post-norm (BERT, OPT-350m) or parallel residual
 /// (GPT-NeoX). Biases of row-parallel projections are added after the closing collective, as Megatron does.
-inline constexpr auto block_layer = [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
+inline constexpr auto block_layer =
+    [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
   const auto z = detail::sizes_of(c, shape);
   layer_builder b{"block", layer_role::block, shape, z.local_tokens * z.h};
   const tensor x = b.input();
@@ -268,14 +302,16 @@ inline constexpr auto block_layer = [](const transformer_config& c, const layer_
 
 /// The input layer: word embedding (vocabulary-parallel, then all-reduced or reduce-scattered), position
 /// and token-type embeddings, an optional projection (OPT-350m), an optional norm (BERT) and dropout.
-inline constexpr auto embedding_layer = [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
+inline constexpr auto embedding_layer =
+    [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
   const auto z = detail::sizes_of(c, shape);
   const std::int64_t e = c.embed_dim_or_default();
   layer_builder b{"embedding", layer_role::embedding, shape, 0};
   tensor x = b.embedding("word_embedding", z.tokens, detail::ceil_div(c.vocab, z.t), e,
                          z.tp ? tp_split::vocab : tp_split::replicated);
   if (z.tp) {
-    x = z.sp ? b.collective(op_kind::reduce_scatter, "embedding_exit", x, static_cast<int>(z.t), z.local_tokens * e)
+    x = z.sp ? b.collective(op_kind::reduce_scatter, "embedding_exit", x, static_cast<int>(z.t),
+                            z.local_tokens * e)
              : b.collective(op_kind::all_reduce, "embedding_exit", x, static_cast<int>(z.t), x.elements);
   }
   if (e != z.h) x = b.matmul("project_in", x, {1, z.local_tokens, e, z.h}, detail::token_split(z), false);
@@ -294,7 +330,8 @@ inline constexpr auto embedding_layer = [](const transformer_config& c, const la
 
 /// The output layer: final norm, BERT's pre-training transforms and pooler, the vocabulary-parallel output
 /// projection (tied to the word embedding when the model ties them) and the cross-entropy loss.
-inline constexpr auto head_layer = [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
+inline constexpr auto head_layer =
+    [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
   const auto z = detail::sizes_of(c, shape);
   const std::int64_t e = c.embed_dim_or_default();
   layer_builder b{"head", layer_role::head, shape, z.local_tokens * z.h};
@@ -305,29 +342,34 @@ inline constexpr auto head_layer = [](const transformer_config& c, const layer_s
     const tensor pooled = b.matmul("pooler", x, {1, z.b, z.h, z.h}, tp_split::replicated, true);
     b.matmul("next_sentence", pooled, {1, z.b, z.h, 2}, tp_split::replicated, true);
     // Masked-LM transform: dense + gelu + layernorm before the tied decoder.
-    const tensor t = b.matmul("mlm_transform", x, {1, z.local_tokens, z.h, z.h}, detail::token_split(z), true);
+    const tensor t =
+        b.matmul("mlm_transform", x, {1, z.local_tokens, z.h, z.h}, detail::token_split(z), true);
     const tensor g = b.vector(op_kind::gelu, "mlm_gelu", t, saves::input0, detail::token_split(z));
     x = detail::norm(b, c, z, g, "mlm_norm");
   }
   if (e != z.h) x = b.matmul("project_out", x, {1, z.local_tokens, z.h, e}, detail::token_split(z), false);
   const tensor in = detail::enter_tp(b, z, x, "head_enter");
   const std::int64_t rows = detail::ceil_div(c.vocab, z.t);
-  tensor logits = b.matmul("output_projection", in, {1, z.tokens, e, rows}, z.tp ? tp_split::vocab : tp_split::replicated,
-                           false, c.tied_embeddings);
+  tensor logits = b.matmul("output_projection", in, {1, z.tokens, e, rows},
+                           z.tp ? tp_split::vocab : tp_split::replicated, false, c.tied_embeddings);
   if (c.bert_heads) {
     logits = b.vector(op_kind::residual_add, "output_bias", logits, saves::nothing, tp_split::vocab, rows);
   }
-  b.vector(op_kind::cross_entropy, "cross_entropy", logits, saves::input0, z.tp ? tp_split::vocab : tp_split::replicated,
-           0, z.tokens);
+  b.vector(op_kind::cross_entropy, "cross_entropy", logits, saves::input0,
+           z.tp ? tp_split::vocab : tp_split::replicated, 0, z.tokens);
   return b.build();
 };
 
 /// The layer with the given role.
-inline constexpr auto make_layer = [](const transformer_config& c, layer_role role, const layer_shape& shape) constexpr {
+inline constexpr auto make_layer =
+    [](const transformer_config& c, layer_role role, const layer_shape& shape) constexpr {
   switch (role) {
-    case layer_role::embedding: return embedding_layer(c, shape);
-    case layer_role::head: return head_layer(c, shape);
-    default: return block_layer(c, shape);
+    case layer_role::embedding:
+      return embedding_layer(c, shape);
+    case layer_role::head:
+      return head_layer(c, shape);
+    default:
+      return block_layer(c, shape);
   }
 };
 

@@ -65,18 +65,25 @@ constexpr transformer_config opt_350m() {
 
 /// Every zoo entry. Megatron vocabularies are padded to 51,200 (Shoeybi et al. 2019, section 5).
 inline constexpr std::array entries{
-    entry{"bert-large", "Devlin et al. 2019; HF bert-large-uncased", detail::bert("bert-large", 1024, 16, 24, 30522, false)},
+    entry{"bert-large", "Devlin et al. 2019; HF bert-large-uncased",
+          detail::bert("bert-large", 1024, 16, 24, 30522, false)},
     entry{"megatron-bert", "PHAZE's Megatron BERT-Large (Shoeybi et al. 2019), vocab padded to 30592",
           detail::bert("megatron-bert", 1024, 16, 24, 30592, true)},
     entry{"gpt2", "Radford et al. 2019; HF gpt2", detail::gpt("gpt2", 768, 12, 12, 50257, 1024)},
     entry{"gpt2-xl", "Radford et al. 2019; HF gpt2-xl", detail::gpt("gpt2-xl", 1600, 25, 48, 50257, 1024)},
-    entry{"megatron-gpt2-40", "Shoeybi et al. 2019 Table 1 (1.2B)", detail::gpt("megatron-gpt2-40", 1536, 16, 40, 51200, 1024)},
-    entry{"megatron-gpt2-54", "Shoeybi et al. 2019 Table 1 (2.5B)", detail::gpt("megatron-gpt2-54", 1920, 20, 54, 51200, 1024)},
-    entry{"megatron-gpt2-72", "Shoeybi et al. 2019 Table 1 (8.3B)", detail::gpt("megatron-gpt2-72", 3072, 32, 72, 51200, 1024)},
+    entry{"megatron-gpt2-40", "Shoeybi et al. 2019 Table 1 (1.2B)",
+          detail::gpt("megatron-gpt2-40", 1536, 16, 40, 51200, 1024)},
+    entry{"megatron-gpt2-54", "Shoeybi et al. 2019 Table 1 (2.5B)",
+          detail::gpt("megatron-gpt2-54", 1920, 20, 54, 51200, 1024)},
+    entry{"megatron-gpt2-72", "Shoeybi et al. 2019 Table 1 (8.3B)",
+          detail::gpt("megatron-gpt2-72", 3072, 32, 72, 51200, 1024)},
     entry{"gpt3-175b", "Brown et al. 2020 Table 2.1", detail::gpt("gpt3-175b", 12288, 96, 96, 50257, 2048)},
-    entry{"megatron-22b", "Korthikanti et al. 2022 Table 3", detail::gpt("megatron-22b", 6144, 64, 48, 51200, 2048)},
-    entry{"turing-530b", "Korthikanti et al. 2022 Table 3", detail::gpt("turing-530b", 20480, 128, 105, 51200, 2048)},
-    entry{"megatron-1t", "Korthikanti et al. 2022 Table 3", detail::gpt("megatron-1t", 25600, 160, 128, 51200, 2048)},
+    entry{"megatron-22b", "Korthikanti et al. 2022 Table 3",
+          detail::gpt("megatron-22b", 6144, 64, 48, 51200, 2048)},
+    entry{"turing-530b", "Korthikanti et al. 2022 Table 3",
+          detail::gpt("turing-530b", 20480, 128, 105, 51200, 2048)},
+    entry{"megatron-1t", "Korthikanti et al. 2022 Table 3",
+          detail::gpt("megatron-1t", 25600, 160, 128, 51200, 2048)},
     entry{"opt-350m", "Zhang et al. 2022; HF facebook/opt-350m", detail::opt_350m()},
     entry{"opt-1.3b", "Zhang et al. 2022; HF facebook/opt-1.3b", detail::opt("opt-1.3b", 2048, 32, 24)},
     entry{"opt-175b", "Zhang et al. 2022 Table 1", detail::opt("opt-175b", 12288, 96, 96)},
@@ -113,22 +120,54 @@ constexpr model::model get(std::string_view name) {
 }
 
 // Named accessors, usable in constant expressions.
-constexpr model::model bert_large() { return get("bert-large"); }
-constexpr model::model megatron_bert() { return get("megatron-bert"); }
-constexpr model::model gpt2() { return get("gpt2"); }
-constexpr model::model gpt2_xl() { return get("gpt2-xl"); }
-constexpr model::model megatron_gpt2_40() { return get("megatron-gpt2-40"); }
-constexpr model::model megatron_gpt2_54() { return get("megatron-gpt2-54"); }
-constexpr model::model megatron_gpt2_72() { return get("megatron-gpt2-72"); }
-constexpr model::model gpt3_175b() { return get("gpt3-175b"); }
-constexpr model::model opt_350m() { return get("opt-350m"); }
-constexpr model::model opt_1_3b() { return get("opt-1.3b"); }
-constexpr model::model opt_175b() { return get("opt-175b"); }
-constexpr model::model llama2_7b() { return get("llama2-7b"); }
-constexpr model::model llama2_13b() { return get("llama2-13b"); }
-constexpr model::model llama2_70b() { return get("llama2-70b"); }
-constexpr model::model llama3_8b() { return get("llama3-8b"); }
-constexpr model::model llama3_70b() { return get("llama3-70b"); }
+constexpr model::model bert_large() {
+  return get("bert-large");
+}
+constexpr model::model megatron_bert() {
+  return get("megatron-bert");
+}
+constexpr model::model gpt2() {
+  return get("gpt2");
+}
+constexpr model::model gpt2_xl() {
+  return get("gpt2-xl");
+}
+constexpr model::model megatron_gpt2_40() {
+  return get("megatron-gpt2-40");
+}
+constexpr model::model megatron_gpt2_54() {
+  return get("megatron-gpt2-54");
+}
+constexpr model::model megatron_gpt2_72() {
+  return get("megatron-gpt2-72");
+}
+constexpr model::model gpt3_175b() {
+  return get("gpt3-175b");
+}
+constexpr model::model opt_350m() {
+  return get("opt-350m");
+}
+constexpr model::model opt_1_3b() {
+  return get("opt-1.3b");
+}
+constexpr model::model opt_175b() {
+  return get("opt-175b");
+}
+constexpr model::model llama2_7b() {
+  return get("llama2-7b");
+}
+constexpr model::model llama2_13b() {
+  return get("llama2-13b");
+}
+constexpr model::model llama2_70b() {
+  return get("llama2-70b");
+}
+constexpr model::model llama3_8b() {
+  return get("llama3-8b");
+}
+constexpr model::model llama3_70b() {
+  return get("llama3-70b");
+}
 
 namespace detail {
 /// Levenshtein distance, for "did you mean" suggestions.
@@ -153,7 +192,8 @@ inline std::vector<std::string_view> closest_names(std::string_view name, std::s
   std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, index)
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const auto n = entries[i].name;
-    const bool contains = !name.empty() && (n.find(name) != std::string_view::npos || name.find(n) != std::string_view::npos);
+    const bool contains =
+        !name.empty() && (n.find(name) != std::string_view::npos || name.find(n) != std::string_view::npos);
     scored.emplace_back(contains ? 0 : detail::edit_distance(name, n), i);
   }
   std::stable_sort(scored.begin(), scored.end());
