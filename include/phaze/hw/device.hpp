@@ -1,0 +1,220 @@
+/// @file
+/// What an accelerator is: PHAZE's parametric tensor-core/vector-core template, or a real device described by
+/// its datasheet, plus the links that connect it to other devices.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "phaze/core/error.hpp"
+#include "phaze/core/fixed_string.hpp"
+#include "phaze/core/quantity.hpp"
+
+namespace phaze::hw {
+
+/// Numeric formats a device may compute in.
+enum class precision : std::uint8_t { fp32, tf32, bf16, fp16, fp8 };
+
+constexpr std::string_view to_string(precision p) {
+  switch (p) {
+    case precision::fp32:
+      return "fp32";
+    case precision::tf32:
+      return "tf32";
+    case precision::bf16:
+      return "bf16";
+    case precision::fp16:
+      return "fp16";
+    case precision::fp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+/// Bytes per element of a format as stored in memory (tf32 is stored as fp32).
+constexpr int element_bytes(precision p) {
+  switch (p) {
+    case precision::fp32:
+    case precision::tf32:
+      return 4;
+    case precision::bf16:
+    case precision::fp16:
+      return 2;
+    case precision::fp8:
+      return 1;
+  }
+  return 2;
+}
+
+/// How a device is described.
+enum class device_kind : std::uint8_t {
+  systolic,   ///< PHAZE's template: tensor cores (systolic arrays), vector cores, one global buffer
+  datasheet,  ///< a real device (GPU, TPU) by its published peak rates and a GEMM-efficiency model
+};
+
+constexpr std::string_view to_string(device_kind k) {
+  return k == device_kind::systolic ? "systolic" : "datasheet";
+}
+
+/// PHAZE's parametric accelerator (Wang et al., ICML 2024, section 3): `num_tc` tensor cores, each a
+/// `tc_width x tc_depth` systolic array of MACs; `num_vc` vector cores of `vc_width` lanes; one global buffer
+/// (GLB) shared by all cores; everything clocked at `clock`.
+struct systolic_design {
+  int num_tc = 0;
+  int tc_width = 0;  ///< rows of each systolic array (the reduction dimension K maps onto them)
+  int tc_depth = 0;  ///< columns of each systolic array (output features N map onto them)
+  int num_vc = 0;
+  int vc_width = 0;  ///< lanes per vector core
+  bytes glb{0.0};    ///< on-chip global buffer shared by all cores
+  hertz clock{0.0};
+  friend constexpr bool operator==(const systolic_design&, const systolic_design&) = default;
+};
+
+/// Achieved GEMM throughput of a datasheet device as a fraction of its peak, by shape.
+/// fraction(m, n, k) = max_fraction * wave_efficiency(m, n) * k / (k + k_half), where wave_efficiency is the
+/// useful share of the last wave of `tile_m x tile_n` output tiles over `compute_units` (NVIDIA, "Matrix
+/// Multiplication Background User's Guide": tile and wave quantization), and k / (k + k_half) models the
+/// fixed prologue/epilogue cost of each tile that a short reduction cannot hide.
+struct gemm_efficiency {
+  double max_fraction = 1.0;  ///< fraction of peak reached by large, well-shaped GEMMs
+  int tile_m = 128;
+  int tile_n = 128;
+  int compute_units = 1;  ///< streaming multiprocessors (GPUs) or matrix units that take tiles in parallel
+  double k_half = 0.0;    ///< reduction length at which the per-tile overhead halves throughput
+  friend constexpr bool operator==(const gemm_efficiency&, const gemm_efficiency&) = default;
+};
+
+/// A real device by its datasheet: dense (non-sparse) peak matrix rates per format, vector rate, and the
+/// achieved-efficiency model.
+struct datasheet_spec {
+  flops_per_second matrix_fp32{0.0};  ///< 0 when the device has no fp32 matrix path (vector rate is used)
+  flops_per_second matrix_tf32{0.0};
+  flops_per_second matrix_bf16{0.0};  ///< 0 when the device lacks bf16 (V100, T4): fp16 is used instead
+  flops_per_second matrix_fp16{0.0};
+  flops_per_second matrix_fp8{0.0};
+  flops_per_second vector{0.0};  ///< non-matrix (CUDA-core / VPU) fp32 rate
+  gemm_efficiency gemm{};
+  double memory_efficiency = 1.0;  ///< achievable share of HBM bandwidth (STREAM-like copy)
+  friend constexpr bool operator==(const datasheet_spec&, const datasheet_spec&) = default;
+};
+
+/// The links from one device to the others: a fast domain inside a node (NVLink, ICI) and a network between
+/// nodes. Bandwidths are per device and per direction.
+struct links {
+  int devices_per_node = 1;
+  bytes_per_second intra_node{0.0};
+  bytes_per_second inter_node{0.0};
+  seconds intra_latency{0.0};  ///< per message step (alpha of the alpha-beta model)
+  seconds inter_latency{0.0};
+  friend constexpr bool operator==(const links&, const links&) = default;
+};
+
+/// One accelerator. Common fields first; `systolic` is used when kind == systolic, `sheet` otherwise.
+struct device {
+  fixed_string<32> name;
+  device_kind kind = device_kind::systolic;
+  bytes hbm{0.0};  ///< device memory capacity
+  bytes_per_second hbm_bandwidth{0.0};
+  links link{};
+  precision compute = precision::bf16;  ///< the format training runs in
+  systolic_design systolic{};
+  datasheet_spec sheet{};
+  friend constexpr bool operator==(const device&, const device&) = default;
+};
+
+namespace rules {
+[[noreturn]] inline void tensor_cores_must_be_positive() {
+  throw input_error("num_tc must be at least 1");
+}
+[[noreturn]] inline void systolic_array_dimensions_must_be_positive() {
+  throw input_error("tc_width and tc_depth must be at least 1");
+}
+[[noreturn]] inline void vector_cores_must_be_positive() {
+  throw input_error("num_vc and vc_width must be at least 1");
+}
+[[noreturn]] inline void global_buffer_must_be_positive() {
+  throw input_error("glb (global buffer) must be positive");
+}
+[[noreturn]] inline void clock_must_be_positive() {
+  throw input_error("clock must be positive");
+}
+[[noreturn]] inline void memory_capacity_must_be_positive() {
+  throw input_error("hbm capacity must be positive");
+}
+[[noreturn]] inline void memory_bandwidth_must_be_positive() {
+  throw input_error("hbm bandwidth must be positive");
+}
+[[noreturn]] inline void peak_matrix_rate_must_be_positive() {
+  throw input_error("a datasheet device needs a positive peak matrix rate for its compute format");
+}
+[[noreturn]] inline void gemm_efficiency_must_lie_in_0_1() {
+  throw input_error("gemm max_fraction and memory_efficiency must lie in (0, 1]");
+}
+[[noreturn]] inline void link_bandwidth_must_be_positive() {
+  throw input_error("link bandwidths must be positive and devices_per_node at least 1");
+}
+}  // namespace rules
+
+/// Peak dense matrix rate of a datasheet device in a format (bf16 falls back to fp16 on devices without it).
+constexpr flops_per_second matrix_peak(const datasheet_spec& s, precision p) {
+  switch (p) {
+    case precision::fp32:
+      return s.matrix_fp32.value() > 0 ? s.matrix_fp32 : s.vector;
+    case precision::tf32:
+      return s.matrix_tf32.value() > 0 ? s.matrix_tf32 : s.matrix_fp32;
+    case precision::bf16:
+      return s.matrix_bf16.value() > 0 ? s.matrix_bf16 : s.matrix_fp16;
+    case precision::fp16:
+      return s.matrix_fp16;
+    case precision::fp8:
+      return s.matrix_fp8.value() > 0 ? s.matrix_fp8 : s.matrix_fp16;
+  }
+  return s.matrix_fp16;
+}
+
+/// Peak dense matrix rate of a device in its compute format: for the systolic template,
+/// 2 FLOPs per MAC per cycle over num_tc * tc_width * tc_depth MACs.
+constexpr flops_per_second peak_matrix_flops(const device& d) {
+  if (d.kind == device_kind::systolic) {
+    const auto& s = d.systolic;
+    return flops_per_second{2.0 * static_cast<double>(s.num_tc) * static_cast<double>(s.tc_width) *
+                            static_cast<double>(s.tc_depth) * s.clock.value()};
+  }
+  return matrix_peak(d.sheet, d.compute);
+}
+
+/// Peak vector rate: one operation per lane per cycle for the systolic template.
+constexpr flops_per_second peak_vector_flops(const device& d) {
+  if (d.kind == device_kind::systolic) {
+    const auto& s = d.systolic;
+    return flops_per_second{static_cast<double>(s.num_vc) * static_cast<double>(s.vc_width) *
+                            s.clock.value()};
+  }
+  return d.sheet.vector;
+}
+
+/// Checks a device; a broken rule stops compilation (constant evaluation) or throws input_error.
+constexpr void validate(const device& d) {
+  if (!(d.hbm.value() > 0)) rules::memory_capacity_must_be_positive();
+  if (!(d.hbm_bandwidth.value() > 0)) rules::memory_bandwidth_must_be_positive();
+  if (d.link.devices_per_node < 1 || !(d.link.intra_node.value() > 0) || !(d.link.inter_node.value() > 0)) {
+    rules::link_bandwidth_must_be_positive();
+  }
+  if (d.kind == device_kind::systolic) {
+    const auto& s = d.systolic;
+    if (s.num_tc < 1) rules::tensor_cores_must_be_positive();
+    if (s.tc_width < 1 || s.tc_depth < 1) rules::systolic_array_dimensions_must_be_positive();
+    if (s.num_vc < 1 || s.vc_width < 1) rules::vector_cores_must_be_positive();
+    if (!(s.glb.value() > 0)) rules::global_buffer_must_be_positive();
+    if (!(s.clock.value() > 0)) rules::clock_must_be_positive();
+  } else {
+    if (!(matrix_peak(d.sheet, d.compute).value() > 0)) rules::peak_matrix_rate_must_be_positive();
+    const auto& g = d.sheet.gemm;
+    if (!(g.max_fraction > 0 && g.max_fraction <= 1) ||
+        !(d.sheet.memory_efficiency > 0 && d.sheet.memory_efficiency <= 1)) {
+      rules::gemm_efficiency_must_lie_in_0_1();
+    }
+  }
+}
+
+}  // namespace phaze::hw
