@@ -190,15 +190,22 @@ inline transformer_config gpt2(const reader& r) {
   return c;
 }
 
-inline transformer_config opt(const reader& r) {
+/// The fields the OPT, Llama, BERT and GPT-NeoX configs name alike: width, heads, blocks, MLP width (under
+/// `ffn_field`), vocabulary and positions (the training sequence).
+inline transformer_config common_fields(const reader& r, family arch, std::string_view ffn_field) {
   transformer_config c;
-  c.arch = family::opt;
+  c.arch = arch;
   c.hidden = r.required_size("hidden_size");
   c.heads = r.required_size("num_attention_heads");
   c.layers = r.required_size("num_hidden_layers");
-  c.ffn = r.required_size("ffn_dim");
+  c.ffn = r.required_size(ffn_field);
   c.vocab = r.required_size("vocab_size");
   c.sequence = r.required_size("max_position_embeddings");
+  return c;
+}
+
+inline transformer_config opt(const reader& r) {
+  transformer_config c = common_fields(r, family::opt, "ffn_dim");
   c.max_positions = c.sequence;
   c.position_offset = 2;  // OPTLearnedPositionalEmbedding keeps two extra rows (fairseq's padding offset)
   if (const auto e = r.size("word_embed_proj_dim"); e && *e != c.hidden) c.embed_dim = *e;
@@ -213,15 +220,8 @@ inline transformer_config opt(const reader& r) {
 }
 
 inline transformer_config llama(const reader& r) {
-  transformer_config c;
-  c.arch = family::llama;
-  c.hidden = r.required_size("hidden_size");
-  c.heads = r.required_size("num_attention_heads");
+  transformer_config c = common_fields(r, family::llama, "intermediate_size");
   c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
-  c.layers = r.required_size("num_hidden_layers");
-  c.ffn = r.required_size("intermediate_size");
-  c.vocab = r.required_size("vocab_size");
-  c.sequence = r.required_size("max_position_embeddings");
   // Newer configs spell head_dim out even when it is hidden / heads; keep 0 (the default) in that case.
   if (const auto d = r.size("head_dim"); d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads))
     c.head_dim = *d;
@@ -240,14 +240,7 @@ inline transformer_config llama(const reader& r) {
 }
 
 inline transformer_config bert(const reader& r) {
-  transformer_config c;
-  c.arch = family::bert;
-  c.hidden = r.required_size("hidden_size");
-  c.heads = r.required_size("num_attention_heads");
-  c.layers = r.required_size("num_hidden_layers");
-  c.ffn = r.required_size("intermediate_size");
-  c.vocab = r.required_size("vocab_size");
-  c.sequence = r.required_size("max_position_embeddings");
+  transformer_config c = common_fields(r, family::bert, "intermediate_size");
   c.max_positions = c.sequence;
   c.token_types = r.size("type_vocab_size").value_or(2);
   c.mlp = r.activation("hidden_act", "gelu");
@@ -261,14 +254,7 @@ inline transformer_config bert(const reader& r) {
 }
 
 inline transformer_config gpt_neox(const reader& r) {
-  transformer_config c;
-  c.arch = family::neox;
-  c.hidden = r.required_size("hidden_size");
-  c.heads = r.required_size("num_attention_heads");
-  c.layers = r.required_size("num_hidden_layers");
-  c.ffn = r.required_size("intermediate_size");
-  c.vocab = r.required_size("vocab_size");
-  c.sequence = r.required_size("max_position_embeddings");
+  transformer_config c = common_fields(r, family::neox, "intermediate_size");
   c.positions = position_kind::rotary;
   const std::string_view pct_field = r.get("rotary_pct") != nullptr ? "rotary_pct" : "partial_rotary_factor";
   c.rotary_fraction = r.number(pct_field, 0.25);  // HF GPTNeoXConfig default rotary_pct = 0.25
