@@ -94,14 +94,18 @@ class schedule_mip {
   schedule_mip(const problem& p, const schedule& incumbent) : p_(p), horizon_(incumbent.makespan.value()) {
     const std::size_t n = p.size();
     before_ = reachability(p);
+    glp_set_prob_name(glpk(), "phaze_layer_schedule");
     makespan_ = mip_.addCol();
+    mip_.colName(makespan_, "makespan");
     mip_.colLowerBound(makespan_, 0.0);
     mip_.colUpperBound(makespan_, 1.0);
     for (std::size_t i = 0; i < n; ++i) {
       start_.push_back(mip_.addCol());
       mip_.colLowerBound(start_[i], 0.0);
       mip_.colUpperBound(start_[i], 1.0);
+      mip_.colName(start_[i], "start_" + label(i));
       spread_.push_back(mip_.addCol());
+      mip_.colName(spread_[i], "all_cores_" + label(i));
       mip_.colType(spread_[i], lemon::GlpkMip::INTEGER);
       mip_.colLowerBound(spread_[i], 0.0);
       mip_.colUpperBound(spread_[i], p.tasks[i].kind == resource::none ? 0.0 : 1.0);
@@ -232,7 +236,10 @@ class schedule_mip {
 
   /// Writes the model in CPLEX LP text to `path`.
   void write_lp(const std::filesystem::path& path) {
-    if (glp_write_lp(glpk(), nullptr, path.string().c_str()) != 0) {
+    glp_term_out(GLP_OFF);  // GLPK announces every file it writes on stdout
+    const int rc = glp_write_lp(glpk(), nullptr, path.string().c_str());
+    glp_term_out(GLP_ON);
+    if (rc != 0) {
       throw input_error("cannot write the ILP to '" + path.string() +
                         "': check the path and its permissions");
     }
@@ -245,6 +252,18 @@ class schedule_mip {
 
  private:
   glp_prob* glpk() { return static_cast<glp_prob*>(mip_.lpx()); }
+
+  /// A name for task i usable in LP text: its index and its name with anything but letters, digits and
+  /// underscores replaced.
+  [[nodiscard]] std::string label(std::size_t i) const {
+    std::string out = std::to_string(i);
+    for (char c : p_.tasks[i].name) {
+      const bool plain =
+          (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+      out += plain ? c : '_';
+    }
+    return out.substr(0, 60);
+  }
 
   /// The task's duration (normalised) as an expression of its mode variable.
   lemon::GlpkMip::Expr length(std::size_t i) const {
@@ -263,6 +282,8 @@ class schedule_mip {
     if (const auto it = orders_.find(key); it != orders_.end()) return it->second;
     lemon::GlpkMip::Col ij = mip_.addCol();
     lemon::GlpkMip::Col ji = mip_.addCol();
+    mip_.colName(ij, "order_" + label(i) + "_before_" + label(j));
+    mip_.colName(ji, "order_" + label(j) + "_before_" + label(i));
     for (auto c : {ij, ji}) {
       mip_.colType(c, lemon::GlpkMip::INTEGER);
       mip_.colLowerBound(c, 0.0);
