@@ -142,6 +142,22 @@ class schedule_mip {
         ++pairs_;
       }
     }
+    // Energy rows: a pool of C cores is busy at least (its tasks' core-seconds) / C, and a task holds
+    // one_core core-seconds on one core or C * all_cores spread. Valid for every schedule, and much
+    // tighter than the big-M rows in the LP relaxation.
+    for (int pool = 0; pool < pool_count; ++pool) {
+      const double cores = static_cast<double>(p.pool_size(pool));
+      lemon::GlpkMip::Expr busy;
+      bool any = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!uses_pool(p.tasks[i].kind, pool)) continue;
+        const double one = duration(p, i, false).value() / horizon_;
+        const double all = duration(p, i, true).value() / horizon_;
+        busy += one / cores + (all - one / cores) * spread_[i];
+        any = true;
+      }
+      if (any) mip_.addRow(makespan_ >= busy);
+    }
     // Core-capacity cuts known up front: every set of C + 1 pairwise unordered tasks of a pool of C cores
     // (an antichain) must have some pair ordered. Added eagerly while there are few; the rest come lazily.
     for (int pool = 0; pool < pool_count; ++pool) {
