@@ -153,6 +153,15 @@ namespace rules {
 [[noreturn]] inline void link_bandwidth_must_be_positive() {
   throw input_error("link bandwidths must be positive and devices_per_node at least 1");
 }
+[[noreturn]] inline void link_latency_must_not_be_negative() {
+  throw input_error("link latencies must be at least 0");
+}
+[[noreturn]] inline void vector_rate_must_be_positive() {
+  throw input_error("a datasheet device needs a positive vector rate");
+}
+[[noreturn]] inline void gemm_tiles_and_units_must_be_positive() {
+  throw input_error("gemm tile_m, tile_n and compute_units must be at least 1, and k_half at least 0");
+}
 }  // namespace rules
 
 /// Peak dense matrix rate of a datasheet device in a format (bf16 falls back to fp16 on devices without it).
@@ -200,6 +209,9 @@ constexpr void validate(const device& d) {
   if (d.link.devices_per_node < 1 || !(d.link.intra_node.value() > 0) || !(d.link.inter_node.value() > 0)) {
     rules::link_bandwidth_must_be_positive();
   }
+  if (!(d.link.intra_latency.value() >= 0) || !(d.link.inter_latency.value() >= 0)) {
+    rules::link_latency_must_not_be_negative();
+  }
   if (d.kind == device_kind::systolic) {
     const auto& s = d.systolic;
     if (s.num_tc < 1) rules::tensor_cores_must_be_positive();
@@ -209,7 +221,11 @@ constexpr void validate(const device& d) {
     if (!(s.clock.value() > 0)) rules::clock_must_be_positive();
   } else {
     if (!(matrix_peak(d.sheet, d.compute).value() > 0)) rules::peak_matrix_rate_must_be_positive();
+    if (!(d.sheet.vector.value() > 0)) rules::vector_rate_must_be_positive();
     const auto& g = d.sheet.gemm;
+    if (g.tile_m < 1 || g.tile_n < 1 || g.compute_units < 1 || !(g.k_half >= 0)) {
+      rules::gemm_tiles_and_units_must_be_positive();
+    }
     if (!(g.max_fraction > 0 && g.max_fraction <= 1) ||
         !(d.sheet.memory_efficiency > 0 && d.sheet.memory_efficiency <= 1)) {
       rules::gemm_efficiency_must_lie_in_0_1();
