@@ -64,5 +64,6 @@ inline void print_text(const std::string& text) {
 // The commands, one file each.
 command add_models_command(CLI::App& root);
 command add_describe_command(CLI::App& root);
+command add_devices_command(CLI::App& root);
 
 }  // namespace phaze::cli
