@@ -1,0 +1,86 @@
+/// @file
+/// The cost of any op on any device (PHAZE's two costs: on one core, and across all cores of its kind), and
+/// the per-layer cost table of a layer's forward and backward ops.
+#pragma once
+
+#include "phaze/core/quantity.hpp"
+#include "phaze/core/static_vector.hpp"
+#include "phaze/cost/collective.hpp"
+#include "phaze/cost/gemm.hpp"
+#include "phaze/cost/vector.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/layer.hpp"
+#include "phaze/model/op.hpp"
+
+namespace phaze::cost {
+
+/// What an op costs. On a systolic device: alone on one tensor (or vector) core, and divided across all
+/// of them (intra-op parallelism; never slower than one core). On a datasheet device both are the same:
+/// the device runs one kernel at a time over all its units.
+struct op_cost {
+  seconds one_core{0.0};
+  seconds all_cores{0.0};
+  friend constexpr bool operator==(const op_cost&, const op_cost&) = default;
+};
+
+/// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper
+/// (systolic) or the efficiency model (datasheet), backward GEMMs the same way with the transposed shapes
+/// the op carries; vector ops by cycles per element; collectives over the op's group, packed into nodes
+/// (a tensor-parallel group inside one node when it fits); tp_copy costs nothing.
+inline constexpr auto cost_of = [](const model::op& o, const hw::device& d) constexpr -> op_cost {
+  const bool systolic = d.kind == hw::device_kind::systolic;
+  switch (model::unit_of(o)) {
+    case model::unit::tensor: {
+      if (!systolic) {
+        const seconds t = datasheet_gemm(o.gemm, d);
+        return {t, t};
+      }
+      const gemm_cost g = systolic_gemm(o.gemm, d);
+      return {g.one_core.time, g.all_cores.time};
+    }
+    case model::unit::vector: {
+      if (!systolic) {
+        const seconds t = datasheet_vector_time(o, d);
+        return {t, t};
+      }
+      return {systolic_vector_time(o, d, 1), systolic_vector_time(o, d, d.systolic.num_vc)};
+    }
+    case model::unit::network: {
+      const seconds t =
+          collective_time(o.kind, model::collective_bytes(o), packed_group(o.group, d.link), d.link);
+      return {t, t};
+    }
+    case model::unit::none:
+      return {};
+  }
+  return {};
+};
+
+/// The costs of a layer's ops: forward ops in layer order, backward ops in the order model::backward lists
+/// them, and the totals of the all-cores costs (a serial bound: the ops one after another, each on every
+/// core; a schedule that overlaps ops on different cores can only be faster).
+struct layer_cost_table {
+  static_vector<op_cost, model::max_layer_ops> forward;
+  static_vector<op_cost, model::max_backward_ops> backward;
+  seconds forward_total{0.0};
+  seconds backward_total{0.0};
+  [[nodiscard]] constexpr seconds total() const { return forward_total + backward_total; }
+  friend constexpr bool operator==(const layer_cost_table&, const layer_cost_table&) = default;
+};
+
+/// The cost table of a layer on a device.
+inline constexpr auto layer_costs =
+    [](const model::layer& l, const hw::device& d) constexpr -> layer_cost_table {
+  layer_cost_table t;
+  for (const model::op& o : l.ops) {
+    t.forward.push_back(cost_of(o, d));
+    t.forward_total += t.forward.back().all_cores;
+  }
+  for (const model::op& o : model::backward(l)) {
+    t.backward.push_back(cost_of(o, d));
+    t.backward_total += t.backward.back().all_cores;
+  }
+  return t;
+};
+
+}  // namespace phaze::cost

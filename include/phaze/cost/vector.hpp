@@ -1,0 +1,137 @@
+/// @file
+/// Vector-op latency: lane-cycles per element for each op kind and pass, on PHAZE's vector cores or a
+/// datasheet device's vector rate, never faster than the bytes the op moves over HBM.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "phaze/core/quantity.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/op.hpp"
+
+namespace phaze::cost {
+
+/// Lane-cycles of a transcendental function (exp, tanh, reciprocal, rsqrt) relative to an add or multiply.
+/// NVIDIA's special-function units issue 16 results per clock per SM against 64 fp32 adds/multiplies/FMAs on
+/// compute capability 8.0 (CUDA C++ Programming Guide, "Arithmetic Instructions", throughput table): 4.
+inline constexpr int transcendental_cycles = 4;
+
+namespace detail {
+
+/// Lane-cycles per element, counted from each op's formula with one cycle per add, multiply, compare,
+/// select or fused multiply-add and `transcendental_cycles` (T) per exp/tanh/reciprocal. Row reductions
+/// (max, sum) cost one cycle per element (a running accumulator per lane); per-row scalars (1/sum, rsqrt of
+/// the variance) are amortized over the row and not counted.
+///   forward                                                   backward (per element of the gradient made)
+///   softmax 6 + T: scale, mask, max, subtract, exp, sum,     softmax 5: dy*y, row sum, subtract, multiply,
+///                  normalize                                            scale
+///   layernorm 8: mean, centre, square-sum, normalize,        layernorm 12: recompute x-hat (2), dy*gamma,
+///                scale, shift (+2 for the two reductions'             two row sums (2), combine (3), dgamma
+///                second pass)                                           and dbeta sums (3), scale (1)
+///   rmsnorm 4: square-sum, normalize, weight, store          rmsnorm 9: recompute (2), dy*w, row sum,
+///                                                                       combine (3), dw sum (2)
+///   gelu (tanh form) 7 + T: x^3 (2), FMA 0.044715, scale     gelu 13 + T: recompute the inner argument
+///        sqrt(2/pi), tanh, 1 +, 0.5 x *                                and tanh (5 + T), derivative (7), *dy
+///   relu 1: max(0, x)                                        relu 2: compare, select
+///   silu 2 + 2T: exp(-x), 1 +, reciprocal, x *               silu 5 + 2T: recompute sigmoid (2 + 2T),
+///                                                                       s (1 + x (1 - s)) (3)
+///   swiglu 3 + 2T: silu(gate) * up                           swiglu 3 + T: per gradient element made
+///                                                                       (gate and up both): half of
+///                                                                       recompute (2 + 2T) + 3 products
+///   dropout 9: random bits 6 (Philox4x32-10, Salmon et al.   dropout 2: mask select, scale
+///              SC'11: 10 rounds of ~10 integer ops make
+///              16 bytes of randomness, one byte per
+///              element), compare, select, scale
+///   residual / bias add 1                                    residual add 1: pass the gradient on
+///   rotary 3: x cos + rotate(x) sin (tables precomputed)     rotary 3: the transposed rotation
+///   cross-entropy 3 + T per logit: max, subtract, exp, sum   cross-entropy 4 + T per logit: recompute the
+///                                                                       exp (1 + T), normalize, subtract the
+///                                                                       one-hot target, * dloss
+///   embedding 1: the gathered row passes through the lanes   embedding 1: scatter-add into the table
+/// A lane does at most one FLOP per cycle (hw::peak_vector_flops counts one per lane per cycle), so the
+/// count is raised to the op's FLOPs per element (model::flops_of) where that is larger: rmsnorm forward and
+/// the backward ops of softmax, layernorm, rmsnorm, swiglu, dropout, residual add, rotary and cross-entropy,
+/// which op.hpp counts as twice their forward FLOPs. The cost never claims a rate above peak.
+constexpr int counted_cycles_per_element(model::op_kind k, model::op_phase phase) {
+  using model::op_kind;
+  constexpr int t = transcendental_cycles;
+  const bool fwd = phase == model::op_phase::forward;
+  switch (k) {
+    case op_kind::softmax:
+      return fwd ? 6 + t : 5;
+    case op_kind::layernorm:
+      return fwd ? 8 : 12;
+    case op_kind::rmsnorm:
+      return fwd ? 4 : 9;
+    case op_kind::gelu:
+      return fwd ? 7 + t : 13 + t;
+    case op_kind::relu:
+      return fwd ? 1 : 2;
+    case op_kind::silu:
+      return fwd ? 2 + 2 * t : 5 + 2 * t;
+    case op_kind::swiglu:
+      return fwd ? 3 + 2 * t : 3 + t;
+    case op_kind::dropout:
+      return fwd ? 9 : 2;
+    case op_kind::residual_add:
+      return 1;
+    case op_kind::rotary:
+      return 3;
+    case op_kind::cross_entropy:
+      return fwd ? 3 + t : 4 + t;
+    case op_kind::embedding:
+      return 1;
+    default:
+      return 0;  // not a vector op
+  }
+}
+
+}  // namespace detail
+
+/// Lane-cycles per element of a vector op: the counted cycles, raised to the op's FLOPs per element.
+inline constexpr auto cycles_per_element = [](model::op_kind k, model::op_phase phase) constexpr -> int {
+  const double flop_floor =
+      model::detail::vector_flops_per_element(k) * (phase == model::op_phase::forward ? 1.0 : 2.0);
+  return std::max(detail::counted_cycles_per_element(k, phase), static_cast<int>(flop_floor + 0.5));
+};
+
+/// Elements a vector op processes: its output, except the cross-entropy forward, which works over every
+/// logit (its input) and writes one loss per token.
+inline constexpr auto vector_elements = [](const model::op& o) constexpr -> std::int64_t {
+  if (o.kind == model::op_kind::cross_entropy && o.phase == model::op_phase::forward) {
+    return std::max(o.in_elements, o.out_elements);
+  }
+  return o.out_elements;
+};
+
+/// Bytes a vector op moves over HBM: its inputs and parameters read, its output (and dropout mask) written
+/// (model::bytes_read + model::bytes_written).
+inline constexpr auto vector_bytes = [](const model::op& o) constexpr -> bytes {
+  return model::bytes_read(o) + model::bytes_written(o);
+};
+
+/// Time of a vector op on `cores` vector cores of a systolic device: each of the cores * vc_width lanes
+/// takes ceil(elements / lanes) elements at cycles_per_element each, at the device clock; never less than
+/// vector_bytes / HBM bandwidth (the op streams its operands; nothing stays in the GLB between ops).
+inline constexpr auto systolic_vector_time =
+    [](const model::op& o, const hw::device& d, int cores) constexpr -> seconds {
+  const auto& s = d.systolic;
+  const std::int64_t lanes = static_cast<std::int64_t>(std::max(cores, 1)) * std::max(s.vc_width, 1);
+  const std::int64_t per_lane = (vector_elements(o) + lanes - 1) / lanes;
+  const double cycles = static_cast<double>(per_lane) * cycles_per_element(o.kind, o.phase);
+  const seconds compute{cycles / s.clock.value()};
+  return std::max(compute, vector_bytes(o) / d.hbm_bandwidth);
+};
+
+/// Time of a vector op on a datasheet device: elements * cycles_per_element operations at the vector
+/// (CUDA-core / VPU) rate, never less than vector_bytes over the achievable HBM bandwidth
+/// (hbm_bandwidth * memory_efficiency). Vector ops on GPUs are almost always memory-bound.
+inline constexpr auto datasheet_vector_time =
+    [](const model::op& o, const hw::device& d) constexpr -> seconds {
+  const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
+  const seconds compute = work / d.sheet.vector;
+  return std::max(compute, vector_bytes(o) / (d.hbm_bandwidth * d.sheet.memory_efficiency));
+};
+
+}  // namespace phaze::cost

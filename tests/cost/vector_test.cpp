@@ -1,0 +1,115 @@
+// Tests of phaze/cost/vector.hpp: cycles per element never claim more than one FLOP per lane per cycle,
+// hand-computed times, the HBM floor, and more vector cores or lanes never making an op slower.
+#include "phaze/cost/vector.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <iterator>
+#include <random>
+
+#include "phaze/hw/presets.hpp"
+
+using namespace phaze;
+using namespace phaze::literals;
+using model::op_kind;
+using model::op_phase;
+
+namespace {
+
+constexpr op_kind vector_kinds[] = {op_kind::softmax,   op_kind::layernorm,     op_kind::rmsnorm,
+                                    op_kind::gelu,      op_kind::relu,          op_kind::silu,
+                                    op_kind::swiglu,    op_kind::dropout,       op_kind::residual_add,
+                                    op_kind::embedding, op_kind::cross_entropy, op_kind::rotary};
+
+model::op vector_op(op_kind kind, op_phase phase, std::int64_t in, std::int64_t out,
+                    std::int64_t params = 0) {
+  model::op o;
+  o.kind = kind;
+  o.phase = phase;
+  o.in_elements = in;
+  o.out_elements = out;
+  o.params = params;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("every vector op kind has its own cost, at least its FLOPs per element", "[cost][vector]") {
+  for (const op_kind k : vector_kinds) {
+    for (const op_phase p : {op_phase::forward, op_phase::backward_data}) {
+      INFO(model::to_string(k) << " " << model::to_string(p));
+      const double floor = model::detail::vector_flops_per_element(k) * (p == op_phase::forward ? 1 : 2);
+      CHECK(cost::cycles_per_element(k, p) >= floor);
+      CHECK(cost::cycles_per_element(k, p) >= 1);
+    }
+  }
+  // Transcendental-heavy ops cost more than plain arithmetic.
+  CHECK(cost::cycles_per_element(op_kind::gelu, op_phase::forward) >
+        cost::cycles_per_element(op_kind::relu, op_phase::forward));
+  CHECK(cost::cycles_per_element(op_kind::softmax, op_phase::forward) == 6 + cost::transcendental_cycles);
+  CHECK(cost::cycles_per_element(op_kind::gelu, op_phase::forward) == 7 + cost::transcendental_cycles);
+  CHECK(cost::cycles_per_element(op_kind::layernorm, op_phase::backward_data) ==
+        16);  // raised to 2 x 8 FLOPs
+}
+
+TEST_CASE("vector-op times on the TPUv4-like design, by hand", "[cost][vector]") {
+  const hw::device d = hw::tpuv4_like;  // 2 vector cores x 128 lanes at 1.05 GHz, 1.2 TB/s
+  // GELU over 2048 x 49152 elements: compute-bound. One core: ceil(E / 128) elements per lane x 11 cycles.
+  const std::int64_t e = 2048 * 49152;
+  const auto gelu = vector_op(op_kind::gelu, op_phase::forward, e, e);
+  CHECK(cost::systolic_vector_time(gelu, d, 1).value() == Approx(static_cast<double>(e / 128) * 11 / 1.05e9));
+  CHECK(cost::systolic_vector_time(gelu, d, 2).value() == Approx(static_cast<double>(e / 256) * 11 / 1.05e9));
+  // A residual add is memory-bound on two cores: reads 2E, writes E at 2 bytes each over 1.2 TB/s.
+  const auto add = vector_op(op_kind::residual_add, op_phase::forward, 2 * e, e);
+  CHECK(cost::systolic_vector_time(add, d, 2).value() == Approx(3.0 * 2.0 * e / 1.2e12));
+  // Lanes are quantized: 129 elements take two rounds on one 128-lane core.
+  const auto small = vector_op(op_kind::relu, op_phase::forward, 129, 129);
+  CHECK(cost::systolic_vector_time(small, d, 1).value() == Approx(2.0 / 1.05e9));
+  // Cross-entropy works over the logits (its input) and writes one loss per token.
+  const auto ce = vector_op(op_kind::cross_entropy, op_phase::forward, 2048 * 50257, 2048);
+  CHECK(cost::vector_elements(ce) == 2048 * 50257);
+  // Dropout writes a one-byte mask with its output.
+  const auto drop = vector_op(op_kind::dropout, op_phase::forward, 1000, 1000);
+  CHECK(cost::vector_bytes(drop).value() == 1000.0 * 2 + 1000.0 * 3);
+}
+
+TEST_CASE("vector ops on datasheet devices are bound by HBM or the vector rate", "[cost][vector]") {
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  const std::int64_t e = 2048 * 12288;
+  const auto ln = vector_op(op_kind::layernorm, op_phase::forward, e, e, 2 * 12288);
+  const double moved = 2.0 * (2.0 * e + 2 * 12288);
+  CHECK(cost::datasheet_vector_time(ln, a100).value() == Approx(moved / (2039e9 * 0.9)));
+  const double work = 8.0 * e;
+  CHECK(cost::datasheet_vector_time(ln, a100).value() >= work / 19.5e12);
+}
+
+TEST_CASE("more vector cores or lanes never make a vector op slower", "[cost][vector]") {
+  std::mt19937_64 rng{5};
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>{lo, hi}(rng);
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    hw::device d = hw::tpuv4_like;
+    d.systolic.num_vc = static_cast<int>(pick(1, 64));
+    d.systolic.vc_width = static_cast<int>(pick(1, 512));
+    d.hbm_bandwidth = bytes_per_second{static_cast<double>(pick(1, 5000)) * 1e9};
+    const op_kind k = vector_kinds[pick(0, static_cast<std::int64_t>(std::size(vector_kinds)) - 1)];
+    const op_phase p = pick(0, 1) == 0 ? op_phase::forward : op_phase::backward_data;
+    const std::int64_t out = pick(1, 1 << 26);
+    const auto o = vector_op(k, p, out * pick(1, 2), out, pick(0, 4096));
+    const seconds one = cost::systolic_vector_time(o, d, 1);
+    const seconds all = cost::systolic_vector_time(o, d, d.systolic.num_vc);
+    REQUIRE(all <= one);
+    // Physical floors: the lanes' FLOP rate and HBM.
+    REQUIRE(all.value() >= model::flops_of(o).value() / hw::peak_vector_flops(d).value() * (1 - 1e-12));
+    REQUIRE(all.value() >= cost::vector_bytes(o).value() / d.hbm_bandwidth.value() * (1 - 1e-12));
+    hw::device more = d;
+    more.systolic.num_vc += static_cast<int>(pick(1, 8));
+    REQUIRE(cost::systolic_vector_time(o, more, more.systolic.num_vc) <= all);
+    more = d;
+    more.systolic.vc_width += static_cast<int>(pick(1, 128));
+    REQUIRE(cost::systolic_vector_time(o, more, 1) <= one);
+    REQUIRE(cost::systolic_vector_time(o, more, more.systolic.num_vc) <= all);
+  }
+}
