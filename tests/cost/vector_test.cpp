@@ -69,6 +69,7 @@ TEST_CASE("vector-op times on the TPUv4-like design, by hand", "[cost][vector]")
   // Cross-entropy works over the logits (its input) and writes one loss per token.
   const auto ce = vector_op(op_kind::cross_entropy, op_phase::forward, 2048 * 50257, 2048);
   CHECK(cost::vector_elements(ce) == 2048 * 50257);
+  CHECK(model::flops_of(ce).value() == 6.0 * 2048 * 50257);  // model::flops_of counts the same elements
   // Dropout writes a one-byte mask with its output.
   const auto drop = vector_op(op_kind::dropout, op_phase::forward, 1000, 1000);
   CHECK(cost::vector_bytes(drop).value() == 1000.0 * 2 + 1000.0 * 3);

@@ -160,7 +160,9 @@ constexpr double vector_flops_per_element(op_kind k) {
 }  // namespace detail
 
 /// FLOPs of an op: 2*batch*m*k*n for (batched) matmuls, per-element counts for vector ops (backward vector
-/// ops count twice their forward), zero for embeddings lookups and collectives.
+/// ops count twice their forward), zero for embeddings lookups and collectives. Vector ops count per output
+/// element, except the cross-entropy forward, which works over every logit (its input) and writes one loss
+/// per token.
 inline constexpr auto flops_of = [](const op& o) constexpr -> flops {
   if (unit_of(o) == unit::tensor) {
     return flops{2.0 * static_cast<double>(o.gemm.batch) * static_cast<double>(o.gemm.m) *
@@ -169,7 +171,10 @@ inline constexpr auto flops_of = [](const op& o) constexpr -> flops {
   if (unit_of(o) != unit::vector) return flops{0.0};
   const double per_element =
       detail::vector_flops_per_element(o.kind) * (o.phase == op_phase::forward ? 1.0 : 2.0);
-  return flops{per_element * static_cast<double>(o.out_elements)};
+  const bool over_logits = o.kind == op_kind::cross_entropy && o.phase == op_phase::forward;
+  const std::int64_t elements =
+      over_logits && o.in_elements > o.out_elements ? o.in_elements : o.out_elements;
+  return flops{per_element * static_cast<double>(elements)};
 };
 
 /// Bytes an op reads from memory: both GEMM operands, or the activation inputs plus parameters.
