@@ -65,5 +65,6 @@ inline void print_text(const std::string& text) {
 command add_models_command(CLI::App& root);
 command add_describe_command(CLI::App& root);
 command add_devices_command(CLI::App& root);
+command add_schedule_command(CLI::App& root);
 
 }  // namespace phaze::cli

@@ -62,10 +62,6 @@ constexpr device gpu(std::string_view name, bytes hbm, bytes_per_second hbm_bw, 
   return d;
 }
 
-/// TPU v4 by its datasheet. Vector: 2 TensorCores x 8 x 128 VPU lanes x 2 FLOPs (FMA) x 1.05 GHz = 4.3
-/// TFLOP/s.
-constexpr device tpuv4();
-
 // GEMM-efficiency starting points (issue 5 calibrates them against measured training runs):
 // large-GEMM fractions of dense peak as cuBLAS reaches them (A100 ~0.80, H100/H200 ~0.75, V100 ~0.85, T4
 // ~0.60 as T4 throttles at 70 W), 128x128 output tiles (256x128 on Hopper) and a 64-element reduction
@@ -83,9 +79,12 @@ constexpr datasheet_spec sheet(double tf32, double bf16, double fp16, double fp8
   s.memory_efficiency = 0.9;
   return s;
 }
+/// TPU v4 by its datasheet. Its MXUs compute bf16 (and int8), not fp16. The vector rate is the real VPU's
+/// (2 TensorCores x 8 sublanes x 128 lanes x 2 FLOPs per FMA x 1.05 GHz = 4.3 TFLOP/s); PHAZE's tpuv4-like
+/// template models the same chip with 2 vector cores of 128 lanes (0.27 TFLOP/s), as the paper does.
 constexpr device tpuv4() {
   device d =
-      gpu("tpuv4", 32_GiB, 1200_GBps, 4, tpuv4_ici, tpuv4_ici, sheet(0, 275, 275, 0, 4.3, 0.80, 128, 128, 8));
+      gpu("tpuv4", 32_GiB, 1200_GBps, 4, tpuv4_ici, tpuv4_ici, sheet(0, 275, 0, 0, 4.3, 0.80, 128, 128, 8));
   d.link.inter_latency = fast_link_latency;  // the ICI spans the pod: no slower network tier
   return d;
 }

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "phaze/core/error.hpp"
+#include "phaze/core/names.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/presets.hpp"
@@ -76,47 +77,12 @@ inline constexpr std::array<hw::precision, 5> precisions{
 /// small enough that products of a few of them stay exact in a double.
 inline constexpr std::int64_t max_count = std::int64_t{1} << 24;
 
-/// Levenshtein distance, for "did you mean" suggestions.
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
+using phaze::quoted_list;
 
-/// Up to `k` of `candidates` closest to `name`: those containing it (or contained in it) first, then by edit
-/// distance; ties keep the candidates' order.
+/// Up to `k` of `candidates` closest to `name` (see phaze::closest_names).
 inline std::vector<std::string> closest(std::string_view name, const std::vector<std::string>& candidates,
                                         std::size_t k = 3) {
-  std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, index)
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const std::string_view c = candidates[i];
-    const bool contains =
-        !name.empty() && (c.find(name) != std::string_view::npos || name.find(c) != std::string_view::npos);
-    scored.emplace_back(contains ? 0 : edit_distance(name, c), i);
-  }
-  std::stable_sort(scored.begin(), scored.end());
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < std::min(k, scored.size()); ++i) out.push_back(candidates[scored[i].second]);
-  return out;
-}
-
-/// "'a', 'b' or 'c'".
-inline std::string quoted_list(const std::vector<std::string>& names, std::string_view last_joint = " or ") {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? std::string{last_joint} : std::string{", "};
-    out += "'" + names[i] + "'";
-  }
-  return out;
+  return phaze::closest_names(name, candidates, k);
 }
 
 /// A JSON value as the user wrote it, shortened for a message.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "phaze/core/error.hpp"
+#include "phaze/core/names.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/transformer.hpp"
 
@@ -169,48 +170,20 @@ constexpr model::model llama3_70b() {
   return get("llama3-70b");
 }
 
-namespace detail {
-/// Levenshtein distance, for "did you mean" suggestions.
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace detail
-
-/// Up to `k` zoo names closest to `name` (edit distance, ties by zoo order; names containing `name` first).
-inline std::vector<std::string_view> closest_names(std::string_view name, std::size_t k = 3) {
-  std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, index)
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const auto n = entries[i].name;
-    const bool contains =
-        !name.empty() && (n.find(name) != std::string_view::npos || name.find(n) != std::string_view::npos);
-    scored.emplace_back(contains ? 0 : detail::edit_distance(name, n), i);
-  }
-  std::stable_sort(scored.begin(), scored.end());
-  std::vector<std::string_view> out;
-  for (std::size_t i = 0; i < std::min(k, scored.size()); ++i) out.push_back(entries[scored[i].second].name);
-  return out;
+/// Up to `k` zoo names closest to `name` (names containing `name` first, then by edit distance, ties in zoo
+/// order).
+inline std::vector<std::string> closest_names(std::string_view name, std::size_t k = 3) {
+  std::vector<std::string_view> names;
+  for (const auto& e : entries) names.push_back(e.name);
+  return phaze::closest_names(name, names, k);
 }
 
 /// The model with this zoo name; an unknown name throws input_error suggesting the closest names.
 inline model::model lookup(std::string_view name) {
   if (const auto e = find(name)) return model::make_model(e->config);
-  std::string message = "unknown model '" + std::string{name} + "'; did you mean ";
-  const auto names = closest_names(name);
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    message += (i == 0 ? "'" : i + 1 == names.size() ? "' or '" : "', '") + std::string{names[i]};
-  }
-  message += "'? Run `phaze models` for the list, or pass a path to a HuggingFace config.json";
+  std::string message = "unknown model '" + std::string{name} + "'; did you mean " +
+                        quoted_list(closest_names(name)) +
+                        "? Run `phaze models` for the list, or pass a path to a HuggingFace config.json";
   throw input_error(message);
 }
 

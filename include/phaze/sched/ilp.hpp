@@ -94,6 +94,23 @@ class schedule_mip {
   schedule_mip(const problem& p, const schedule& incumbent) : p_(p), horizon_(incumbent.makespan.value()) {
     const std::size_t n = p.size();
     before_ = reachability(p);
+    reachable_ = before_;
+    // Time windows: a task starts no earlier than its longest chain of predecessors allows (head) and, in any
+    // schedule no longer than the incumbent, no later than 1 minus its longest chain to the end (tail).
+    // They bound the start columns and give each ordering row its own, much smaller, big-M.
+    const auto bottom = bottom_levels(p);
+    head_.assign(n, 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+      for (int q : p.tasks[i].preds) {
+        const auto pred = static_cast<std::size_t>(q);
+        head_[i] = std::max(head_[i], head_[pred] + fastest(p.tasks[pred]).value() / horizon_);
+      }
+    latest_.assign(n, 1.0);
+    for (std::size_t i = 0; i < n; ++i) latest_[i] = std::max(head_[i], 1.0 - bottom[i] / horizon_);
+    // Pairs the windows already order (i's latest end comes before j's earliest start) need no variables.
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        if (i != j && !before_[j][i] && latest_[i] + longest(i) <= head_[j]) before_[i][j] = true;
     glp_set_prob_name(glpk(), "phaze_layer_schedule");
     makespan_ = mip_.addCol();
     mip_.colName(makespan_, "makespan");
@@ -101,8 +118,8 @@ class schedule_mip {
     mip_.colUpperBound(makespan_, 1.0);
     for (std::size_t i = 0; i < n; ++i) {
       start_.push_back(mip_.addCol());
-      mip_.colLowerBound(start_[i], 0.0);
-      mip_.colUpperBound(start_[i], 1.0);
+      mip_.colLowerBound(start_[i], head_[i]);
+      mip_.colUpperBound(start_[i], latest_[i]);
       mip_.colName(start_[i], "start_" + label(i));
       spread_.push_back(mip_.addCol());
       mip_.colName(spread_[i], "all_cores_" + label(i));
@@ -110,6 +127,16 @@ class schedule_mip {
       mip_.colLowerBound(spread_[i], 0.0);
       mip_.colUpperBound(spread_[i], p.tasks[i].kind == resource::none ? 0.0 : 1.0);
       ++binaries_;
+    }
+    // A task no other task can overlap on its pools simply takes its faster mode (shortening it never
+    // delays anything). Fixed only when the incumbent agrees, so the incumbent stays feasible.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p.tasks[i].kind == resource::none || !alone(i)) continue;
+      const bool faster_spread = duration(p, i, true) < duration(p, i, false);
+      if (incumbent.tasks[i].all_cores != faster_spread) continue;
+      mip_.colLowerBound(spread_[i], faster_spread ? 1.0 : 0.0);
+      mip_.colUpperBound(spread_[i], faster_spread ? 1.0 : 0.0);
+      --binaries_;
     }
     for (std::size_t i = 0; i < n; ++i) {
       mip_.addRow(makespan_ >= start_[i] + length(i));
@@ -146,17 +173,37 @@ class schedule_mip {
     // one_core core-seconds on one core or C * all_cores spread. Valid for every schedule, and much
     // tighter than the big-M rows in the LP relaxation.
     for (int pool = 0; pool < pool_count; ++pool) {
-      const double cores = static_cast<double>(p.pool_size(pool));
       lemon::GlpkMip::Expr busy;
       bool any = false;
       for (std::size_t i = 0; i < n; ++i) {
         if (!uses_pool(p.tasks[i].kind, pool)) continue;
-        const double one = duration(p, i, false).value() / horizon_;
-        const double all = duration(p, i, true).value() / horizon_;
-        busy += one / cores + (all - one / cores) * spread_[i];
+        busy += energy(i, pool);
         any = true;
       }
       if (any) mip_.addRow(makespan_ >= busy);
+    }
+    // Head and tail energy rows: everything a task transitively waits for must be done before it starts,
+    // and everything waiting for it must still run after it ends, each at least its core-seconds / C per
+    // pool. Valid for every schedule; they lift the relaxation where the DAG is a chain with side work.
+    for (std::size_t j = 0; j < n; ++j) {
+      for (int pool = 0; pool < pool_count; ++pool) {
+        lemon::GlpkMip::Expr before_j;
+        lemon::GlpkMip::Expr after_j;
+        bool any_before = false;
+        bool any_after = false;
+        for (std::size_t k = 0; k < n; ++k) {
+          if (!uses_pool(p.tasks[k].kind, pool) || !reachable_[k][j] == !reachable_[j][k]) continue;
+          if (reachable_[k][j]) {
+            before_j += energy(k, pool);
+            any_before = true;
+          } else {
+            after_j += energy(k, pool);
+            any_after = true;
+          }
+        }
+        if (any_before) mip_.addRow(start_[j] >= before_j);
+        if (any_after) mip_.addRow(makespan_ >= start_[j] + length(j) + after_j);
+      }
     }
     // Core-capacity cuts known up front: every set of C + 1 pairwise unordered tasks of a pool of C cores
     // (an antichain) must have some pair ordered. Added eagerly while there are few; the rest come lazily.
@@ -229,6 +276,7 @@ class schedule_mip {
     parm.msg_lev = GLP_MSG_OFF;
     parm.tm_lim = static_cast<int>(std::max(1.0, time_left.value() * 1e3));
     parm.mip_gap = options.relative_gap;
+    parm.tol_int = 1e-9;  // an "integer" 0.99999 would relax a big-M row by 1e-5 of the horizon
     parm.cb_func = &on_branch_and_bound_event;
     parm.cb_info = &state;
     parm.gmi_cuts = GLP_ON;
@@ -281,6 +329,35 @@ class schedule_mip {
     return out.substr(0, 60);
   }
 
+  /// Task i's core-seconds on `pool` divided by the pool's cores (normalised): the least time it keeps the
+  /// whole pool busy, as an expression of its mode.
+  [[nodiscard]] lemon::GlpkMip::Expr energy(std::size_t i, int pool) const {
+    const double cores = static_cast<double>(p_.pool_size(pool));
+    const double one = duration(p_, i, false).value() / horizon_;
+    const double all = duration(p_, i, true).value() / horizon_;
+    return one / cores + (all - one / cores) * spread_[i];
+  }
+
+  /// The longer of a task's two durations (normalised).
+  [[nodiscard]] double longest(std::size_t i) const {
+    return std::max(duration(p_, i, false).value(), duration(p_, i, true).value()) / horizon_;
+  }
+
+  /// The largest value s_i + d_i - s_j can take inside the time windows (the big-M of "i before j").
+  [[nodiscard]] double big_m(std::size_t i, std::size_t j) const {
+    return std::max(0.0, latest_[i] + longest(i) - head_[j]);
+  }
+
+  /// Whether no task that shares a pool with task i can overlap it (every such task is ordered with it).
+  [[nodiscard]] bool alone(std::size_t i) const {
+    for (std::size_t j = 0; j < p_.size(); ++j) {
+      if (j == i || before_[i][j] || before_[j][i]) continue;
+      for (int pool = 0; pool < pool_count; ++pool)
+        if (uses_pool(p_.tasks[i].kind, pool) && uses_pool(p_.tasks[j].kind, pool)) return false;
+    }
+    return true;
+  }
+
   /// The task's duration (normalised) as an expression of its mode variable.
   lemon::GlpkMip::Expr length(std::size_t i) const {
     const double one = duration(p_, i, false).value() / horizon_;
@@ -306,9 +383,9 @@ class schedule_mip {
       mip_.colUpperBound(c, 1.0);
     }
     binaries_ += 2;
-    // With every time in [0, 1], a big-M of 1 switches the disjunction off (Manne's formulation).
-    mip_.addRow(start_[j] >= start_[i] + length(i) - (1 - ij));
-    mip_.addRow(start_[i] >= start_[j] + length(j) - (1 - ji));
+    // Manne's disjunction with the smallest big-M the time windows allow: i's latest end minus j's head.
+    mip_.addRow(start_[j] >= start_[i] + length(i) - big_m(i, j) * (1 - ij));
+    mip_.addRow(start_[i] >= start_[j] + length(j) - big_m(j, i) * (1 - ji));
     mip_.addRow(ij + ji <= 1);
     orders_.emplace(key, std::make_pair(ij, ji));
     // Extend the incumbent with these columns so the heuristic solution stays complete.
@@ -354,7 +431,10 @@ class schedule_mip {
 
   const problem& p_;
   double horizon_;
-  std::vector<std::vector<bool>> before_;
+  std::vector<std::vector<bool>> before_;     ///< ordered by the DAG or by the time windows
+  std::vector<std::vector<bool>> reachable_;  ///< ordered by the DAG (transitive closure)
+  std::vector<double> head_;                  ///< earliest start (normalised)
+  std::vector<double> latest_;  ///< latest start in a schedule no longer than the incumbent (normalised)
   lemon::GlpkMip mip_;
   lemon::GlpkMip::Col makespan_;
   std::vector<lemon::GlpkMip::Col> start_;
@@ -407,6 +487,8 @@ inline schedule ilp_schedule(const problem& p, const ilp_options& options = {},
 
   schedule best = list_schedule(p);
   const bounds b = lower_bounds(p);
+  // A better incumbent (when the plain list schedule is not already provably optimal) tightens the model.
+  if (best.makespan.value() > b.best().value() * (1 + 1e-9)) best = improved_list_schedule(p);
   best.lower_bound = b.best();
   const double tolerance = 1e-9 * best.makespan.value();
   if (best.makespan.value() <= 0.0 ||
@@ -435,19 +517,35 @@ inline schedule ilp_schedule(const problem& p, const ilp_options& options = {},
     for (int pool = 0; pool < pool_count && clique.empty(); ++pool)
       clique = detail::oversubscribed(p, candidate, pool);
     if (clique.empty()) {
-      if (candidate.makespan <= best.makespan) {
-        const auto status = candidate.status;
-        best.tasks = candidate.tasks;
-        best.makespan = candidate.makespan;
-        best.status = status;
-        assign_cores(p, best);
+      // The solver's numbers satisfy the rows only up to its tolerances (an "integer" 0.99999 relaxes a
+      // big-M row a little). Rebuild the schedule exactly: the solver's modes, its order of start times,
+      // each task at its earliest feasible start (which never starts a task later than the solver did).
+      // The order: ready tasks by the solver's start time (precedence-feasible even where the solver's
+      // starts of zero-length tasks are off by round-off).
+      std::vector<bool> modes(p.size());
+      std::vector<bool> placed(p.size(), false);
+      std::vector<int> order;
+      for (std::size_t i = 0; i < p.size(); ++i) modes[i] = candidate.tasks[i].all_cores;
+      while (order.size() < p.size()) {
+        std::size_t next = p.size();
+        for (std::size_t i = 0; i < p.size(); ++i) {
+          if (placed[i]) continue;
+          bool ready = true;
+          for (int q : p.tasks[i].preds) ready = ready && placed[static_cast<std::size_t>(q)];
+          if (ready && (next == p.size() || candidate.tasks[i].start < candidate.tasks[next].start)) next = i;
+        }
+        placed[next] = true;
+        order.push_back(static_cast<int>(next));
       }
-      if (candidate.status == solve_status::optimal) {
-        best.status = solve_status::optimal;
-        best.lower_bound = best.makespan;
-      } else {
-        best.status = solve_status::time_limit;
+      schedule exact = serial_schedule(p, order, modes);
+      if (exact.makespan <= best.makespan) {
+        best.tasks = exact.tasks;
+        best.makespan = exact.makespan;
       }
+      const bool proven = candidate.status == solve_status::optimal &&
+                          best.makespan.value() <= candidate.makespan.value() * (1 + 1e-6) + 1e-300;
+      if (proven) best.lower_bound = best.makespan;
+      best.status = proven ? solve_status::optimal : solve_status::time_limit;
       break;
     }
     if (round >= options.max_cut_rounds) {

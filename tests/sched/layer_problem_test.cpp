@@ -1,0 +1,103 @@
+// Every layer of every zoo model, forward and backward, on the TPUv4-like reference, and every layer of one
+// model per architecture family on a dozen designs of PHAZE's space, scheduled by the ILP: proven optimal
+// (or within 1% at the time limit), valid, never worse than the list schedule and never below the bounds;
+// identical problems are solved once. (benchmarks/sched_bench.cpp runs every model on every design.)
+#include <phaze/hw/presets.hpp>
+#include <phaze/model/zoo.hpp>
+#include <phaze/sched/bounds.hpp>
+#include <phaze/sched/layer_problem.hpp>
+#include <phaze/sched/validator.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace phaze;
+using namespace phaze::literals;
+
+namespace {
+/// A design of PHAZE's space on the TPUv4-like base.
+hw::device design(int tc, int width, int depth, int vc, bytes glb) {
+  hw::device d = hw::tpuv4_like;
+  d.name = "design";
+  d.systolic.num_tc = tc;
+  d.systolic.tc_width = width;
+  d.systolic.tc_depth = depth;
+  d.systolic.num_vc = vc;
+  d.systolic.vc_width = width;
+  d.systolic.glb = glb;
+  return d;
+}
+
+std::vector<hw::device> devices() {
+  return {hw::tpuv4_like,
+          design(1, 256, 256, 1, 128_MiB),
+          design(2, 128, 128, 2, 64_MiB),
+          design(4, 64, 64, 4, 32_MiB),
+          design(16, 64, 128, 8, 64_MiB),
+          design(32, 32, 32, 16, 16_MiB),
+          design(64, 16, 16, 64, 8_MiB),
+          design(128, 8, 8, 32, 4_MiB),
+          design(8, 256, 64, 1, 128_MiB),
+          design(256, 4, 4, 256, 2_MiB),
+          design(2, 32, 256, 4, 8_MiB),
+          design(512, 2, 2, 512, 2_MiB),
+          design(16, 128, 16, 2, 128_MiB)};
+}
+}  // namespace
+
+TEST_CASE("Every zoo layer schedules optimally on the reference and a dozen PHAZE designs",
+          "[sched][layers]") {
+  sched::ilp_options options;
+  options.time_limit = seconds{5.0};
+  sched::schedule_cache cache(options);
+  int problems = 0;
+  for (const auto& d : devices()) {
+    for (const auto& entry : zoo::entries) {
+      const auto m = model::make_model(entry.config);
+      for (const auto& kind : model::distinct_layers(m)) {
+        const auto l = model::layer_at(m, static_cast<std::size_t>(kind.first_node), {1, 0, 1, false, 2});
+        for (auto which : {sched::pass::forward, sched::pass::backward}) {
+          const auto p = sched::layer_problem(l, d, which);
+          const auto s = cache.solve(p, sched::solver::ilp);
+          INFO(entry.name << " " << model::to_string(kind.role) << " " << sched::to_string(which) << " on "
+                          << d.systolic.num_tc << " TCs of " << d.systolic.tc_width << "x"
+                          << d.systolic.tc_depth);
+          REQUIRE(sched::check_schedule(p, s).violation == "");
+          CHECK((s.status == sched::solve_status::optimal || s.gap() <= 0.01));
+          CHECK(s.makespan.value() <= sched::list_schedule(p).makespan.value() * (1 + 1e-9));
+          CHECK(s.makespan.value() >= sched::lower_bounds(p).best().value() * (1 - 1e-9));
+          ++problems;
+        }
+      }
+    }
+  }
+  // Identical problems (the same layer under another name, the same costs on another device) are solved once.
+  CHECK(cache.hits() > 0);
+  CHECK(cache.hits() + cache.misses() == static_cast<std::size_t>(problems));
+}
+
+TEST_CASE("Tensor-parallel layers with collectives schedule optimally", "[sched][layers]") {
+  for (const char* name : {"gpt3-175b", "llama2-70b", "bert-large"}) {
+    const auto m = zoo::get(name);
+    for (bool sp : {false, true}) {
+      const auto l = model::block_layer(m.config, {2, 0, 8, sp, 2});
+      for (auto which : {sched::pass::forward, sched::pass::backward}) {
+        const auto p = sched::layer_problem(l, hw::tpuv4_like, which);
+        const auto s = sched::ilp_schedule(p);
+        INFO(name << (sp ? " sp " : " ") << sched::to_string(which));
+        REQUIRE(sched::check_schedule(p, s).violation == "");
+        CHECK(s.status == sched::solve_status::optimal);
+      }
+    }
+  }
+}
+
+TEST_CASE("On a datasheet GPU the layer runs one op after another", "[sched][layers]") {
+  const auto d = *hw::find_preset("a100-80gb");
+  const auto l = model::block_layer(zoo::gpt3_175b().config, {1, 0, 8, true, 2});
+  const auto p = sched::layer_problem(l, d, sched::pass::forward);
+  const auto s = sched::ilp_schedule(p);
+  REQUIRE(sched::check_schedule(p, s).violation == "");
+  double serial = 0.0;
+  for (const auto& t : p.tasks) serial += sched::fastest(t).value();
+  CHECK(s.makespan.value() == Approx(serial).epsilon(1e-9));
+}
