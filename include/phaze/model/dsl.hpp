@@ -17,6 +17,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "phaze/core/keywords.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/transformer.hpp"
 
@@ -32,21 +33,6 @@ inline constexpr auto learned = model::position_kind::learned;
 inline constexpr auto rotary = model::position_kind::rotary;
 
 namespace dsl {
-
-/// A keyword argument: an option's tag and the value given for it.
-template <class Tag, class T>
-struct argument {
-  using tag = Tag;
-  T value;
-};
-
-/// A keyword: `keyword = value` makes an argument.
-template <class Tag, class T>
-struct keyword {
-  using tag = Tag;
-  // NOLINTNEXTLINE(misc-unconventional-assign-operator): keyword syntax, not assignment
-  constexpr argument<Tag, T> operator=(T v) const { return {v}; }
-};
 
 /// Option tags. Each knows which call it belongs to.
 namespace tags {
@@ -106,20 +92,6 @@ inline constexpr keyword<tags::element_bytes, int> element_bytes{};
 // clang-format on
 
 namespace detail {
-template <class A>
-concept is_argument = requires {
-  typename A::tag;
-}
-&&requires(A a) {
-  a.value;
-};
-
-template <class Tag, class... Args>
-inline constexpr int count_of = (0 + ... + (std::is_same_v<typename Args::tag, Tag> ? 1 : 0));
-
-template <class Call, class Arg>
-inline constexpr bool belongs_to = std::is_same_v<typename Arg::tag::of, Call>;
-
 /// One check per argument, so the diagnostic's instantiation context names the offending option's tag.
 template <class Call, class Arg, class... Args>
 constexpr void check_option() {
@@ -128,17 +100,6 @@ constexpr void check_option() {
                 "transformer() takes architecture options, shape() takes microbatch/tp/sequence_parallel");
   static_assert(count_of<typename Arg::tag, Args...> == 1,
                 "phaze::dsl: an option was given twice (the tag above names it); give each option once");
-}
-
-template <class Tag, class T, class... Args>
-constexpr T value_or(T fallback, Args... args) {
-  T out = fallback;
-  (
-      [&] {
-        if constexpr (std::is_same_v<typename Args::tag, Tag>) out = static_cast<T>(args.value);
-      }(),
-      ...);
-  return out;
 }
 }  // namespace detail
 
