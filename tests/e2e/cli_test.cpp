@@ -2,6 +2,8 @@
 // its stdout (JSON or a table) and its stderr.
 #include <catch2/catch.hpp>
 
+#include "run_phaze.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,60 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int status = -1;  ///< exit code, or -1 when the program did not exit normally
-  std::string out;
-  std::string err;
-};
-
-/// A fresh path in the temporary directory (tests may run in parallel processes).
-fs::path temp_path(const std::string& stem) {
-  static std::atomic<int> counter{0};
-  return fs::temp_directory_path() /
-         ("phaze_e2e_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + stem);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// Runs `phaze ARGS` through the shell (ARGS is passed as written) and captures what it prints.
-run_result run_phaze(const std::string& args) {
-  const fs::path err_path = temp_path("stderr.txt");
-  const std::string command =
-      std::string{"'"} + PHAZE_EXECUTABLE + "' " + args + " 2>'" + err_path.string() + "'";
-  run_result r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_file(err_path);
-  fs::remove(err_path);
-  return r;
-}
-
-/// Runs a command that must succeed with `--format json` and returns the one JSON value it printed.
-nlohmann::json run_json(const std::string& args) {
-  const auto r = run_phaze(args + " --format json");
-  INFO("phaze " << args << "\nstderr: " << r.err);
-  REQUIRE(r.status == 0);
-  // parse() throws if stdout holds anything besides one JSON value.
-  return nlohmann::json::parse(r.out);
-}
-
-fs::path write_temp(const std::string& stem, const std::string& text) {
-  const fs::path path = temp_path(stem);
-  std::ofstream(path) << text;
-  return path;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using namespace phaze::e2e;
 
 const std::string llama_config = std::string{PHAZE_TEST_DATA_DIR} + "/hf/llama-2-7b-hf.json";
 

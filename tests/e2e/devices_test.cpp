@@ -2,6 +2,8 @@
 // exit status and message for bad device files and unknown names.
 #include <catch2/catch.hpp>
 
+#include "run_phaze.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,47 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int status = -1;  ///< exit code, or -1 when the program did not exit normally
-  std::string out;
-  std::string err;
-};
-
-fs::path temp_path(const std::string& stem) {
-  static std::atomic<int> counter{0};
-  return fs::temp_directory_path() /
-         ("phaze_e2e_devices_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + stem);
-}
-
-/// Runs `phaze ARGS` through the shell (ARGS is passed as written) and captures what it prints.
-run_result run_phaze(const std::string& args) {
-  const fs::path err_path = temp_path("stderr.txt");
-  const std::string command =
-      std::string{"'"} + PHAZE_EXECUTABLE + "' " + args + " 2>'" + err_path.string() + "'";
-  run_result r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  fs::remove(err_path);
-  return r;
-}
-
-nlohmann::json run_json(const std::string& args) {
-  const auto r = run_phaze(args + " --format json");
-  INFO("phaze " << args << "\nstderr: " << r.err);
-  REQUIRE(r.status == 0);
-  return nlohmann::json::parse(r.out);
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using namespace phaze::e2e;
 
 std::string device_file(const std::string& name) {
   return std::string{PHAZE_TEST_DATA_DIR} + "/devices/" + name;
