@@ -62,7 +62,7 @@ TEST_CASE("Single-core pools force every pair sharing them into an order", "[sch
   p.tensor_cores = 1;
   p.vector_cores = 1;
   for (int i = 0; i < 4; ++i)
-    p.tasks.push_back({"g" + std::to_string(i), resource::tensor, seconds{3}, seconds{3}, {}});
+    p.tasks.push_back({std::to_string(i), resource::tensor, seconds{3}, seconds{3}, {}});
   const schedule s = ilp_schedule(p);
   REQUIRE(check_schedule(p, s).violation == "");
   CHECK(same_time(s.makespan, seconds{12}));
@@ -74,7 +74,7 @@ TEST_CASE("Capacity cuts: three one-core tasks on two cores cannot all overlap",
   p.tensor_cores = 2;
   p.vector_cores = 1;
   for (int i = 0; i < 3; ++i)
-    p.tasks.push_back({"m" + std::to_string(i), resource::tensor, seconds{4}, seconds{5}, {}});
+    p.tasks.push_back({std::to_string(i), resource::tensor, seconds{4}, seconds{5}, {}});
   const schedule s = ilp_schedule(p);
   REQUIRE(check_schedule(p, s).violation == "");
   CHECK(same_time(s.makespan, seconds{8}));
