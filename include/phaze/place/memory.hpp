@@ -1,0 +1,213 @@
+/// @file
+/// Memory per device of a pipeline stage: weights, gradients, optimizer state and activations (by
+/// recomputation mode, sequence parallelism and microbatches in flight), as Megatron-LM keeps them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "phaze/core/quantity.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/layer.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/model/transformer.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::place {
+
+/// Memory one device needs, by what it holds. `total` is the sum of the other four.
+struct memory_breakdown {
+  bytes weights{0.0};
+  bytes gradients{0.0};
+  bytes optimizer{0.0};  ///< optimizer state: fp32 master weights and moments
+  bytes activations{0.0};
+  bytes total{0.0};
+
+  /// Weights + gradients + optimizer state: what ZeRO calls the model states (Rajbhandari et al. 2020).
+  [[nodiscard]] constexpr bytes model_states() const { return weights + gradients + optimizer; }
+  friend constexpr bool operator==(const memory_breakdown&, const memory_breakdown&) = default;
+};
+
+/// Bytes a device keeps per parameter it holds, by role.
+struct bytes_per_parameter {
+  double weights = 0.0;
+  double gradients = 0.0;
+  double optimizer = 0.0;
+  [[nodiscard]] constexpr double total() const { return weights + gradients + optimizer; }
+  friend constexpr bool operator==(const bytes_per_parameter&, const bytes_per_parameter&) = default;
+};
+
+/// Bytes per parameter of the model states, as Megatron-LM keeps them (docs/distrib_optimizer.md, "bf16/fp16
+/// param, fp32 grads: 18 bytes"; ZeRO, Rajbhandari et al. 2020, section 3.1, K = 12 for mixed-precision
+/// Adam):
+/// - mixed precision (bf16, fp16): 2-byte weights, fp32 main gradients (4; Megatron accumulates and
+///   all-reduces gradients in fp32), and fp32 master weights plus the optimizer's fp32 moments: Adam 4 + 4 +
+///   4 = 12 (18 in all), SGD with momentum 4 + 4 = 8 (14 in all);
+/// - fp32 (and tf32, stored as fp32): 4-byte weights and gradients, no master copy: Adam 8 (16 in all, as
+///   Megatron's table), SGD with momentum 4 (12 in all).
+/// Korthikanti et al. 2022 (fp16, Adam) report 18 bytes per parameter: their Figure 1 equals 18 * 12 l h^2 /
+/// (t p) bytes (see docs/memory-model.md).
+inline constexpr auto state_bytes_per_parameter =
+    [](hw::precision p, train::optimizer o) constexpr -> bytes_per_parameter {
+  const bool full_precision = p == hw::precision::fp32 || p == hw::precision::tf32;
+  const double moments = o == train::optimizer::adam ? 8.0 : 4.0;
+  if (full_precision) return {4.0, 4.0, moments};
+  return {static_cast<double>(hw::element_bytes(p)), 4.0, 4.0 + moments};
+};
+
+/// The layers one device holds for a pipeline stage: a number of transformer blocks (over all its model
+/// chunks when the schedule is interleaved), and whether it holds the input embedding and the output head.
+struct stage_layers {
+  std::int64_t blocks = 0;
+  bool embedding = false;
+  bool head = false;
+  friend constexpr bool operator==(const stage_layers&, const stage_layers&) = default;
+};
+
+/// Megatron-style uniform split of a model's blocks over `stages` pipeline stages: every stage gets
+/// blocks / stages; when that leaves a remainder r, the last r stages get one block more (the first stage
+/// already holds the most activations in flight). Stage 0 holds the embedding and the last stage the head,
+/// also under the interleaved schedule (the first chunk lives on device 0 and the last on device p - 1).
+inline constexpr auto uniform_stage =
+    [](const model::model& m, int stages, int stage) constexpr -> stage_layers {
+  const std::int64_t blocks = m.config.layers;
+  const std::int64_t remainder = blocks % stages;
+  stage_layers s;
+  s.blocks = blocks / stages + (stage >= stages - remainder ? 1 : 0);
+  s.embedding = stage == 0;
+  s.head = stage == stages - 1;
+  return s;
+};
+
+/// Microbatches whose activations stage `stage` (0-based) of `stages` keeps at its peak, in units of the
+/// stage's whole layer set, when each data-parallel replica runs `microbatches` microbatches per iteration.
+/// - 1F1B (PipeDream-Flush; Narayanan et al., SC'21, section 2.2.1): stage i runs p - i warm-up forwards
+///   before its first backward, so it holds min(p - i, m).
+/// - Interleaved 1F1B with v chunks per device (Narayanan et al., section 2.2.2; Megatron-LM's
+///   forward_backward_pipelining_with_interleaving): device i runs 2 (p - i - 1) + (v - 1) p warm-up chunk
+///   forwards and one more in the steady state, each of one chunk (1/v of the device's layers), capped at the
+///   m v chunk forwards of the iteration: min(v p + p - 2 i - 1, m v) / v. For the first stage that is
+///   p (1 + (p - 1) / (p v)), Korthikanti et al.'s factor (2022, section 4.2.3). With v <= 1 it is 1F1B.
+/// - GPipe (Huang et al. 2019): all m forwards run before any backward, so every stage holds m.
+inline constexpr auto microbatches_in_flight =
+    [](train::pipeline_schedule schedule, int stage, int stages, std::int64_t microbatches,
+       int virtual_stages = 1) constexpr -> double {
+  const auto m = static_cast<double>(microbatches);
+  const auto p = static_cast<double>(stages);
+  const auto i = static_cast<double>(stage);
+  if (schedule == train::pipeline_schedule::gpipe) return m;
+  if (schedule == train::pipeline_schedule::interleaved && virtual_stages > 1) {
+    const auto v = static_cast<double>(virtual_stages);
+    return std::min(v * p + p - 2.0 * i - 1.0, m * v) / v;
+  }
+  return std::min(p - i, m);
+};
+
+namespace detail {
+/// The three distinct layers of a transformer, built once for a shape.
+struct built_layers {
+  model::layer embedding;
+  model::layer block;
+  model::layer head;
+};
+
+constexpr built_layers build_layers(const model::model& m, const model::layer_shape& shape) {
+  return {model::make_layer(m.config, model::layer_role::embedding, shape),
+          model::make_layer(m.config, model::layer_role::block, shape),
+          model::make_layer(m.config, model::layer_role::head, shape)};
+}
+
+/// Parameters per tensor-parallel rank of a stage. A tied output projection on a stage without the
+/// embedding keeps its own copy of the embedding matrix (Megatron-LM: the last stage allocates
+/// word_embeddings and all-reduces its gradient with the first stage's).
+constexpr std::int64_t stage_parameters(const built_layers& l, bool tied, const stage_layers& s) {
+  std::int64_t n = s.blocks * model::layer_params(l.block);
+  if (s.embedding) n += model::layer_params(l.embedding);
+  if (s.head) n += model::layer_params(l.head, tied && !s.embedding);
+  return n;
+}
+
+/// Activation bytes per microbatch of a stage's layers. Recomputation applies to transformer blocks only
+/// (Megatron checkpoints blocks; the embedding and head keep theirs as without recomputation).
+constexpr bytes stage_activations_per_microbatch(const built_layers& l, const stage_layers& s,
+                                                 model::recompute mode) {
+  const model::recompute outside_blocks = mode == model::recompute::full ? model::recompute::none : mode;
+  bytes b = model::activation_bytes(l.block, mode) * static_cast<double>(s.blocks);
+  if (s.embedding) b += model::activation_bytes(l.embedding, outside_blocks);
+  if (s.head) b += model::activation_bytes(l.head, outside_blocks);
+  return b;
+}
+
+constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l,
+                                           const train::parallelism& p, const train::training_knobs& k,
+                                           const stage_layers& s, int stage) {
+  memory_breakdown r;
+  const auto params = static_cast<double>(stage_parameters(l, m.config.tied_embeddings, s));
+  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  r.weights = bytes{params * per.weights};
+  r.gradients = bytes{params * per.gradients};
+  // The distributed optimizer (ZeRO stage 1) shards master weights and moments over the dp ranks.
+  r.optimizer = bytes{params * per.optimizer / (k.distributed_optimizer ? static_cast<double>(p.dp) : 1.0)};
+
+  const double in_flight = microbatches_in_flight(k.schedule, stage, p.pp,
+                                                  train::microbatches_per_replica(p, k), k.virtual_stages);
+  r.activations = stage_activations_per_microbatch(l, s, k.recompute) * in_flight;
+  if (k.recompute == model::recompute::full && s.blocks > 0) {
+    // Assumption: while one microbatch's block is recomputed, its full activations (as without
+    // recomputation) live on top of the stored block inputs, one block at a time (Megatron's default
+    // --recompute-num-layers 1 granularity).
+    r.activations += model::activation_bytes(l.block, model::recompute::none);
+  }
+  r.total = r.model_states() + r.activations;
+  return r;
+}
+}  // namespace detail
+
+/// Parameters per tensor-parallel rank that a device of stage `s` holds (tied embeddings counted as kept).
+inline constexpr auto stage_parameters = [](const model::model& m, const stage_layers& s, int tp) constexpr {
+  const auto l = detail::build_layers(m, model::layer_shape{1, m.config.sequence, tp, false, 2});
+  return detail::stage_parameters(l, m.config.tied_embeddings, s);
+};
+
+/// Memory per device of pipeline stage `stage` (0-based) holding the layers `s`, for the given degrees and
+/// knobs: weights, gradients and optimizer state of its parameters per tensor-parallel rank, and the
+/// activations of its layers (model::activation_bytes, Korthikanti et al. 2022 section 4) times the
+/// microbatches in flight at that stage under the schedule.
+inline constexpr auto stage_memory =
+    [](const model::model& m, const train::parallelism& p, const train::training_knobs& k,
+       const stage_layers& s, int stage) constexpr -> memory_breakdown {
+  const auto l = detail::build_layers(m, train::layer_shape_of(m, p, k));
+  return detail::stage_memory_of(m, l, p, k, s, stage);
+};
+
+/// Memory per device of stage `stage` under the uniform Megatron split (uniform_stage).
+inline constexpr auto device_memory =
+    [](const model::model& m, const train::parallelism& p, const train::training_knobs& k,
+       int stage) constexpr -> memory_breakdown {
+  return stage_memory(m, p, k, uniform_stage(m, p.pp, stage), stage);
+};
+
+/// The stage that needs the most memory per device, and what it needs.
+struct stage_peak {
+  int stage = 0;
+  memory_breakdown memory{};
+};
+
+/// The peak over all stages of the uniform split (ties go to the earlier stage).
+inline constexpr auto peak_memory = [](const model::model& m, const train::parallelism& p,
+                                       const train::training_knobs& k) constexpr -> stage_peak {
+  const auto l = detail::build_layers(m, train::layer_shape_of(m, p, k));
+  stage_peak best;
+  for (int i = 0; i < p.pp; ++i) {
+    const memory_breakdown b = detail::stage_memory_of(m, l, p, k, uniform_stage(m, p.pp, i), i);
+    if (i == 0 || b.total > best.memory.total) best = {i, b};
+  }
+  return best;
+};
+
+/// Whether a device's memory holds the breakdown (no allowance for framework buffers or fragmentation).
+inline constexpr auto fits = [](const memory_breakdown& b, const hw::device& d) constexpr {
+  return b.total <= d.hbm;
+};
+
+}  // namespace phaze::place

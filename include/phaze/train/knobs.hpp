@@ -1,0 +1,257 @@
+/// @file
+/// Training knobs (batch, microbatch, sequence, precision, optimizer, recomputation, sequence parallelism,
+/// distributed optimizer, pipeline schedule) and parallel degrees, with the rules a runnable plan obeys.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "phaze/core/error.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/layer.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/model/transformer.hpp"
+
+namespace phaze::train {
+
+/// The optimizer whose state every device keeps for its parameters.
+enum class optimizer : std::uint8_t {
+  adam,  ///< Adam/AdamW: two moments per parameter (Kingma and Ba 2015)
+  sgd,   ///< SGD with momentum: one moment per parameter
+};
+
+/// Pipeline schedules (Narayanan et al., SC'21, section 2.2): 1F1B (PipeDream-Flush), interleaved 1F1B with
+/// `virtual_stages` model chunks per device, and GPipe (all forwards, then all backwards).
+enum class pipeline_schedule : std::uint8_t { one_f_one_b, interleaved, gpipe };
+
+constexpr std::string_view to_string(optimizer o) {
+  return o == optimizer::adam ? "adam" : "sgd";
+}
+
+/// Names as the command line spells them (DESIGN.md section 9: `--schedule 1f1b|gpipe|interleaved`).
+constexpr std::string_view to_string(pipeline_schedule s) {
+  switch (s) {
+    case pipeline_schedule::one_f_one_b:
+      return "1f1b";
+    case pipeline_schedule::interleaved:
+      return "interleaved";
+    case pipeline_schedule::gpipe:
+      return "gpipe";
+  }
+  return "?";
+}
+
+namespace detail {
+/// "'a', 'b' or 'c'" from a list of enum values.
+template <class Enum, std::size_t N>
+std::string valid_names(const std::array<Enum, N>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (i > 0) out += i + 1 == N ? " or " : ", ";
+    out += "'" + std::string{to_string(values[i])} + "'";
+  }
+  return out;
+}
+
+/// The value whose name is `name`, or an input_error that lists the valid names of `what`.
+template <class Enum, std::size_t N>
+Enum parse_enum(std::string_view name, std::string_view what, const std::array<Enum, N>& values) {
+  for (Enum v : values)
+    if (to_string(v) == name) return v;
+  throw input_error("unknown " + std::string{what} + " '" + std::string{name} + "'; valid names are " +
+                    valid_names(values));
+}
+}  // namespace detail
+
+/// Every optimizer, schedule, recomputation mode and training precision, in the order help texts list them.
+inline constexpr std::array all_optimizers{optimizer::adam, optimizer::sgd};
+inline constexpr std::array all_schedules{pipeline_schedule::one_f_one_b, pipeline_schedule::gpipe,
+                                          pipeline_schedule::interleaved};
+inline constexpr std::array all_recompute_modes{model::recompute::none, model::recompute::selective,
+                                                model::recompute::full};
+inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16,
+                                                hw::precision::fp32};
+
+/// Parses `adam` / `sgd`; anything else is an input_error listing the valid names.
+inline optimizer parse_optimizer(std::string_view name) {
+  return detail::parse_enum(name, "optimizer", all_optimizers);
+}
+/// Parses `1f1b` / `gpipe` / `interleaved`.
+inline pipeline_schedule parse_pipeline_schedule(std::string_view name) {
+  return detail::parse_enum(name, "pipeline schedule", all_schedules);
+}
+/// Parses `none` / `selective` / `full`.
+inline model::recompute parse_recompute(std::string_view name) {
+  return detail::parse_enum(name, "recomputation mode", all_recompute_modes);
+}
+/// Parses `bf16` / `fp16` / `fp32`, the formats phaze trains in.
+inline hw::precision parse_precision(std::string_view name) {
+  return detail::parse_enum(name, "training precision", training_precisions);
+}
+
+/// How one training iteration is run. `global_batch` and `microbatch` count sequences.
+struct training_knobs {
+  std::int64_t global_batch = 1;
+  std::int64_t microbatch = 1;
+  std::int64_t sequence = 0;  ///< 0: the model's own training sequence length
+  hw::precision precision = hw::precision::bf16;
+  optimizer opt = optimizer::adam;
+  model::recompute recompute = model::recompute::none;
+  /// Megatron's sequence parallelism (Korthikanti et al. 2022, section 4.2.2). With tp == 1 it is a no-op,
+  /// as in Megatron-LM, which turns it off when the tensor-parallel size is 1.
+  bool sequence_parallel = false;
+  /// ZeRO-1 / Megatron's distributed optimizer: optimizer state sharded over data-parallel ranks.
+  bool distributed_optimizer = false;
+  pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
+  int virtual_stages = 1;  ///< model chunks per device (interleaved schedule only)
+  friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
+};
+
+/// Parallel degrees: tensor (inside a layer), pipeline (stages), data (replicas). The interleaving degree
+/// lives in training_knobs::virtual_stages.
+struct parallelism {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  [[nodiscard]] constexpr std::int64_t devices() const {
+    return static_cast<std::int64_t>(tp) * static_cast<std::int64_t>(pp) * static_cast<std::int64_t>(dp);
+  }
+  friend constexpr bool operator==(const parallelism&, const parallelism&) = default;
+};
+
+/// The sequence length a run trains at: the knob, or the model's own when the knob is 0.
+constexpr std::int64_t sequence_of(const model::model& m, const training_knobs& k) {
+  return k.sequence > 0 ? k.sequence : m.config.sequence;
+}
+
+/// Microbatches each data-parallel replica runs per iteration: global_batch / (microbatch * dp).
+constexpr std::int64_t microbatches_per_replica(const parallelism& p, const training_knobs& k) {
+  return k.global_batch / (k.microbatch * p.dp);
+}
+
+/// The shape every layer of the run is built for.
+constexpr model::layer_shape layer_shape_of(const model::model& m, const parallelism& p,
+                                            const training_knobs& k) {
+  return model::layer_shape{k.microbatch, sequence_of(m, k), p.tp, k.sequence_parallel,
+                            hw::element_bytes(k.precision)};
+}
+
+namespace rules {
+// Each rule is a function named after the mistake (the {fmt} technique of STYLE.md): in a constant
+// expression calling it stops compilation with its name; at run time it throws input_error saying how to fix.
+[[noreturn]] inline void device_count_must_be_positive() {
+  throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
+}
+[[noreturn]] inline void parallel_degrees_must_be_positive() {
+  throw input_error("tp, pp and dp must each be at least 1; give --tp, --pp and --dp as positive integers");
+}
+[[noreturn]] inline void tp_times_pp_must_divide_devices() {
+  throw input_error(
+      "tp * pp does not divide the number of devices, so no whole data-parallel degree uses them all; choose "
+      "tp and pp whose product divides --devices");
+}
+[[noreturn]] inline void tp_times_pp_times_dp_must_equal_devices() {
+  throw input_error(
+      "tp * pp * dp must equal the number of devices (every device is used); choose degrees whose product is "
+      "--devices, or leave out --dp to get dp = devices / (tp * pp)");
+}
+[[noreturn]] inline void global_batch_must_be_positive() {
+  throw input_error("the global batch must be at least 1 sequence; give --global-batch B with B >= 1");
+}
+[[noreturn]] inline void microbatch_must_be_positive() {
+  throw input_error("the microbatch must be at least 1 sequence; give --microbatch M with M >= 1");
+}
+[[noreturn]] inline void sequence_must_not_be_negative() {
+  throw input_error(
+      "the sequence length must be positive (or 0 for the model's own); give --seq S with S >= 1");
+}
+[[noreturn]] inline void global_batch_must_be_divisible_by_microbatch_times_dp() {
+  throw input_error(
+      "the global batch must be divisible by microbatch * dp, so every data-parallel replica runs a whole "
+      "number of microbatches; choose --global-batch a multiple of microbatch * dp");
+}
+[[noreturn]] inline void pipeline_stages_must_not_exceed_transformer_blocks() {
+  throw input_error(
+      "pp is larger than the number of transformer blocks, so some stage would hold no block; choose --pp at "
+      "most the model's layer count");
+}
+[[noreturn]] inline void virtual_stages_must_be_positive() {
+  throw input_error(
+      "the number of virtual stages (model chunks per device) must be at least 1; give --vp >= 1");
+}
+[[noreturn]] inline void virtual_stages_need_the_interleaved_schedule() {
+  throw input_error(
+      "more than one virtual stage per device needs the interleaved schedule; give --schedule interleaved or "
+      "--vp 1");
+}
+[[noreturn]] inline void interleaved_schedule_needs_at_least_two_virtual_stages() {
+  throw input_error(
+      "the interleaved schedule needs at least two model chunks per device; give --vp 2 or more, or use "
+      "--schedule 1f1b");
+}
+[[noreturn]] inline void interleaved_schedule_needs_more_than_two_pipeline_stages() {
+  throw input_error(
+      "the interleaved schedule needs pp > 2 (Megatron-LM's rule); give --pp 3 or more, or use --schedule "
+      "1f1b");
+}
+[[noreturn]] inline void interleaved_schedule_needs_blocks_divisible_by_pp_times_v() {
+  throw input_error(
+      "with the interleaved schedule the transformer blocks must split evenly into pp * vp model chunks; "
+      "choose --pp and --vp whose product divides the layer count");
+}
+[[noreturn]] inline void interleaved_schedule_needs_microbatches_divisible_by_pp() {
+  throw input_error(
+      "with the interleaved schedule the microbatches per replica (global batch / (microbatch * dp)) must be "
+      "a multiple of pp (Megatron-LM's rule); change --global-batch, --microbatch or --pp");
+}
+[[noreturn]] inline void precision_must_be_bf16_fp16_or_fp32() {
+  throw input_error("training precision must be bf16, fp16 or fp32; give --precision bf16|fp16|fp32");
+}
+}  // namespace rules
+
+/// The data-parallel degree that uses every device: devices / (tp * pp) (DESIGN.md section 9: `--dp` may be
+/// left out). Throws input_error when the degrees are not positive or tp * pp does not divide devices.
+inline constexpr auto data_parallel_degree = [](int devices, int tp, int pp) constexpr -> int {
+  if (devices <= 0) rules::device_count_must_be_positive();
+  if (tp <= 0 || pp <= 0) rules::parallel_degrees_must_be_positive();
+  if (devices % (tp * pp) != 0) rules::tp_times_pp_must_divide_devices();
+  return devices / (tp * pp);
+};
+
+/// Checks that a model can be trained on `devices` devices with the given degrees and knobs. Every broken
+/// rule throws input_error (or stops compilation in a constant expression) with a message that says how to
+/// fix it. tp * pp * dp must equal `devices` exactly: a plan leaves no device idle.
+inline constexpr auto validate =
+    [](const model::model& m, const parallelism& p, const training_knobs& k, int devices) constexpr {
+  if (devices <= 0) rules::device_count_must_be_positive();
+  if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0) rules::parallel_degrees_must_be_positive();
+  if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
+  if (k.global_batch <= 0) rules::global_batch_must_be_positive();
+  if (k.microbatch <= 0) rules::microbatch_must_be_positive();
+  if (k.sequence < 0) rules::sequence_must_not_be_negative();
+  if (k.global_batch % (k.microbatch * p.dp) != 0)
+    rules::global_batch_must_be_divisible_by_microbatch_times_dp();
+  if (k.precision != hw::precision::bf16 && k.precision != hw::precision::fp16 &&
+      k.precision != hw::precision::fp32)
+    rules::precision_must_be_bf16_fp16_or_fp32();
+  const std::int64_t blocks = m.config.layers;
+  if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
+  if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();
+  if (k.schedule != pipeline_schedule::interleaved && k.virtual_stages > 1)
+    rules::virtual_stages_need_the_interleaved_schedule();
+  if (k.schedule == pipeline_schedule::interleaved) {
+    if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
+    if (p.pp <= 2) rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
+    if (blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
+      rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
+    if (microbatches_per_replica(p, k) % p.pp != 0)
+      rules::interleaved_schedule_needs_microbatches_divisible_by_pp();
+  }
+  // Heads, key/value heads and the MLP width must split over tp; the sequence over tp with sequence
+  // parallelism (the model's own rules, each named after its mistake).
+  model::validate_shape(m.config, layer_shape_of(m, p, k));
+};
+
+}  // namespace phaze::train
