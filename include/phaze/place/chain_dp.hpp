@@ -1,0 +1,195 @@
+/// @file
+/// The chain DP: exact placement for layer chains (transformers), much faster than the downset DP.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "phaze/core/error.hpp"
+#include "phaze/place/cost_table.hpp"
+#include "phaze/place/objective.hpp"
+
+namespace phaze::place {
+
+/// Exact placement on a chain: for every admissible (tp, pp, dp), a DP over prefixes finds the partition into
+/// pp consecutive stages that minimizes the largest stage cost subject to each stage's memory (the stage
+/// index matters: 1F1B's in-flight microbatches). O(L^2 pp) per (tp, pp, dp) in the worst case; in practice
+/// far less, because a stage stops growing as soon as its cost reaches the best value known for its prefix or
+/// its memory exceeds the capacity, and a (tp, pp, dp) whose lower bound cannot beat the incumbent is
+/// skipped.
+///
+///     auto best = chain_dp(problem).devices(1024).memory(32_GiB).run();
+template <CostTable Table = cost_table, class Policy = pipeline_policy>
+class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
+  using base = placer_base<chain_dp<Table, Policy>, Table>;
+
+ public:
+  using base::base;
+
+  /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table
+  /// is not a chain or no (tp, pp, dp) is admissible.
+  [[nodiscard]] plan run() const {
+    this->check();
+    const auto& tables = this->problem_->tables;
+    const placement_settings& s = this->settings_;
+    std::vector<prefix> prefixes;
+    for (const auto& t : tables) {
+      if (!is_chain(t)) {
+        detail::place::invalid("chain_dp: the table for tp " + std::to_string(t.tp) +
+                               " is not a chain (node i feeding only node i + 1); use downset_dp");
+      }
+      prefixes.push_back(make_prefix(s, t));
+    }
+    scratch work;
+    double best = detail::place::infinity;
+    std::size_t best_table = 0;
+    int best_dp = 0;
+    std::vector<std::size_t> best_cuts;
+    const std::size_t configs =
+        detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+          const prefix& pre = prefixes[ti];
+          const std::int64_t m = s.microbatches / dp;
+          const double p = static_cast<double>(pp);
+          const stage_load average{pre.work.back() / p, 0.0, pre.params.back() / p, 0.0};
+          const double lower =
+              std::max(Policy::stage_cost_s(s, average, pp, dp, m), pre.heaviest_node_cost(s, pp, dp, m));
+          if (lower >= best) return;
+          const stage_load average_params{0.0, 0.0, pre.params.back() / p, 0.0};
+          if (Policy::stage_memory(s, average_params, pp - 1, pp, m) > s.memory_per_device.value()) return;
+          const double value = solve<false>(s, pre, pp, dp, best, work);
+          if (value < best) {
+            best = value;
+            best_table = ti;
+            best_dp = dp;
+            best_cuts = work.cuts;
+          }
+        });
+    if (configs == 0) detail::place::no_configuration(s, this->fixed_);
+    if (best < detail::place::infinity) {
+      std::vector<std::vector<std::size_t>> stages;
+      for (std::size_t k = 0; k + 1 < best_cuts.size(); ++k) {
+        stages.emplace_back();
+        for (std::size_t v = best_cuts[k]; v < best_cuts[k + 1]; ++v) stages.back().push_back(v);
+      }
+      plan out = evaluate<Policy>(s, tables[best_table], best_dp, stages);
+      out.time_per_batch = seconds{best};
+      return out;
+    }
+    // Nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition.
+    double need = detail::place::infinity;
+    detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+      const std::int64_t m = s.microbatches / dp;
+      const stage_load average_params{0.0, 0.0, prefixes[ti].params.back() / static_cast<double>(pp), 0.0};
+      if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= need) return;
+      need = std::min(need, solve<true>(s, prefixes[ti], pp, dp, need, work));
+    });
+    return detail::place::infeasible_plan(s, need);
+  }
+
+ private:
+  /// Prefix sums of a chain: entry i covers nodes [0, i); boundary[i] is the edge leaving node i - 1.
+  struct prefix {
+    std::vector<double> work{0.0};
+    std::vector<double> params{0.0};
+    std::vector<double> activations{0.0};
+    std::vector<double> boundary{0.0};
+    std::vector<stage_load> single;  ///< each node alone, as a stage
+
+    [[nodiscard]] double heaviest_node_cost(const placement_settings& s, int pp, int dp,
+                                            std::int64_t m) const {
+      double worst = 0.0;
+      for (const auto& l : single) worst = std::max(worst, Policy::stage_cost_s(s, l, pp, dp, m));
+      return worst;
+    }
+  };
+
+  struct scratch {
+    std::vector<double> previous, current;
+    std::vector<std::size_t> argument;  ///< (k, i) -> where stage k starts
+    std::vector<std::size_t> cuts;      ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
+  };
+
+  static prefix make_prefix(const placement_settings& s, const Table& t) {
+    prefix pre;
+    const std::size_t n = t.nodes.size();
+    for (std::size_t v = 0; v < n; ++v) {
+      pre.work.push_back(pre.work.back() + Policy::work_s(s, t.nodes[v]));
+      pre.params.push_back(pre.params.back() + t.nodes[v].parameters.value());
+      pre.activations.push_back(pre.activations.back() + t.nodes[v].activations.value());
+      pre.boundary.push_back(0.0);
+    }
+    for (std::size_t e = 0; e < t.edges.size(); ++e)
+      pre.boundary[t.edges[e].to] += t.edges[e].boundary.value();
+    for (std::size_t v = 0; v < n; ++v) {
+      pre.single.push_back({pre.work[v + 1] - pre.work[v], pre.boundary[v + 1],
+                            pre.params[v + 1] - pre.params[v], pre.activations[v + 1] - pre.activations[v]});
+    }
+    return pre;
+  }
+
+  /// min over partitions into pp stages of the largest stage cost (Memory = false; stages must fit) or of
+  /// the largest stage memory (Memory = true), counting only values below `cap`; infinity when none.
+  /// Leaves the partition in work.cuts.
+  template <bool Memory>
+  static double solve(const placement_settings& s, const prefix& pre, int pp, int dp, double cap,
+                      scratch& work) {
+    const std::size_t n = pre.work.size() - 1;
+    const auto stages = static_cast<std::size_t>(pp);
+    const std::int64_t m = s.microbatches / dp;
+    const double capacity = s.memory_per_device.value();
+    constexpr double inf = detail::place::infinity;
+    constexpr std::size_t none = static_cast<std::size_t>(-1);
+    work.previous.assign(n + 1, inf);
+    work.previous[0] = 0.0;
+    work.argument.assign((stages + 1) * (n + 1), none);
+    for (std::size_t k = 1; k <= stages; ++k) {
+      work.current.assign(n + 1, inf);
+      const int stage = static_cast<int>(k - 1);
+      for (std::size_t i = k; i + (stages - k) <= n; ++i) {
+        double value = cap;
+        std::size_t from = none;
+        for (std::size_t j = i; j-- > k - 1;) {
+          const stage_load l{pre.work[i] - pre.work[j], pre.boundary[i], pre.params[i] - pre.params[j],
+                             pre.activations[i] - pre.activations[j]};
+          const double memory = Policy::stage_memory(s, l, stage, pp, m);
+          double c = memory;
+          if constexpr (!Memory) {
+            if (memory > capacity) break;  // a longer stage needs more
+            c = Policy::stage_cost_s(s, l, pp, dp, m);
+          }
+          if (c >= value) break;  // a longer stage costs more
+          const double v = std::max(work.previous[j], c);
+          if (v < value) {
+            value = v;
+            from = j;
+          }
+        }
+        if (from != none) {
+          work.current[i] = value;
+          work.argument[k * (n + 1) + i] = from;
+        }
+      }
+      std::swap(work.previous, work.current);
+    }
+    const double result = work.previous[n];
+    if (result < cap) {
+      work.cuts.assign(stages + 1, 0);
+      std::size_t i = n;
+      for (std::size_t k = stages; k >= 1; --k) {
+        work.cuts[k] = i;
+        i = work.argument[k * (n + 1) + i];
+      }
+      work.cuts[0] = 0;
+    }
+    return result;
+  }
+};
+
+template <CostTable Table>
+chain_dp(const placement_problem<Table>&) -> chain_dp<Table>;
+
+}  // namespace phaze::place

@@ -1,0 +1,273 @@
+/// @file
+/// The objective every placer minimizes, in one place: a plan's time per batch and memory per device from
+/// its stages (docs/layer-table.md), the plan type all placers return, and their shared named parameters.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "phaze/core/error.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/place/cost_table.hpp"
+
+namespace phaze::place {
+
+/// What a stage adds up from its nodes (base units: seconds and bytes).
+struct stage_load {
+  double work_s = 0.0;            ///< forward + backward (+ recompute) of one microbatch
+  double boundary_bytes = 0.0;    ///< bytes on edges leaving the stage, per microbatch
+  double parameter_bytes = 0.0;   ///< parameter bytes per rank
+  double activation_bytes = 0.0;  ///< activation bytes kept per microbatch
+};
+
+/// The default objective (docs/layer-table.md): a 1F1B or GPipe pipeline with fill and drain, boundary sends
+/// over the p2p link, and a ring all-reduce of each stage's gradients over the data-parallel replicas.
+/// Stage i's cost is (m + p - 1) * t_i + allreduce_i; the time per batch is the largest stage cost.
+/// A policy's stage cost and memory must not decrease when a stage gains nodes (the DPs prune on it) and
+/// must be linear in the load (their lower bounds average loads over stages).
+struct pipeline_policy {
+  /// Microbatches whose activations stage `stage` (0-based) of `stages` holds at once.
+  static std::int64_t microbatches_in_flight(const placement_settings& s, int stage, int stages,
+                                             std::int64_t m) {
+    if (s.schedule == pipeline_schedule::gpipe) return m;
+    return std::min<std::int64_t>(stages - stage, m);
+  }
+  /// Work of one node for one microbatch.
+  template <class Node>
+  static double work_s(const placement_settings& s, const Node& n) {
+    return n.forward.value() + n.backward.value() + (s.recompute ? n.recompute.value() : 0.0);
+  }
+  /// Time of one microbatch through a stage: compute plus sending activations forward and receiving their
+  /// gradients backward over the p2p link.
+  static double stage_time_s(const placement_settings& s, const stage_load& l) {
+    return l.work_s + 2.0 * l.boundary_bytes / s.p2p_bandwidth.value();
+  }
+  /// Ring all-reduce of the stage's gradients over `dp` replicas: 2 (dp - 1) / dp * bytes / bandwidth.
+  static double allreduce_s(const placement_settings& s, double parameter_bytes, int dp) {
+    if (dp <= 1) return 0.0;
+    return 2.0 * static_cast<double>(dp - 1) / static_cast<double>(dp) * parameter_bytes /
+           s.dp_bandwidth.value();
+  }
+  /// (m + p - 1) * stage time + the stage's all-reduce.
+  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int dp,
+                             std::int64_t m) {
+    return static_cast<double>(m + stages - 1) * stage_time_s(s, l) + allreduce_s(s, l.parameter_bytes, dp);
+  }
+  /// Weights, gradients and optimizer state of the stage's parameters plus the activations in flight.
+  static double stage_memory(const placement_settings& s, const stage_load& l, int stage, int stages,
+                             std::int64_t m) {
+    return l.parameter_bytes / s.weight_bytes_per_parameter * s.state_bytes_per_parameter +
+           l.activation_bytes * static_cast<double>(microbatches_in_flight(s, stage, stages, m));
+  }
+};
+
+/// One stage of a plan.
+struct plan_stage {
+  std::vector<std::size_t> nodes;  ///< table node indices, ascending
+  seconds time{};                  ///< one microbatch: compute + boundary sends
+  seconds allreduce{};             ///< data-parallel gradient all-reduce
+  seconds cost{};                  ///< (m + p - 1) * time + allreduce
+  bytes memory{};                  ///< per device
+  bytes parameters{};              ///< per rank
+  std::int64_t microbatches_in_flight = 0;
+};
+
+/// A plan (what every placer returns). When no plan fits, `feasible` is false and `smallest_memory_need`
+/// is the smallest peak memory per device any candidate needed.
+struct plan {
+  bool feasible = false;
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+  std::int64_t microbatches_per_replica = 0;
+  std::vector<plan_stage> stages;
+  seconds time_per_batch{};
+  bytes peak_memory{};           ///< largest stage memory of this plan
+  bytes smallest_memory_need{};  ///< infeasible: the smallest peak found; feasible: peak_memory
+  bytes memory_per_device{};     ///< the capacity the plan was checked against
+
+  [[nodiscard]] int devices_used() const { return tp * pp * dp; }
+};
+
+namespace detail::place {
+inline constexpr double infinity = std::numeric_limits<double>::infinity();
+
+/// Sums a node set into a stage load; `in_stage[v]` marks the set.
+template <class Policy, CostTable Table>
+stage_load load_of(const placement_settings& s, const Table& t, const std::vector<std::size_t>& nodes,
+                   const std::vector<int>& stage_of, int stage) {
+  stage_load l;
+  for (const std::size_t v : nodes) {
+    l.work_s += Policy::work_s(s, t.nodes[v]);
+    l.parameter_bytes += t.nodes[v].parameters.value();
+    l.activation_bytes += t.nodes[v].activations.value();
+  }
+  for (std::size_t e = 0; e < t.edges.size(); ++e) {
+    const auto& edge = t.edges[e];
+    if (stage_of[edge.from] == stage && stage_of[edge.to] != stage) l.boundary_bytes += edge.boundary.value();
+  }
+  return l;
+}
+}  // namespace detail::place
+
+/// The objective of a plan given as stages (node sets) of table `t` with `dp` replicas: recomputed from the
+/// nodes alone (the oracle the tests hold every placer to). Throws input_error when the stages are not a
+/// partition into contiguous sets in pipeline order, or the degrees do not fit.
+template <class Policy = pipeline_policy, CostTable Table>
+plan evaluate(const placement_settings& s, const Table& t, int dp,
+              const std::vector<std::vector<std::size_t>>& stages) {
+  using detail::place::invalid;
+  const int pp = static_cast<int>(stages.size());
+  if (dp < 1 || pp < 1) invalid("a plan needs dp >= 1 and at least one stage");
+  if (s.microbatches % dp != 0) {
+    invalid("dp " + std::to_string(dp) + " does not divide the " + std::to_string(s.microbatches) +
+            " microbatches; choose a divisor");
+  }
+  if (static_cast<std::int64_t>(t.tp) * pp * dp > s.devices) {
+    invalid("tp * pp * dp = " + std::to_string(static_cast<std::int64_t>(t.tp) * pp * dp) + " exceeds the " +
+            std::to_string(s.devices) + " devices");
+  }
+  std::vector<int> stage_of(t.nodes.size(), -1);
+  for (int k = 0; k < pp; ++k) {
+    if (stages[static_cast<std::size_t>(k)].empty()) invalid("stage " + std::to_string(k) + " is empty");
+    for (const std::size_t v : stages[static_cast<std::size_t>(k)]) {
+      if (v >= t.nodes.size() || stage_of[v] != -1) invalid("stages must partition the nodes");
+      stage_of[v] = k;
+    }
+  }
+  for (const int k : stage_of) {
+    if (k == -1) invalid("stages must cover every node");
+  }
+  for (const auto& edge : t.edges) {
+    if (stage_of[edge.from] > stage_of[edge.to]) {
+      invalid("an edge goes from stage " + std::to_string(stage_of[edge.from]) + " back to stage " +
+              std::to_string(stage_of[edge.to]) + "; stages must be contiguous and in pipeline order");
+    }
+  }
+  plan out;
+  out.tp = t.tp;
+  out.pp = pp;
+  out.dp = dp;
+  out.microbatches_per_replica = s.microbatches / dp;
+  out.memory_per_device = s.memory_per_device;
+  double worst = 0.0;
+  double peak = 0.0;
+  for (int k = 0; k < pp; ++k) {
+    auto nodes = stages[static_cast<std::size_t>(k)];
+    std::sort(nodes.begin(), nodes.end());
+    const stage_load l = detail::place::load_of<Policy>(s, t, nodes, stage_of, k);
+    plan_stage st;
+    st.nodes = std::move(nodes);
+    st.time = seconds{Policy::stage_time_s(s, l)};
+    st.allreduce = seconds{Policy::allreduce_s(s, l.parameter_bytes, dp)};
+    st.cost = seconds{Policy::stage_cost_s(s, l, pp, dp, out.microbatches_per_replica)};
+    st.memory = bytes{Policy::stage_memory(s, l, k, pp, out.microbatches_per_replica)};
+    st.parameters = bytes{l.parameter_bytes};
+    st.microbatches_in_flight = Policy::microbatches_in_flight(s, k, pp, out.microbatches_per_replica);
+    worst = std::max(worst, st.cost.value());
+    peak = std::max(peak, st.memory.value());
+    out.stages.push_back(std::move(st));
+  }
+  out.time_per_batch = seconds{worst};
+  out.peak_memory = bytes{peak};
+  out.smallest_memory_need = out.peak_memory;
+  out.feasible = peak <= s.memory_per_device.value();
+  return out;
+}
+
+/// Choices a caller fixes (0: free).
+struct fixed_choices {
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+};
+
+namespace detail::place {
+/// Calls fn(table_index, pp, dp) for every admissible (tp, pp, dp): pp at most the node count, dp dividing
+/// the microbatches, tp * pp * dp <= devices; pp ascending, dp descending. Returns how many it visited.
+template <CostTable Table, class Fn>
+std::size_t for_each_config(const placement_settings& s, const std::vector<Table>& tables,
+                            const fixed_choices& fixed, Fn&& fn) {
+  std::size_t visited = 0;
+  for (std::size_t ti = 0; ti < tables.size(); ++ti) {
+    const std::int64_t tp = tables[ti].tp;
+    if (fixed.tp != 0 && fixed.tp != tp) continue;
+    const auto nodes = static_cast<std::int64_t>(tables[ti].nodes.size());
+    for (std::int64_t pp = 1; pp <= nodes && tp * pp <= s.devices; ++pp) {
+      if (fixed.pp != 0 && fixed.pp != pp) continue;
+      for (std::int64_t dp = s.devices / (tp * pp); dp >= 1; --dp) {
+        if (fixed.dp != 0 && fixed.dp != dp) continue;
+        if (s.microbatches % dp != 0) continue;
+        ++visited;
+        fn(ti, static_cast<int>(pp), static_cast<int>(dp));
+      }
+    }
+  }
+  return visited;
+}
+
+[[noreturn]] inline void no_configuration(const placement_settings& s, const fixed_choices& f) {
+  invalid("no (tp, pp, dp) fits " + std::to_string(s.devices) + " devices with " +
+          std::to_string(s.microbatches) + " microbatches" +
+          (f.tp != 0 ? ", tp " + std::to_string(f.tp) : std::string{}) +
+          (f.pp != 0 ? ", pp " + std::to_string(f.pp) : std::string{}) +
+          (f.dp != 0 ? ", dp " + std::to_string(f.dp) : std::string{}) +
+          "; give a table for a TP width that fits, more devices, pp at most the node count and dp dividing "
+          "the microbatches");
+}
+
+/// A plan that says no candidate fits, with the smallest peak memory found.
+inline plan infeasible_plan(const placement_settings& s, double smallest_need) {
+  plan out;
+  out.feasible = false;
+  out.smallest_memory_need = bytes{smallest_need};
+  out.memory_per_device = s.memory_per_device;
+  return out;
+}
+}  // namespace detail::place
+
+/// Named parameters shared by every placer (STYLE.md:
+/// `chain_dp(problem).devices(1024).memory(32_GiB).run()`). Setters override the problem's settings for this
+/// run; tp/pp/dp fix a choice.
+template <class Derived, CostTable Table>
+class placer_base {
+ public:
+  explicit placer_base(const placement_problem<Table>& problem)
+      : problem_(&problem), settings_(static_cast<const placement_settings&>(problem)) {}
+
+  Derived& devices(int n) { return set(settings_.devices, n); }
+  Derived& memory(bytes per_device) { return set(settings_.memory_per_device, per_device); }
+  Derived& microbatches(std::int64_t m) { return set(settings_.microbatches, m); }
+  Derived& schedule(pipeline_schedule sch) { return set(settings_.schedule, sch); }
+  Derived& recompute(bool on) { return set(settings_.recompute, on); }
+  Derived& tp(int t) { return set(fixed_.tp, t); }
+  Derived& pp(int p) { return set(fixed_.pp, p); }
+  Derived& dp(int d) { return set(fixed_.dp, d); }
+
+  [[nodiscard]] const placement_settings& settings() const { return settings_; }
+
+ protected:
+  /// Validates the problem as this run sees it.
+  void check() const {
+    validate_settings(settings_);
+    validate_tables(problem_->tables);
+  }
+
+  const placement_problem<Table>* problem_;
+  placement_settings settings_;
+  fixed_choices fixed_;
+
+ private:
+  template <class T, class U>
+  Derived& set(T& field, U value) {
+    field = value;
+    return static_cast<Derived&>(*this);
+  }
+};
+
+}  // namespace phaze::place
