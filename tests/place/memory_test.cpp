@@ -62,7 +62,7 @@ double relative_error(double computed, double published) {
 }
 
 /// A small GPT for hand-checked numbers: h = 64, 4 heads, 8 blocks, vocabulary 1000, sequence 32.
-model::model small_gpt() {
+constexpr model::model small_gpt() {
   model::transformer_config c;
   c.name = "small";
   c.hidden = 64;
@@ -73,6 +73,13 @@ model::model small_gpt() {
   c.sequence = 32;
   return model::make_model(c);
 }
+
+// The memory model is usable in constant expressions: a stage's memory is known to the compiler.
+constexpr train::training_knobs small_knobs{.global_batch = 8, .microbatch = 2};
+static_assert(place::device_memory(small_gpt(), train::parallelism{2, 2, 1}, small_knobs, 0).total.value() >
+              0);
+static_assert(place::device_memory(small_gpt(), train::parallelism{2, 2, 1}, small_knobs, 0).activations >
+              place::device_memory(small_gpt(), train::parallelism{2, 2, 1}, small_knobs, 1).activations);
 
 }  // namespace
 
