@@ -97,7 +97,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     std::vector<double> params{0.0};
     std::vector<double> activations{0.0};
     std::vector<double> boundary{0.0};
-    std::vector<stage_load> single;  ///< each node alone, as a stage
+    std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
 
     [[nodiscard]] double heaviest_node_cost(const placement_settings& s, int pp, int dp,
                                             std::int64_t m) const {
@@ -125,8 +125,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     for (std::size_t e = 0; e < t.edges.size(); ++e)
       pre.boundary[t.edges[e].to] += t.edges[e].boundary.value();
     for (std::size_t v = 0; v < n; ++v) {
-      pre.single.push_back({pre.work[v + 1] - pre.work[v], pre.boundary[v + 1],
-                            pre.params[v + 1] - pre.params[v], pre.activations[v + 1] - pre.activations[v]});
+      // No boundary: a stage holding v may end past v's outgoing edge, so only work and parameters bound it.
+      pre.single.push_back({pre.work[v + 1] - pre.work[v], 0.0, pre.params[v + 1] - pre.params[v],
+                            pre.activations[v + 1] - pre.activations[v]});
     }
     return pre;
   }

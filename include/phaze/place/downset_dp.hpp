@@ -1,0 +1,268 @@
+/// @file
+/// The downset DP of Piper (Tarnawski et al., NeurIPS 2021) and PHAZE (ICML 2024): exact placement on any
+/// layer DAG, with stages that are differences of nested downsets.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "phaze/core/error.hpp"
+#include "phaze/place/cost_table.hpp"
+#include "phaze/place/objective.hpp"
+
+namespace phaze::place {
+
+/// Most downsets (ideals) downset_dp enumerates per table; wider DAGs have exponentially many.
+inline constexpr std::size_t downset_dp_max_downsets = 4096;
+/// Most nested pairs of downsets (candidate stages) it keeps per table.
+inline constexpr std::size_t downset_dp_max_stages = std::size_t{1} << 22;
+
+/// Exact placement on a layer DAG. A downset is a node set closed under predecessors; a pipeline of pp
+/// stages is a chain of downsets from the empty set to all nodes, and stage k is the difference of the k-th
+/// and (k-1)-th downsets (contiguous: no edge leaves it and comes back). For every admissible (tp, pp, dp) a
+/// DP over (stages so far, downset) minimizes the largest stage cost subject to each stage's memory. On a
+/// chain the downsets are the prefixes, so it finds what chain_dp finds, more slowly.
+///
+///     auto best = downset_dp(problem).devices(64).memory(80_GiB).run();
+template <CostTable Table = cost_table, class Policy = pipeline_policy>
+class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
+  using base = placer_base<downset_dp<Table, Policy>, Table>;
+
+ public:
+  using base::base;
+
+  /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table has
+  /// more downsets than downset_dp_max_downsets or no (tp, pp, dp) is admissible.
+  [[nodiscard]] plan run() const {
+    this->check();
+    const auto& tables = this->problem_->tables;
+    const placement_settings& s = this->settings_;
+    std::vector<lattice> lattices;
+    for (const auto& t : tables) lattices.push_back(make_lattice(s, t));
+    scratch work;
+    double best = detail::place::infinity;
+    std::size_t best_table = 0;
+    int best_dp = 0;
+    std::vector<std::size_t> best_chain;
+    const std::size_t configs =
+        detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+          const lattice& lat = lattices[ti];
+          const std::int64_t m = s.microbatches / dp;
+          const double p = static_cast<double>(pp);
+          const stage_load average{lat.total.work_s / p, 0.0, lat.total.parameter_bytes / p, 0.0};
+          double lower = Policy::stage_cost_s(s, average, pp, dp, m);
+          for (const auto& l : lat.single) lower = std::max(lower, Policy::stage_cost_s(s, l, pp, dp, m));
+          if (lower >= best) return;
+          const stage_load average_params{0.0, 0.0, lat.total.parameter_bytes / p, 0.0};
+          if (Policy::stage_memory(s, average_params, pp - 1, pp, m) > s.memory_per_device.value()) return;
+          const double value = solve<false>(s, lat, pp, dp, best, work);
+          if (value < best) {
+            best = value;
+            best_table = ti;
+            best_dp = dp;
+            best_chain = work.chain;
+          }
+        });
+    if (configs == 0) detail::place::no_configuration(s, this->fixed_);
+    if (best < detail::place::infinity) {
+      const lattice& lat = lattices[best_table];
+      std::vector<std::vector<std::size_t>> stages;
+      for (std::size_t k = 1; k < best_chain.size(); ++k) {
+        stages.emplace_back();
+        const auto& upper = lat.sets[best_chain[k]];
+        const auto& lower = lat.sets[best_chain[k - 1]];
+        for (std::size_t v = 0; v < lat.nodes; ++v) {
+          if (contains(upper, v) && !contains(lower, v)) stages.back().push_back(v);
+        }
+      }
+      plan out = evaluate<Policy>(s, tables[best_table], best_dp, stages);
+      out.time_per_batch = seconds{best};
+      return out;
+    }
+    double need = detail::place::infinity;
+    detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+      const std::int64_t m = s.microbatches / dp;
+      const stage_load average_params{0.0, 0.0, lattices[ti].total.parameter_bytes / static_cast<double>(pp),
+                                      0.0};
+      if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= need) return;
+      need = std::min(need, solve<true>(s, lattices[ti], pp, dp, need, work));
+    });
+    return detail::place::infeasible_plan(s, need);
+  }
+
+ private:
+  using bitset = std::vector<std::uint64_t>;
+
+  static bool contains(const bitset& b, std::size_t v) { return (b[v / 64] >> (v % 64) & 1U) != 0; }
+
+  /// A candidate stage: the difference of downset `lower` and the downset that lists it.
+  struct stage_candidate {
+    std::size_t lower = 0;
+    stage_load load;
+  };
+
+  /// The downsets of a table, smallest first, and for each the candidate stages that end at it.
+  struct lattice {
+    std::size_t nodes = 0;
+    std::vector<bitset> sets;
+    std::vector<std::size_t> size;
+    std::vector<std::vector<stage_candidate>> ending_at;
+    stage_load total;
+    std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
+  };
+
+  struct scratch {
+    std::vector<double> previous, current;
+    std::vector<std::size_t> argument;
+    std::vector<std::size_t> chain;  ///< downset indices of the last solution, empty set first
+  };
+
+  static lattice make_lattice(const placement_settings& s, const Table& t) {
+    lattice lat;
+    const std::size_t n = t.nodes.size();
+    lat.nodes = n;
+    const std::size_t words = (n + 63) / 64;
+    std::vector<std::vector<std::size_t>> predecessors(n);
+    for (std::size_t e = 0; e < t.edges.size(); ++e) predecessors[t.edges[e].to].push_back(t.edges[e].from);
+    // Depth-first over nodes in topological order: include a node only when its predecessors are in.
+    bitset current(words, 0);
+    auto visit = [&](auto& self, std::size_t v, std::size_t count) -> void {
+      if (v == n) {
+        if (lat.sets.size() >= downset_dp_max_downsets) {
+          detail::place::invalid("downset_dp: the table for tp " + std::to_string(t.tp) + " has more than " +
+                                 std::to_string(downset_dp_max_downsets) +
+                                 " downsets (the DAG is too wide); merge parallel branches into layer nodes "
+                                 "or use chain_dp on a chain");
+        }
+        lat.sets.push_back(current);
+        lat.size.push_back(count);
+        return;
+      }
+      self(self, v + 1, count);
+      const bool ready = std::all_of(predecessors[v].begin(), predecessors[v].end(),
+                                     [&](std::size_t u) { return contains(current, u); });
+      if (ready) {
+        current[v / 64] |= std::uint64_t{1} << (v % 64);
+        self(self, v + 1, count + 1);
+        current[v / 64] &= ~(std::uint64_t{1} << (v % 64));
+      }
+    };
+    visit(visit, 0, 0);
+    // Smallest first, so the DP may sweep downsets in order.
+    std::vector<std::size_t> order(lat.sets.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return lat.size[a] < lat.size[b]; });
+    std::vector<bitset> sets;
+    std::vector<std::size_t> sizes;
+    for (const std::size_t i : order) {
+      sets.push_back(lat.sets[i]);
+      sizes.push_back(lat.size[i]);
+    }
+    lat.sets = std::move(sets);
+    lat.size = std::move(sizes);
+    // Additive sums per downset.
+    std::vector<stage_load> sums(lat.sets.size());
+    for (std::size_t d = 0; d < lat.sets.size(); ++d) {
+      for (std::size_t v = 0; v < n; ++v) {
+        if (!contains(lat.sets[d], v)) continue;
+        sums[d].work_s += Policy::work_s(s, t.nodes[v]);
+        sums[d].parameter_bytes += t.nodes[v].parameters.value();
+        sums[d].activation_bytes += t.nodes[v].activations.value();
+      }
+    }
+    lat.total = sums.back();
+    for (std::size_t v = 0; v < n; ++v) {
+      lat.single.push_back({Policy::work_s(s, t.nodes[v]), 0.0, t.nodes[v].parameters.value(),
+                            t.nodes[v].activations.value()});
+    }
+    lat.ending_at.resize(lat.sets.size());
+    std::size_t candidates = 0;
+    for (std::size_t b = 0; b < lat.sets.size(); ++b) {
+      for (std::size_t a = 0; a < b && lat.size[a] < lat.size[b]; ++a) {
+        bool nested = true;
+        for (std::size_t w = 0; w < words && nested; ++w) nested = (lat.sets[a][w] & ~lat.sets[b][w]) == 0;
+        if (!nested) continue;
+        if (++candidates > downset_dp_max_stages) {
+          detail::place::invalid("downset_dp: the table for tp " + std::to_string(t.tp) + " has more than " +
+                                 std::to_string(downset_dp_max_stages) + " candidate stages; merge nodes");
+        }
+        stage_load l{sums[b].work_s - sums[a].work_s, 0.0, sums[b].parameter_bytes - sums[a].parameter_bytes,
+                     sums[b].activation_bytes - sums[a].activation_bytes};
+        for (std::size_t e = 0; e < t.edges.size(); ++e) {
+          const auto& edge = t.edges[e];
+          if (contains(lat.sets[b], edge.from) && !contains(lat.sets[a], edge.from) &&
+              !contains(lat.sets[b], edge.to)) {
+            l.boundary_bytes += edge.boundary.value();
+          }
+        }
+        lat.ending_at[b].push_back({a, l});
+      }
+    }
+    return lat;
+  }
+
+  /// As chain_dp's: min over chains of pp downsets of the largest stage cost (stages must fit) or memory,
+  /// counting only values below `cap`. Leaves the chain of downsets in work.chain.
+  template <bool Memory>
+  static double solve(const placement_settings& s, const lattice& lat, int pp, int dp, double cap,
+                      scratch& work) {
+    const std::size_t count = lat.sets.size();
+    const auto stages = static_cast<std::size_t>(pp);
+    const std::int64_t m = s.microbatches / dp;
+    const double capacity = s.memory_per_device.value();
+    constexpr double inf = detail::place::infinity;
+    constexpr std::size_t none = static_cast<std::size_t>(-1);
+    work.previous.assign(count, inf);
+    work.previous[0] = 0.0;  // the empty downset sorts first
+    work.argument.assign((stages + 1) * count, none);
+    for (std::size_t k = 1; k <= stages; ++k) {
+      work.current.assign(count, inf);
+      const int stage = static_cast<int>(k - 1);
+      for (std::size_t b = 0; b < count; ++b) {
+        if (lat.size[b] < k || lat.size[b] + (stages - k) > lat.nodes) continue;
+        double value = cap;
+        std::size_t from = none;
+        for (const stage_candidate& c : lat.ending_at[b]) {
+          if (work.previous[c.lower] >= value) continue;
+          const double memory = Policy::stage_memory(s, c.load, stage, pp, m);
+          double cost = memory;
+          if constexpr (!Memory) {
+            if (memory > capacity) continue;
+            cost = Policy::stage_cost_s(s, c.load, pp, dp, m);
+          }
+          const double v = std::max(work.previous[c.lower], cost);
+          if (v < value) {
+            value = v;
+            from = c.lower;
+          }
+        }
+        if (from != none) {
+          work.current[b] = value;
+          work.argument[k * count + b] = from;
+        }
+      }
+      std::swap(work.previous, work.current);
+    }
+    const double result = work.previous[count - 1];  // all nodes sorts last
+    if (result < cap) {
+      work.chain.assign(stages + 1, 0);
+      std::size_t d = count - 1;
+      for (std::size_t k = stages; k >= 1; --k) {
+        work.chain[k] = d;
+        d = work.argument[k * count + d];
+      }
+      work.chain[0] = d;
+    }
+    return result;
+  }
+};
+
+template <CostTable Table>
+downset_dp(const placement_problem<Table>&) -> downset_dp<Table>;
+
+}  // namespace phaze::place
