@@ -1,0 +1,124 @@
+/// @file
+/// Placers on a GPT-3-175B-shaped layer cost table (embedding, 96 blocks, head; TP widths 1, 2, 4, 8;
+/// 1024 devices, 4096 microbatches, 32 GiB per device). Goal (issue 5): chain_dp for all four TP widths
+/// together in at most 50 ms on one core; downset_dp finds the same optimum.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
+#include "phaze/core/quantity.hpp"
+#include "phaze/place/chain_dp.hpp"
+#include "phaze/place/downset_dp.hpp"
+#include "phaze/place/uniform.hpp"
+
+namespace {
+
+using namespace phaze;
+using namespace phaze::literals;
+using namespace phaze::place;
+
+/// GPT-3 175B (Brown et al. 2020, Table 2.1): h 12288, 96 heads, 96 layers, sequence 2048, vocabulary 51200
+/// (padded as in Megatron-LM); microbatch 1, bf16 weights, full recomputation.
+cost_table gpt3_table(int tp) {
+  constexpr double h = 12288.0;
+  constexpr double s = 2048.0;
+  constexpr double vocab = 51200.0;
+  constexpr double b = 1.0;
+  const double t = static_cast<double>(tp);
+  // A block's forward is ~7.8 TFLOP per microbatch (24 s b h^2 + 4 b s^2 h); at ~650 TFLOP/s effective
+  // that is ~12 ms on one device, split over tp with ~3% lost per TP doubling to its all-reduces.
+  const double tp_overhead = 1.0 + 0.03 * std::log2(t);
+  const seconds block_forward = seconds{12e-3 / t * tp_overhead};
+  const bytes block_params{12.0 * h * h * 2.0 / t};  // 12 h^2 parameters at 2 bytes, split over tp
+  // Full recomputation keeps each block's input, 2 s b h bytes (Korthikanti et al. 2022, section 4.1); the
+  // recomputed forward is paid again in backward.
+  const bytes block_activations{2.0 * s * b * h};
+  // The head's logits GEMM is 2 s b h V FLOPs (~2.6 TFLOP): about a third of a block.
+  const seconds head_forward = seconds{4e-3 / t * tp_overhead};
+  const bytes embedding_params{vocab * h * 2.0 / t + s * h * 2.0};  // word embeddings split, positions not
+  cost_table table;
+  table.tp = tp;
+  table.nodes.push_back({"embedding", seconds{0.5e-3 / t}, seconds{1e-3 / t}, seconds{0.5e-3 / t},
+                         embedding_params, bytes{2.0 * s * b * h}, true});
+  for (int i = 0; i < 96; ++i) {
+    table.nodes.push_back(
+        {"block", block_forward, 2.0 * block_forward, block_forward, block_params, block_activations, true});
+  }
+  // The head keeps its input and the fp32 logits it needs in backward: 4 s b V / tp.
+  table.nodes.push_back({"head", head_forward, 2.0 * head_forward, head_forward, bytes{vocab * h * 2.0 / t},
+                         bytes{2.0 * s * b * h + 4.0 * s * b * vocab / t}, true});
+  for (std::size_t v = 0; v + 1 < table.nodes.size(); ++v) {
+    table.edges.push_back({v, v + 1, bytes{2.0 * s * b * h}});  // bf16 activations to the next stage
+  }
+  return table;
+}
+
+placement_problem<> gpt3_problem() {
+  placement_problem<> p;
+  for (const int tp : {1, 2, 4, 8}) p.tables.push_back(gpt3_table(tp));
+  p.devices = 1024;
+  p.microbatches = 4096;
+  p.memory_per_device = 32_GiB;
+  p.weight_bytes_per_parameter = 2.0;
+  p.state_bytes_per_parameter = 16.0;  // bf16 weights and gradients, fp32 master weights and Adam moments
+  p.p2p_bandwidth = 25_GBps;           // one 200 Gb/s InfiniBand link per GPU
+  p.dp_bandwidth = 25_GBps;
+  p.schedule = pipeline_schedule::one_f_one_b;
+  p.recompute = true;
+  return p;
+}
+
+void report(benchmark::State& state, const plan& best) {
+  state.counters["time_per_batch_s"] = best.time_per_batch.value();
+  state.counters["tp"] = best.tp;
+  state.counters["pp"] = best.pp;
+  state.counters["dp"] = best.dp;
+  state.counters["peak_GiB"] = in_gib(best.peak_memory);
+}
+
+/// state.range(0): memory per device in GiB (32: the issue's instance; 80: an A100/H100-sized one with more
+/// feasible plans, so less pruning).
+void chain_dp_gpt3_175b(benchmark::State& state) {
+  auto problem = gpt3_problem();
+  problem.memory_per_device = bytes{static_cast<double>(state.range(0)) * 1073741824.0};
+  plan best;
+  for (auto _ : state) {
+    best = chain_dp(problem).run();
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+}
+BENCHMARK(chain_dp_gpt3_175b)->Arg(32)->Arg(80)->Unit(benchmark::kMillisecond);
+
+void downset_dp_gpt3_175b(benchmark::State& state) {
+  auto problem = gpt3_problem();
+  problem.memory_per_device = bytes{static_cast<double>(state.range(0)) * 1073741824.0};
+  plan best;
+  for (auto _ : state) {
+    best = downset_dp(problem).run();
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+  const plan chain = chain_dp(problem).run();
+  const double gap = std::abs(best.time_per_batch.value() - chain.time_per_batch.value());
+  state.counters["same_optimum_as_chain_dp"] = gap <= 1e-9 * chain.time_per_batch.value() ? 1.0 : 0.0;
+  if (gap > 1e-9 * chain.time_per_batch.value()) state.SkipWithError("downset_dp and chain_dp disagree");
+}
+BENCHMARK(downset_dp_gpt3_175b)->Arg(32)->Arg(80)->Unit(benchmark::kMillisecond);
+
+/// Megatron-LM's published GPT-3 plan shape (tp 8, pp 16, dp 8): the uniform baseline on the same table.
+void uniform_gpt3_175b_tp8_pp16_dp8(benchmark::State& state) {
+  const auto problem = gpt3_problem();
+  plan best;
+  for (auto _ : state) {
+    best = uniform(problem).tp(8).pp(16).dp(8).run();
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+  state.counters["feasible"] = best.feasible ? 1.0 : 0.0;
+}
+BENCHMARK(uniform_gpt3_175b_tp8_pp16_dp8)->Unit(benchmark::kMillisecond);
+
+}  // namespace
