@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <phaze/hw/presets.hpp>
+#include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/sched/layer_problem.hpp>
 
@@ -13,28 +14,12 @@
 
 namespace {
 using namespace phaze;
-using namespace phaze::literals;
 
-hw::device design(int tc, int width, int depth, int vc, bytes glb) {
-  hw::device d = hw::tpuv4_like;
-  d.systolic = {tc, width, depth, vc, width, glb, d.systolic.clock};
-  return d;
-}
-
+/// The reference and a dozen designs spread over PHAZE's default space.
 std::vector<hw::device> designs() {
-  return {hw::tpuv4_like,
-          design(1, 256, 256, 1, 128_MiB),
-          design(2, 128, 128, 2, 64_MiB),
-          design(4, 64, 64, 4, 32_MiB),
-          design(16, 64, 128, 8, 64_MiB),
-          design(32, 32, 32, 16, 16_MiB),
-          design(64, 16, 16, 64, 8_MiB),
-          design(128, 8, 8, 32, 4_MiB),
-          design(8, 256, 64, 1, 128_MiB),
-          design(256, 4, 4, 256, 2_MiB),
-          design(2, 32, 256, 4, 8_MiB),
-          design(512, 2, 2, 512, 2_MiB),
-          design(16, 128, 16, 2, 128_MiB)};
+  auto out = hw::spread_sample(hw::phaze_default_space, 12);
+  out.insert(out.begin(), hw::tpuv4_like);
+  return out;
 }
 
 std::vector<sched::problem> problems(const std::vector<hw::device>& devices) {

@@ -3,6 +3,7 @@
 // (or within 1% at the time limit), valid, never worse than the list schedule and never below the bounds;
 // identical problems are solved once. (benchmarks/sched_bench.cpp runs every model on every design.)
 #include <phaze/hw/presets.hpp>
+#include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/sched/bounds.hpp>
 #include <phaze/sched/layer_problem.hpp>
@@ -11,45 +12,24 @@
 #include <catch2/catch.hpp>
 
 using namespace phaze;
-using namespace phaze::literals;
 
 namespace {
 /// A design of PHAZE's space on the TPUv4-like base.
-hw::device design(int tc, int width, int depth, int vc, bytes glb) {
-  hw::device d = hw::tpuv4_like;
-  d.name = "design";
-  d.systolic.num_tc = tc;
-  d.systolic.tc_width = width;
-  d.systolic.tc_depth = depth;
-  d.systolic.num_vc = vc;
-  d.systolic.vc_width = width;
-  d.systolic.glb = glb;
-  return d;
-}
-
+/// The reference and a dozen designs spread over PHAZE's default space.
 std::vector<hw::device> devices() {
-  return {hw::tpuv4_like,
-          design(1, 256, 256, 1, 128_MiB),
-          design(2, 128, 128, 2, 64_MiB),
-          design(4, 64, 64, 4, 32_MiB),
-          design(16, 64, 128, 8, 64_MiB),
-          design(32, 32, 32, 16, 16_MiB),
-          design(64, 16, 16, 64, 8_MiB),
-          design(128, 8, 8, 32, 4_MiB),
-          design(8, 256, 64, 1, 128_MiB),
-          design(256, 4, 4, 256, 2_MiB),
-          design(2, 32, 256, 4, 8_MiB),
-          design(512, 2, 2, 512, 2_MiB),
-          design(16, 128, 16, 2, 128_MiB)};
+  auto out = hw::spread_sample(hw::phaze_default_space, 12);
+  out.insert(out.begin(), hw::tpuv4_like);
+  return out;
 }
 }  // namespace
 
 TEST_CASE("Every zoo layer schedules optimally on the reference and a dozen PHAZE designs",
           "[sched][layers]") {
-  // A generous limit: the hardest problems (backward blocks on two large tensor cores) take GLPK a few
-  // seconds to prove optimal, more on a loaded machine; the check is optimality or a 1% gap at the limit.
+  // The hardest problems (backward blocks on two-tensor-core designs) take GLPK 30-60 s to prove optimal;
+  // at 5 s their proven gap is already below 0.2% (measured), so 10 s leaves room for a loaded machine.
+  // The check is the issue's: proven optimal, or a gap of at most 1% at the time limit.
   sched::ilp_options options;
-  options.time_limit = seconds{60.0};
+  options.time_limit = seconds{10.0};
   sched::schedule_cache cache(options);
   int problems = 0;
   const auto all = devices();

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "phaze/core/error.hpp"
 #include "phaze/core/fixed_string.hpp"
@@ -789,5 +790,14 @@ inline constexpr space phaze_default_space = [] {
                                 dsl::hbm = dsl::one_of(32_GiB, 64_GiB, 80_GiB), dsl::area_budget = reference,
                                 dsl::min_area = 0.3 * reference, dsl::exempt_single_core = true);
 }();
+
+/// `k` designs spread evenly over a space's enumeration order (the i-th at index count * (2i + 1) / (2k)): a
+/// deterministic, representative handful for tests, benchmarks and smoke runs.
+inline std::vector<device> spread_sample(const space& s, std::uint64_t k) {
+  std::vector<device> out;
+  const std::uint64_t n = s.count();
+  for (std::uint64_t i = 0; i < k && n > 0; ++i) out.push_back(s.at(n * (2 * i + 1) / (2 * k)));
+  return out;
+}
 
 }  // namespace phaze::hw
