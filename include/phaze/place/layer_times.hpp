@@ -1,0 +1,99 @@
+/// @file
+/// What one layer costs on one device for one microbatch: forward and backward time from its operator
+/// schedule (the ILP or list scheduler on PHAZE-template accelerators; one kernel after another on GPUs),
+/// the time its recomputation adds under each recomputation mode, its parameters, the activations it keeps
+/// and the bytes it hands to the next pipeline stage. The rows of a placement's layer cost table.
+#pragma once
+
+#include <vector>
+
+#include "phaze/core/quantity.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/layer.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/sched/layer_problem.hpp"
+
+namespace phaze::place {
+
+/// One layer's costs for one microbatch on one tensor-parallel rank.
+struct layer_times {
+  seconds forward{0.0};
+  seconds backward{0.0};
+  seconds recompute_selective{0.0};  ///< forward of the attention core again (Korthikanti et al. 2022)
+  seconds recompute_full{0.0};       ///< the whole forward again
+  std::int64_t params = 0;  ///< per rank, tied weights counted (a stage holding the head keeps a copy)
+  bytes activations_none{0.0};
+  bytes activations_selective{0.0};
+  bytes activations_full{0.0};
+  bytes boundary{0.0};  ///< output activation sent to the next stage
+
+  [[nodiscard]] seconds recompute(model::recompute mode) const {
+    return mode == model::recompute::full        ? recompute_full
+           : mode == model::recompute::selective ? recompute_selective
+                                                 : seconds{0.0};
+  }
+  [[nodiscard]] bytes activations(model::recompute mode) const {
+    return mode == model::recompute::full        ? activations_full
+           : mode == model::recompute::selective ? activations_selective
+                                                 : activations_none;
+  }
+};
+
+namespace detail {
+/// The forward ops of the attention core (what selective recomputation runs again) as their own problem.
+inline sched::problem attention_core_problem(const model::layer& l, const hw::device& d) {
+  sched::problem full = sched::layer_problem(l, d, sched::pass::forward);
+  sched::problem core;
+  core.tensor_cores = full.tensor_cores;
+  core.vector_cores = full.vector_cores;
+  std::vector<int> index_in_core(l.ops.size(), -1);
+  for (std::size_t i = 0; i < l.ops.size(); ++i) {
+    if (!l.ops[i].attention_core) continue;
+    sched::task t = full.tasks[i];
+    std::vector<int> preds;
+    for (int q : t.preds)
+      if (index_in_core[static_cast<std::size_t>(q)] >= 0)
+        preds.push_back(index_in_core[static_cast<std::size_t>(q)]);
+    t.preds = preds;
+    index_in_core[i] = static_cast<int>(core.tasks.size());
+    core.tasks.push_back(std::move(t));
+  }
+  return core;
+}
+}  // namespace detail
+
+/// The costs of one layer on a device. Schedules are solved through `cache` (identical layers once) with
+/// `how` (the ILP by default; the list scheduler for fast sweeps).
+inline layer_times time_layer(const model::layer& l, const hw::device& d, sched::schedule_cache& cache,
+                              sched::solver how = sched::solver::ilp) {
+  layer_times t;
+  const auto forward = cache.solve(sched::layer_problem(l, d, sched::pass::forward), how);
+  const auto backward = cache.solve(sched::layer_problem(l, d, sched::pass::backward), how);
+  t.forward = forward.makespan;
+  t.backward = backward.makespan;
+  t.recompute_full = forward.makespan;
+  const auto core = detail::attention_core_problem(l, d);
+  if (!core.tasks.empty()) t.recompute_selective = cache.solve(core, how).makespan;
+  t.params = model::layer_params(l, true);
+  t.activations_none = model::activation_bytes(l, model::recompute::none);
+  t.activations_selective = model::activation_bytes(l, model::recompute::selective);
+  t.activations_full = model::activation_bytes(l, model::recompute::full);
+  t.boundary = model::boundary_bytes(l);
+  return t;
+}
+
+/// The costs of every node of a model's layer graph for a shape (distinct layers computed once).
+inline std::vector<layer_times> time_model(const model::model& m, const model::layer_shape& shape,
+                                           const hw::device& d, sched::schedule_cache& cache,
+                                           sched::solver how = sched::solver::ilp) {
+  std::vector<layer_times> out(m.size());
+  for (const auto& kind : model::distinct_layers(m)) {
+    const auto times =
+        time_layer(model::layer_at(m, static_cast<std::size_t>(kind.first_node), shape), d, cache, how);
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (m.nodes[i] == kind.role) out[i] = times;
+  }
+  return out;
+}
+
+}  // namespace phaze::place

@@ -1,0 +1,64 @@
+// Layer costs for placement: on a GPU the ops run one after another, so a pass takes the sum of its op
+// costs; on the PHAZE template the schedule overlaps ops and beats that serial sum; recomputation and
+// memory figures come from the model graph.
+#include <phaze/cost/op_cost.hpp>
+#include <phaze/hw/presets.hpp>
+#include <phaze/model/zoo.hpp>
+#include <phaze/place/layer_times.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace phaze;
+
+TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", "[place][layer_times]") {
+  const auto d = *hw::find_preset("a100-80gb");
+  const auto l = model::block_layer(zoo::gpt3_175b().config, {1, 0, 8, true, 2});
+  sched::schedule_cache cache;
+  const auto t = place::time_layer(l, d, cache);
+  const auto table = cost::layer_costs(l, d);
+  CHECK(t.forward.value() == Approx(table.forward_total.value()).epsilon(1e-9));
+  CHECK(t.backward.value() == Approx(table.backward_total.value()).epsilon(1e-9));
+  CHECK(t.recompute_full == t.forward);
+  // Selective recomputation runs the attention core again: its ops' costs, a fraction of the forward.
+  double core = 0.0;
+  for (std::size_t i = 0; i < l.ops.size(); ++i)
+    if (l.ops[i].attention_core) core += table.forward[i].all_cores.value();
+  CHECK(t.recompute_selective.value() == Approx(core).epsilon(1e-9));
+  CHECK(t.recompute_selective < t.forward);
+  CHECK(t.recompute(model::recompute::none).value() == 0.0);
+  CHECK(t.params == model::layer_params(l, true));
+  CHECK(t.activations(model::recompute::selective) ==
+        model::activation_bytes(l, model::recompute::selective));
+  CHECK(t.activations_full < t.activations_selective);
+  CHECK(t.activations_selective < t.activations_none);
+  CHECK(t.boundary == model::boundary_bytes(l));
+}
+
+TEST_CASE("On the PHAZE template the schedule overlaps ops: never slower than the serial sum",
+          "[place][layer_times]") {
+  sched::schedule_cache cache;
+  for (const char* name : {"gpt3-175b", "llama2-7b", "bert-large"}) {
+    const auto l = model::block_layer(zoo::get(name).config, {1, 0, 1, false, 2});
+    const auto t = place::time_layer(l, hw::tpuv4_like, cache, sched::solver::list);
+    const auto table = cost::layer_costs(l, hw::tpuv4_like);
+    INFO(name);
+    CHECK(t.forward.value() <= table.forward_total.value() * (1 + 1e-9));
+    CHECK(t.backward.value() <= table.backward_total.value() * (1 + 1e-9));
+    CHECK(t.backward > t.forward);  // input- and weight-gradient GEMMs
+  }
+}
+
+TEST_CASE("time_model gives every node its layer's costs, computing each distinct layer once",
+          "[place][layer_times]") {
+  const auto m = zoo::gpt2();
+  sched::schedule_cache cache;
+  const auto times = place::time_model(m, {2, 0, 1, false, 2}, *hw::find_preset("h100-sxm"), cache);
+  REQUIRE(times.size() == m.size());
+  CHECK(times.front().params ==
+        model::layer_params(model::embedding_layer(m.config, {2, 0, 1, false, 2}), true));
+  for (std::size_t i = 1; i + 1 < m.size(); ++i) CHECK(times[i].forward == times[1].forward);
+  CHECK(times.back().params > 0);  // the head keeps its own copy of the tied embedding
+  // Three distinct layers, two passes each, plus the block's attention core: seven solves, no repeats.
+  CHECK(cache.misses() == 7);
+  CHECK(cache.hits() == 0);
+}
