@@ -165,3 +165,56 @@ TEST_CASE("chain_dp rejects what it cannot place", "[place]") {
   CHECK_THROWS_WITH(chain_dp(p).tp(2).run(), Catch::Contains("no (tp, pp, dp)"));
   CHECK_THROWS_WITH(chain_dp(p).devices(0).run(), Catch::Contains("devices"));
 }
+
+namespace {
+/// A policy variant: data-parallel all-reduce fully overlapped with backward (costs nothing).
+struct overlapped_allreduce_policy : pipeline_policy {
+  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int,
+                             std::int64_t m) {
+    return static_cast<double>(m + stages - 1) * stage_time_s(s, l);
+  }
+};
+
+/// A table type of the caller's own, with extra fields: placers read only what CostTable names.
+struct profiled_node {
+  seconds forward, backward, recompute;
+  bytes parameters, activations;
+  int profiler_id = 0;
+};
+struct profiled_table {
+  int tp = 1;
+  std::vector<profiled_node> nodes;
+  std::vector<cost_edge> edges;
+};
+static_assert(CostTable<profiled_table>);
+static_assert(!CostTable<int>);
+}  // namespace
+
+TEST_CASE("placers are templates over the table type and the policy", "[place]") {
+  std::mt19937 rng(99);
+  int compared = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto p = random_chain(rng, 7);
+    placement_problem<profiled_table> q;
+    static_cast<placement_settings&>(q) = p;
+    for (const auto& t : p.tables) {
+      profiled_table u;
+      u.tp = t.tp;
+      for (const auto& n : t.nodes)
+        u.nodes.push_back({n.forward, n.backward, n.recompute, n.parameters, n.activations, 7});
+      u.edges = t.edges;
+      q.tables.push_back(u);
+    }
+    INFO("trial " << trial);
+    const plan a = chain_dp<profiled_table, overlapped_allreduce_policy>(q).run();
+    const plan b = brute_force<profiled_table, overlapped_allreduce_policy>(q).run();
+    REQUIRE(a.feasible == b.feasible);
+    if (!a.feasible) continue;
+    ++compared;
+    CHECK(a.time_per_batch.value() == Approx(b.time_per_batch.value()).epsilon(1e-12));
+    // Without the all-reduce term a plan is never slower than with it.
+    const plan with_allreduce = chain_dp(p).run();
+    if (with_allreduce.feasible) CHECK(a.time_per_batch <= with_allreduce.time_per_batch * (1 + 1e-12));
+  }
+  CHECK(compared > 50);
+}
