@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "phaze/core/error.hpp"
@@ -88,4 +89,16 @@ TEST_CASE("problems are validated with messages that say what to fix", "[place]"
   p.microbatches = 0;
   CHECK_THROWS_WITH(validate(p), Catch::Contains("microbatches"));
   CHECK(is_chain(three_nodes()));
+}
+
+TEST_CASE("a plan prints itself as a table", "[place]") {
+  const plan p = evaluate(settings(), three_nodes(), 2, {{0}, {1, 2}});
+  const std::string text = to_string(p);
+  CHECK_THAT(text,
+             Catch::Contains("tp 2, pp 2, dp 2 (8 devices)") && Catch::Contains("87.500000 s per batch"));
+  CHECK_THAT(text, Catch::Contains("    1  1..2"));
+  plan none;
+  none.smallest_memory_need = bytes{3.0 * 1073741824.0};
+  none.memory_per_device = bytes{2.0 * 1073741824.0};
+  CHECK(to_string(none) == "no feasible plan: needs at least 3.00 GiB per device, has 2.00 GiB\n");
 }
