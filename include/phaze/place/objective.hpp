@@ -184,35 +184,40 @@ plan evaluate(const placement_settings& s, const Table& t, int dp,
 /// A plan as text: its degrees, time per batch and peak memory, then one row per stage (STYLE.md: every
 /// model can print itself).
 inline std::string to_string(const plan& p) {
-  auto fixed = [](double x, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, x);
-    return std::string{buffer};
-  };
+  // Built with snprintf and appends only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string at
+  // -O2.
+  char line[256];
   if (!p.feasible) {
-    return "no feasible plan: needs at least " + fixed(in_gib(p.smallest_memory_need), 2) +
-           " GiB per device, has " + fixed(in_gib(p.memory_per_device), 2) + " GiB\n";
+    std::snprintf(line, sizeof line, "no feasible plan: needs at least %.2f GiB per device, has %.2f GiB\n",
+                  in_gib(p.smallest_memory_need), in_gib(p.memory_per_device));
+    return std::string{line};
   }
-  std::string out =
-      "tp " + std::to_string(p.tp) + ", pp " + std::to_string(p.pp) + ", dp " + std::to_string(p.dp) + " (" +
-      std::to_string(p.devices_used()) + " devices), " + std::to_string(p.microbatches_per_replica) +
-      " microbatches per replica: " + fixed(p.time_per_batch.value(), 6) + " s per batch, peak " +
-      fixed(in_gib(p.peak_memory), 2) + " of " + fixed(in_gib(p.memory_per_device), 2) + " GiB\n";
+  std::snprintf(
+      line, sizeof line,
+      "tp %d, pp %d, dp %d (%d devices), %lld microbatches per replica: %.6f s per batch, peak %.2f of "
+      "%.2f GiB\n",
+      p.tp, p.pp, p.dp, p.devices_used(), static_cast<long long>(p.microbatches_per_replica),
+      p.time_per_batch.value(), in_gib(p.peak_memory), in_gib(p.memory_per_device));
+  std::string out{line};
   out += "stage  nodes      time/ubatch (ms)  allreduce (s)  cost (s)  memory (GiB)  in flight\n";
   for (std::size_t k = 0; k < p.stages.size(); ++k) {
     const auto& st = p.stages[k];
     // Consecutive indices as a range ("3..8"), others listed ("0,2").
     std::string nodes;
     if (!st.nodes.empty() && st.nodes.back() - st.nodes.front() + 1 == st.nodes.size()) {
-      nodes = std::to_string(st.nodes.front()) + ".." + std::to_string(st.nodes.back());
+      nodes += std::to_string(st.nodes.front());
+      nodes += "..";
+      nodes += std::to_string(st.nodes.back());
     } else {
-      for (const std::size_t v : st.nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(v);
+      for (const std::size_t v : st.nodes) {
+        if (!nodes.empty()) nodes += ',';
+        nodes += std::to_string(v);
+      }
     }
-    char row[160];
-    std::snprintf(row, sizeof row, "%5zu  %-9s  %16.3f  %13.6f  %8.4f  %12.3f  %9lld\n", k, nodes.c_str(),
+    std::snprintf(line, sizeof line, "%5zu  %-9s  %16.3f  %13.6f  %8.4f  %12.3f  %9lld\n", k, nodes.c_str(),
                   in_ms(st.time), st.allreduce.value(), st.cost.value(), in_gib(st.memory),
                   static_cast<long long>(st.microbatches_in_flight));
-    out += row;
+    out += line;
   }
   return out;
 }
