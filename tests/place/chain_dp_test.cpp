@@ -169,9 +169,9 @@ TEST_CASE("chain_dp rejects what it cannot place", "[place]") {
 namespace {
 /// A policy variant: data-parallel all-reduce fully overlapped with backward (costs nothing).
 struct overlapped_allreduce_policy : pipeline_policy {
-  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int,
-                             std::int64_t m) {
-    return static_cast<double>(m + stages - 1) * stage_time_s(s, l);
+  static constexpr bool allreduce_of_largest_stage = false;
+  static double batch_time_s(const placement_settings&, double largest_stage_cost, double, int) {
+    return largest_stage_cost;
   }
 };
 
@@ -217,4 +217,21 @@ TEST_CASE("placers are templates over the table type and the policy", "[place]")
     if (with_allreduce.feasible) CHECK(a.time_per_batch <= with_allreduce.time_per_batch * (1 + 1e-12));
   }
   CHECK(compared > 50);
+}
+
+TEST_CASE("chain_dp with the bottleneck policy equals the oracle and is never above the default", "[place]") {
+  std::mt19937 rng(2024);
+  int compared = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto p = random_chain(rng, 8);
+    INFO("trial " << trial);
+    const plan a = chain_dp<cost_table, bottleneck_policy>(p).run();
+    const plan b = brute_force<cost_table, bottleneck_policy>(p).run();
+    REQUIRE(a.feasible == b.feasible);
+    if (!a.feasible) continue;
+    ++compared;
+    CHECK(a.time_per_batch.value() == Approx(b.time_per_batch.value()).epsilon(1e-12));
+    CHECK(a.time_per_batch <= chain_dp(p).run().time_per_batch * (1 + 1e-12));
+  }
+  CHECK(compared > 100);
 }

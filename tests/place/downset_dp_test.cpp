@@ -139,3 +139,15 @@ TEST_CASE("downset_dp refuses DAGs with too many downsets", "[place]") {
   p.memory_per_device = bytes{1.0};
   CHECK_THROWS_WITH(downset_dp(p).run(), Catch::Contains("downsets"));
 }
+
+TEST_CASE("downset_dp with the bottleneck policy equals the oracle on random DAGs", "[place]") {
+  std::mt19937 rng(77);
+  for (int trial = 0; trial < 150; ++trial) {
+    const auto p = random_problem(rng, 6, false);
+    INFO("trial " << trial);
+    const plan a = downset_dp<cost_table, bottleneck_policy>(p).run();
+    const plan b = brute_force<cost_table, bottleneck_policy>(p).run();
+    REQUIRE(a.feasible == b.feasible);
+    if (a.feasible) CHECK(a.time_per_batch.value() == Approx(b.time_per_batch.value()).epsilon(1e-12));
+  }
+}

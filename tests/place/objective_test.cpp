@@ -39,20 +39,29 @@ placement_settings settings() {
 TEST_CASE("evaluate follows the documented formula", "[place]") {
   const auto t = three_nodes();
   auto s = settings();
-  // tp 2, pp 2, dp 2: m = 4. Stage 0 = {0}: t = 3 + 2 * 5 / 2 = 8 s; all-reduce 2 * 1/2 * 10 / 4 = 2.5 s;
-  // cost (4 + 1) * 8 + 2.5 = 42.5 s; memory 10 / 2 * 16 + 4 * min(2, 4) = 88 B.
-  // Stage 1 = {1, 2}: t = 9 + 6 = 15 s; all-reduce 50 / 4 = 12.5 s * 1/2 * 2 = 12.5; cost 75 + 12.5 = 87.5 s;
-  // memory 50 / 2 * 16 + 10 * 1 = 410 B.
+  // tp 2, pp 2, dp 2: m = 4. Stage 0 = {0}: t = 3 + 2 * 5 / 2 = 8 s; cost (4 + 1) * 8 = 40 s; all-reduce
+  // 2 * 1/2 * 10 / 4 = 2.5 s; memory 10 / 2 * 16 + 4 * min(2, 4) = 88 B.
+  // Stage 1 = {1, 2}: t = 9 + 6 = 15 s; cost 75 s; all-reduce 50 / 4 = 12.5 s; memory 50 / 2 * 16 + 10 = 410
+  // B. Time per batch = 75 + all-reduce of the largest stage's parameters (50 B) = 87.5 s.
   const plan p = evaluate(s, t, 2, {{0}, {1, 2}});
   CHECK(p.feasible);
   CHECK(p.devices_used() == 8);
   CHECK(p.microbatches_per_replica == 4);
-  CHECK(p.stages[0].cost.value() == Approx(42.5));
+  CHECK(p.stages[0].cost.value() == Approx(40.0));
+  CHECK(p.stages[0].allreduce.value() == Approx(2.5));
   CHECK(p.stages[0].memory.value() == Approx(88.0));
-  CHECK(p.stages[1].cost.value() == Approx(87.5));
+  CHECK(p.stages[1].cost.value() == Approx(75.0));
+  CHECK(p.stages[1].allreduce.value() == Approx(12.5));
   CHECK(p.stages[1].memory.value() == Approx(410.0));
   CHECK(p.time_per_batch.value() == Approx(87.5));
   CHECK(p.peak_memory.value() == Approx(410.0));
+  // When the slowest stage is not the one with the most parameters the policies differ: with 100 B on node 0
+  // the default adds stage 0's all-reduce (25 s) to stage 1's 75 s; the bottleneck policy takes
+  // max(40 + 25, 75 + 12.5).
+  auto heavy = t;
+  heavy.nodes[0].parameters = bytes{100.0};
+  CHECK(evaluate(s, heavy, 2, {{0}, {1, 2}}).time_per_batch.value() == Approx(100.0));
+  CHECK(evaluate<bottleneck_policy>(s, heavy, 2, {{0}, {1, 2}}).time_per_batch.value() == Approx(87.5));
   // Recomputation adds its time; GPipe keeps all m microbatches: stage 0 memory 80 + 4 * 4.
   s.recompute = true;
   s.schedule = pipeline_schedule::gpipe;

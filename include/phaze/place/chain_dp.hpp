@@ -57,16 +57,27 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
           const stage_load average{pre.work.back() / p, 0.0, pre.params.back() / p, 0.0};
           const double lower =
               std::max(Policy::stage_cost_s(s, average, pp, dp, m), pre.heaviest_node_cost(s, pp, dp, m));
-          if (lower >= best) return;
+          const double least_parameters = std::max(pre.params.back() / p, pre.heaviest_parameters);
+          if (Policy::batch_time_s(s, lower, least_parameters, dp) >= best) return;
           const stage_load average_params{0.0, 0.0, pre.params.back() / p, 0.0};
           if (Policy::stage_memory(s, average_params, pp - 1, pp, m) > s.memory_per_device.value()) return;
-          const double value = solve<false>(s, pre, pp, dp, best, work);
-          if (value < best) {
-            best = value;
-            best_table = ti;
-            best_dp = dp;
-            best_cuts = work.cuts;
-          }
+          detail::place::minimize_batch_time<Policy>(
+              s, dp, best, pre.caps, least_parameters,
+              [&](double cost_cap, double parameter_cap) {
+                const double cost = solve<false>(s, pre, pp, dp, cost_cap, parameter_cap, work);
+                double largest = 0.0;
+                if (cost < cost_cap) {
+                  for (std::size_t k = 0; k + 1 < work.cuts.size(); ++k) {
+                    largest = std::max(largest, pre.params[work.cuts[k + 1]] - pre.params[work.cuts[k]]);
+                  }
+                }
+                return std::pair<double, double>{cost < cost_cap ? cost : detail::place::infinity, largest};
+              },
+              [&] {
+                best_table = ti;
+                best_dp = dp;
+                best_cuts = work.cuts;
+              });
         });
     if (configs == 0) detail::place::no_configuration(s, this->fixed_);
     if (best < detail::place::infinity) {
@@ -85,7 +96,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
       const std::int64_t m = s.microbatches / dp;
       const stage_load average_params{0.0, 0.0, prefixes[ti].params.back() / static_cast<double>(pp), 0.0};
       if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= need) return;
-      need = std::min(need, solve<true>(s, prefixes[ti], pp, dp, need, work));
+      need = std::min(need, solve<true>(s, prefixes[ti], pp, dp, need, detail::place::infinity, work));
     });
     return detail::place::infeasible_plan(s, need);
   }
@@ -97,7 +108,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     std::vector<double> params{0.0};
     std::vector<double> activations{0.0};
     std::vector<double> boundary{0.0};
-    std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
+    std::vector<stage_load> single;    ///< each node's own load, without boundary: a lower bound
+    double heaviest_parameters = 0.0;  ///< of one node
+    std::vector<double> caps;          ///< every range's parameter bytes, ascending, distinct
 
     [[nodiscard]] double heaviest_node_cost(const placement_settings& s, int pp, int dp,
                                             std::int64_t m) const {
@@ -128,16 +141,25 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
       // No boundary: a stage holding v may end past v's outgoing edge, so only work and parameters bound it.
       pre.single.push_back({pre.work[v + 1] - pre.work[v], 0.0, pre.params[v + 1] - pre.params[v],
                             pre.activations[v + 1] - pre.activations[v]});
+      pre.heaviest_parameters = std::max(pre.heaviest_parameters, pre.params[v + 1] - pre.params[v]);
+    }
+    if constexpr (Policy::allreduce_of_largest_stage) {
+      for (std::size_t i = 1; i <= n; ++i) {
+        for (std::size_t j = 0; j < i; ++j) pre.caps.push_back(pre.params[i] - pre.params[j]);
+      }
+      std::sort(pre.caps.begin(), pre.caps.end());
+      pre.caps.erase(std::unique(pre.caps.begin(), pre.caps.end()), pre.caps.end());
     }
     return pre;
   }
 
-  /// min over partitions into pp stages of the largest stage cost (Memory = false; stages must fit) or of
-  /// the largest stage memory (Memory = true), counting only values below `cap`; infinity when none.
+  /// min over partitions into pp stages whose stages hold at most `parameter_cap` parameter bytes of the
+  /// largest stage cost (Memory = false; stages must fit) or of the largest stage memory (Memory = true),
+  /// counting only values below `cap`; infinity when none.
   /// Leaves the partition in work.cuts.
   template <bool Memory>
   static double solve(const placement_settings& s, const prefix& pre, int pp, int dp, double cap,
-                      scratch& work) {
+                      double parameter_cap, scratch& work) {
     const std::size_t n = pre.work.size() - 1;
     const auto stages = static_cast<std::size_t>(pp);
     const std::int64_t m = s.microbatches / dp;
@@ -156,6 +178,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
         for (std::size_t j = i; j-- > k - 1;) {
           const stage_load l{pre.work[i] - pre.work[j], pre.boundary[i], pre.params[i] - pre.params[j],
                              pre.activations[i] - pre.activations[j]};
+          if (l.parameter_bytes > parameter_cap) break;  // a longer stage holds more
           const double memory = Policy::stage_memory(s, l, stage, pp, m);
           double c = memory;
           if constexpr (!Memory) {

@@ -55,17 +55,27 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
           const double p = static_cast<double>(pp);
           const stage_load average{lat.total.work_s / p, 0.0, lat.total.parameter_bytes / p, 0.0};
           double lower = Policy::stage_cost_s(s, average, pp, dp, m);
-          for (const auto& l : lat.single) lower = std::max(lower, Policy::stage_cost_s(s, l, pp, dp, m));
-          if (lower >= best) return;
+          double heaviest_parameters = 0.0;
+          for (const auto& l : lat.single) {
+            lower = std::max(lower, Policy::stage_cost_s(s, l, pp, dp, m));
+            heaviest_parameters = std::max(heaviest_parameters, l.parameter_bytes);
+          }
+          const double least_parameters = std::max(lat.total.parameter_bytes / p, heaviest_parameters);
+          if (Policy::batch_time_s(s, lower, least_parameters, dp) >= best) return;
           const stage_load average_params{0.0, 0.0, lat.total.parameter_bytes / p, 0.0};
           if (Policy::stage_memory(s, average_params, pp - 1, pp, m) > s.memory_per_device.value()) return;
-          const double value = solve<false>(s, lat, pp, dp, best, work);
-          if (value < best) {
-            best = value;
-            best_table = ti;
-            best_dp = dp;
-            best_chain = work.chain;
-          }
+          detail::place::minimize_batch_time<Policy>(
+              s, dp, best, lat.caps, least_parameters,
+              [&](double cost_cap, double parameter_cap) {
+                const double cost = solve<false>(s, lat, pp, dp, cost_cap, parameter_cap, work);
+                return std::pair<double, double>{cost < cost_cap ? cost : detail::place::infinity,
+                                                 cost < cost_cap ? work.largest_parameters : 0.0};
+              },
+              [&] {
+                best_table = ti;
+                best_dp = dp;
+                best_chain = work.chain;
+              });
         });
     if (configs == 0) detail::place::no_configuration(s, this->fixed_);
     if (best < detail::place::infinity) {
@@ -89,7 +99,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
       const stage_load average_params{0.0, 0.0, lattices[ti].total.parameter_bytes / static_cast<double>(pp),
                                       0.0};
       if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= need) return;
-      need = std::min(need, solve<true>(s, lattices[ti], pp, dp, need, work));
+      need = std::min(need, solve<true>(s, lattices[ti], pp, dp, need, detail::place::infinity, work));
     });
     return detail::place::infeasible_plan(s, need);
   }
@@ -113,12 +123,14 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
     std::vector<std::vector<stage_candidate>> ending_at;
     stage_load total;
     std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
+    std::vector<double> caps;        ///< every candidate stage's parameter bytes, ascending, distinct
   };
 
   struct scratch {
     std::vector<double> previous, current;
     std::vector<std::size_t> argument;
-    std::vector<std::size_t> chain;  ///< downset indices of the last solution, empty set first
+    std::vector<std::size_t> chain;   ///< downset indices of the last solution, empty set first
+    double largest_parameters = 0.0;  ///< of the last solution's stages
   };
 
   static lattice make_lattice(const placement_settings& s, const Table& t) {
@@ -201,16 +213,20 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
           }
         }
         lat.ending_at[b].push_back({a, l});
+        if constexpr (Policy::allreduce_of_largest_stage) lat.caps.push_back(l.parameter_bytes);
       }
     }
+    std::sort(lat.caps.begin(), lat.caps.end());
+    lat.caps.erase(std::unique(lat.caps.begin(), lat.caps.end()), lat.caps.end());
     return lat;
   }
 
-  /// As chain_dp's: min over chains of pp downsets of the largest stage cost (stages must fit) or memory,
-  /// counting only values below `cap`. Leaves the chain of downsets in work.chain.
+  /// As chain_dp's: min over chains of pp downsets, whose stages hold at most `parameter_cap` parameter
+  /// bytes, of the largest stage cost (stages must fit) or memory, counting only values below `cap`. Leaves
+  /// the chain of downsets in work.chain.
   template <bool Memory>
   static double solve(const placement_settings& s, const lattice& lat, int pp, int dp, double cap,
-                      scratch& work) {
+                      double parameter_cap, scratch& work) {
     const std::size_t count = lat.sets.size();
     const auto stages = static_cast<std::size_t>(pp);
     const std::int64_t m = s.microbatches / dp;
@@ -228,7 +244,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
         double value = cap;
         std::size_t from = none;
         for (const stage_candidate& c : lat.ending_at[b]) {
-          if (work.previous[c.lower] >= value) continue;
+          if (work.previous[c.lower] >= value || c.load.parameter_bytes > parameter_cap) continue;
           const double memory = Policy::stage_memory(s, c.load, stage, pp, m);
           double cost = memory;
           if constexpr (!Memory) {
@@ -257,6 +273,14 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
         d = work.argument[k * count + d];
       }
       work.chain[0] = d;
+      work.largest_parameters = 0.0;
+      for (std::size_t k = 1; k <= stages; ++k) {
+        for (const stage_candidate& c : lat.ending_at[work.chain[k]]) {
+          if (c.lower == work.chain[k - 1]) {
+            work.largest_parameters = std::max(work.largest_parameters, c.load.parameter_bytes);
+          }
+        }
+      }
     }
     return result;
   }

@@ -27,11 +27,17 @@ struct stage_load {
 };
 
 /// The default objective (docs/layer-table.md): a 1F1B or GPipe pipeline with fill and drain, boundary sends
-/// over the p2p link, and a ring all-reduce of each stage's gradients over the data-parallel replicas.
-/// Stage i's cost is (m + p - 1) * t_i + allreduce_i; the time per batch is the largest stage cost.
-/// A policy's stage cost and memory must not decrease when a stage gains nodes (the DPs prune on it) and
-/// must be linear in the load (their lower bounds average loads over stages).
+/// over the p2p link, and a ring all-reduce of the gradients over the data-parallel replicas after the drain:
+/// time per batch = (m + p - 1) * max_i t_i + allreduce(max_i params_i).
+/// A policy says how a stage's cost (`stage_cost_s`, combined over stages by max) and the largest stage's
+/// parameters make the time per batch (`batch_time_s`); `allreduce_of_largest_stage` tells the DPs whether
+/// the second matters (then they also enumerate caps on stage parameters). Stage cost and memory must not
+/// decrease when a stage gains nodes (the DPs prune on it) and must be linear in the load (their lower bounds
+/// average loads over stages).
 struct pipeline_policy {
+  /// Whether the time per batch adds the all-reduce of the largest stage's parameters to the largest cost.
+  static constexpr bool allreduce_of_largest_stage = true;
+
   /// Microbatches whose activations stage `stage` (0-based) of `stages` holds at once.
   static std::int64_t microbatches_in_flight(const placement_settings& s, int stage, int stages,
                                              std::int64_t m) {
@@ -54,10 +60,15 @@ struct pipeline_policy {
     return 2.0 * static_cast<double>(dp - 1) / static_cast<double>(dp) * parameter_bytes /
            s.dp_bandwidth.value();
   }
-  /// (m + p - 1) * stage time + the stage's all-reduce.
-  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int dp,
+  /// (m + p - 1) * stage time: the pipeline with fill and drain if every stage were this one.
+  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int /*dp*/,
                              std::int64_t m) {
-    return static_cast<double>(m + stages - 1) * stage_time_s(s, l) + allreduce_s(s, l.parameter_bytes, dp);
+    return static_cast<double>(m + stages - 1) * stage_time_s(s, l);
+  }
+  /// The largest stage cost plus the all-reduce of the largest stage's gradients.
+  static double batch_time_s(const placement_settings& s, double largest_stage_cost,
+                             double largest_stage_parameters, int dp) {
+    return largest_stage_cost + allreduce_s(s, largest_stage_parameters, dp);
   }
   /// Weights, gradients and optimizer state of the stage's parameters plus the activations in flight.
   static double stage_memory(const placement_settings& s, const stage_load& l, int stage, int stages,
@@ -67,12 +78,26 @@ struct pipeline_policy {
   }
 };
 
+/// A variant that decomposes over stages: stage i costs (m + p - 1) * t_i + allreduce_i (each stage's
+/// all-reduce follows its own work) and the time per batch is the largest stage cost. Never above
+/// pipeline_policy's time; equal when the slowest stage also holds the most parameters.
+struct bottleneck_policy : pipeline_policy {
+  static constexpr bool allreduce_of_largest_stage = false;
+  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int dp,
+                             std::int64_t m) {
+    return static_cast<double>(m + stages - 1) * stage_time_s(s, l) + allreduce_s(s, l.parameter_bytes, dp);
+  }
+  static double batch_time_s(const placement_settings&, double largest_stage_cost, double, int) {
+    return largest_stage_cost;
+  }
+};
+
 /// One stage of a plan.
 struct plan_stage {
   std::vector<std::size_t> nodes;  ///< table node indices, ascending
   seconds time{};                  ///< one microbatch: compute + boundary sends
   seconds allreduce{};             ///< data-parallel gradient all-reduce
-  seconds cost{};                  ///< (m + p - 1) * time + allreduce
+  seconds cost{};                  ///< the policy's stage cost: (m + p - 1) * time by default
   bytes memory{};                  ///< per device
   bytes parameters{};              ///< per rank
   std::int64_t microbatches_in_flight = 0;
@@ -157,6 +182,7 @@ plan evaluate(const placement_settings& s, const Table& t, int dp,
   out.microbatches_per_replica = s.microbatches / dp;
   out.memory_per_device = s.memory_per_device;
   double worst = 0.0;
+  double largest = 0.0;
   double peak = 0.0;
   for (int k = 0; k < pp; ++k) {
     auto nodes = stages[static_cast<std::size_t>(k)];
@@ -171,10 +197,11 @@ plan evaluate(const placement_settings& s, const Table& t, int dp,
     st.parameters = bytes{l.parameter_bytes};
     st.microbatches_in_flight = Policy::microbatches_in_flight(s, k, pp, out.microbatches_per_replica);
     worst = std::max(worst, st.cost.value());
+    largest = std::max(largest, l.parameter_bytes);
     peak = std::max(peak, st.memory.value());
     out.stages.push_back(std::move(st));
   }
-  out.time_per_batch = seconds{worst};
+  out.time_per_batch = seconds{Policy::batch_time_s(s, worst, largest, dp)};
   out.peak_memory = bytes{peak};
   out.smallest_memory_need = out.peak_memory;
   out.feasible = peak <= s.memory_per_device.value();
@@ -251,6 +278,39 @@ std::size_t for_each_config(const placement_settings& s, const std::vector<Table
     }
   }
   return visited;
+}
+
+/// Minimizes Policy::batch_time_s over the partitions of one (tp, pp, dp), lowering `best` and calling
+/// record() whenever it does. solve(cost_cap, parameter_cap) returns {largest stage cost, largest stage
+/// parameters} of a partition minimizing the largest stage cost among those whose stages fit and hold at most
+/// parameter_cap parameter bytes (cost infinity when none is below cost_cap). When the policy adds the
+/// largest stage's all-reduce, the caps (every stage's possible parameter bytes, ascending, distinct) are
+/// tried from `least_parameters` up: exact, since the best plan's largest stage holds one of them.
+/// batch_time_s must be the largest cost plus a term that grows with the parameters.
+template <class Policy, class Solve, class Record>
+void minimize_batch_time(const placement_settings& s, int dp, double& best, const std::vector<double>& caps,
+                         double least_parameters, Solve&& solve, Record&& record) {
+  const auto [free_cost, free_parameters] = solve(best, infinity);
+  if (!(free_cost < best)) return;
+  if (const double v = Policy::batch_time_s(s, free_cost, free_parameters, dp); v < best) {
+    best = v;
+    record();
+  }
+  if constexpr (Policy::allreduce_of_largest_stage) {
+    const double least_extra = Policy::batch_time_s(s, 0.0, least_parameters, dp);
+    for (auto it = std::lower_bound(caps.begin(), caps.end(), least_parameters);
+         it != caps.end() && *it < free_parameters; ++it) {
+      // Capping the parameters never lowers the largest cost below free_cost.
+      if (Policy::batch_time_s(s, free_cost, *it, dp) >= best) break;
+      const auto [cost, parameters] = solve(best - least_extra, *it);
+      if (!(cost < infinity)) continue;
+      if (const double v = Policy::batch_time_s(s, cost, parameters, dp); v < best) {
+        best = v;
+        record();
+      }
+      if (cost <= free_cost) break;  // larger caps keep this cost and only add parameters
+    }
+  }
 }
 
 [[noreturn]] inline void no_configuration(const placement_settings& s, const fixed_choices& f) {
