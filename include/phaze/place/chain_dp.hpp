@@ -17,10 +17,11 @@ namespace phaze::place {
 
 /// Exact placement on a chain: for every admissible (tp, pp, dp), a DP over prefixes finds the partition into
 /// pp consecutive stages that minimizes the largest stage cost subject to each stage's memory (the stage
-/// index matters: 1F1B's in-flight microbatches). O(L^2 pp) per (tp, pp, dp) in the worst case; in practice
-/// far less, because a stage stops growing as soon as its cost reaches the best value known for its prefix or
-/// its memory exceeds the capacity, and a (tp, pp, dp) whose lower bound cannot beat the incumbent is
-/// skipped.
+/// index matters: 1F1B's in-flight microbatches), again under caps on a stage's parameter bytes while the
+/// all-reduce of the largest stage can pay off (detail::place::minimize_batch_time). O(L^2 pp) per (tp, pp,
+/// dp) in the worst case; in practice far less, because a stage stops growing as soon as its cost reaches the
+/// best value known for its prefix or its memory exceeds the capacity, and a (tp, pp, dp) whose lower bound
+/// cannot beat the incumbent is skipped.
 ///
 ///     auto best = chain_dp(problem).devices(1024).memory(32_GiB).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>

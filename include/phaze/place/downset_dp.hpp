@@ -24,8 +24,9 @@ inline constexpr std::size_t downset_dp_max_stages = std::size_t{1} << 22;
 /// Exact placement on a layer DAG. A downset is a node set closed under predecessors; a pipeline of pp
 /// stages is a chain of downsets from the empty set to all nodes, and stage k is the difference of the k-th
 /// and (k-1)-th downsets (contiguous: no edge leaves it and comes back). For every admissible (tp, pp, dp) a
-/// DP over (stages so far, downset) minimizes the largest stage cost subject to each stage's memory. On a
-/// chain the downsets are the prefixes, so it finds what chain_dp finds, more slowly.
+/// DP over (stages so far, downset) minimizes the largest stage cost subject to each stage's memory (again
+/// under caps on a stage's parameter bytes, as chain_dp). On a chain the downsets are the prefixes, so it
+/// finds what chain_dp finds, more slowly.
 ///
 ///     auto best = downset_dp(problem).devices(64).memory(80_GiB).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>
