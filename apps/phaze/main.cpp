@@ -28,6 +28,7 @@ constexpr std::array command_table{
     &phaze::cli::add_describe_command,
     &phaze::cli::add_devices_command,
     &phaze::cli::add_schedule_command,
+    &phaze::cli::add_estimate_command,
 };
 
 constexpr int usage_exit = static_cast<int>(phaze::exit_code::bad_input);

@@ -56,16 +56,18 @@ setup table5_setup(const table5_run& r, bool seq_sel) {
   return s;
 }
 
-}  // namespace
+struct comparison {
+  double mae = 0.0;
+  double max = 0.0;
+};
 
-TEST_CASE("Korthikanti et al. 2022 Table 5: computed vs measured time per iteration on A100-80GB",
-          "[place][step_time]") {
-  const auto d = *hw::find_preset("a100-80gb");
+// Computes the eight runs on `d`, prints computed vs measured, and returns the mean and maximum absolute
+// relative errors.
+comparison compare_table5(const hw::device& d, const char* title) {
   sched::schedule_cache cache;
-  double sum = 0.0;
-  double worst = 0.0;
+  comparison c;
   int n = 0;
-  std::printf("%-14s %-8s %10s %10s %8s\n", "model", "mode", "computed", "measured", "error");
+  std::printf("%s\n%-14s %-8s %10s %10s %8s\n", title, "model", "mode", "computed", "measured", "error");
   for (const auto& r : table5) {
     for (const bool seq_sel : {false, true}) {
       const auto s = table5_setup(r, seq_sel);
@@ -75,13 +77,87 @@ TEST_CASE("Korthikanti et al. 2022 Table 5: computed vs measured time per iterat
       const double error = (e.time_per_batch.value() - measured) / measured;
       std::printf("%-14s %-8s %10.2f %10.2f %+7.2f%%\n", r.model.data(), seq_sel ? "seq+sel" : "full",
                   e.time_per_batch.value(), measured, 100.0 * error);
-      sum += std::abs(error);
-      worst = std::max(worst, std::abs(error));
+      c.mae += std::abs(error);
+      c.max = std::max(c.max, std::abs(error));
       ++n;
     }
   }
-  const double mae = sum / n;
-  std::printf("mean absolute error %.2f%%, max %.2f%%\n", 100.0 * mae, 100.0 * worst);
-  CHECK(mae <= 1.0);
-  CHECK(worst <= 1.0);
+  c.mae /= n;
+  std::printf("mean absolute error %.2f%%, max %.2f%%\n\n", 100.0 * c.mae, 100.0 * c.max);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Korthikanti et al. 2022 Table 5: computed vs measured time per iteration on A100-80GB",
+          "[place][step_time]") {
+  // The a100-80gb preset as it stands (datasheet peaks, GEMM efficiency 0.80 with k_half 64): every run
+  // within 12%, mean within 5.5% (measured 5.02% / 11.42% when written).
+  const auto preset = *hw::find_preset("a100-80gb");
+  const auto datasheet = compare_table5(preset, "a100-80gb preset");
+  CHECK(datasheet.mae <= 0.055);
+  CHECK(datasheet.max <= 0.12);
+
+  // The same device with the GEMM efficiency fitted to these eight runs (a grid search over max_fraction
+  // and k_half minimizing MAE + max / 4; docs/step-time.md). Fitted and tested on the same data: this shows
+  // what two parameters can absorb, not how well the model predicts unseen runs.
+  auto fitted = preset;
+  fitted.sheet.gemm.max_fraction = 0.88;
+  fitted.sheet.gemm.k_half = 640.0;
+  const auto calibrated = compare_table5(fitted, "a100-80gb, GEMM efficiency fitted (0.88, k_half 640)");
+  CHECK(calibrated.mae <= 0.015);
+  CHECK(calibrated.max <= 0.035);
+}
+
+TEST_CASE("the parts of an iteration add up and follow the pipeline formulas", "[place][step_time]") {
+  const auto d = *hw::find_preset("a100-80gb");
+  sched::schedule_cache cache;
+  const auto m = model::with_sequence(zoo::get("gpt3-175b"), 2048);
+  train::training_knobs k;
+  k.global_batch = 64;
+  k.microbatch = 1;
+  k.recompute = model::recompute::selective;
+  k.sequence_parallel = true;
+  const train::parallelism p{8, 8, 2};
+  const auto e = place::estimate_step(m, d, p, k, cache);
+  const auto& b = e.breakdown;
+  CHECK(e.time_per_batch.value() == Approx(b.total().value()).epsilon(1e-12));
+  CHECK(e.microbatches == 32);
+  // 1F1B: bubble = (p - 1) t_max (Narayanan et al. SC'21, section 2.2.1).
+  double t_max = 0.0;
+  for (const auto& s : e.stages) t_max = std::max(t_max, s.per_microbatch().value());
+  CHECK(b.bubble.value() == Approx(7.0 * t_max).epsilon(1e-12));
+  CHECK((b.compute + b.recompute + b.tp_comm + b.pp_comm).value() == Approx(32.0 * t_max).epsilon(1e-12));
+  CHECK(b.dp_comm.value() > 0.0);
+  CHECK(e.samples_per_s == Approx(64.0 / e.time_per_batch.value()));
+  CHECK(e.tokens_per_s == Approx(64.0 * 2048.0 / e.time_per_batch.value()));
+  CHECK(e.mfu > 0.0);
+  CHECK(e.mfu < 1.0);
+  CHECK(e.stages.size() == 8);
+  CHECK(e.stages.front().devices == 16);
+
+  // Interleaving with v chunks divides the bubble by v and sends v times as often.
+  auto ki = k;
+  ki.schedule = train::pipeline_schedule::interleaved;
+  ki.virtual_stages = 3;
+  const auto ei = place::estimate_step(m, d, p, ki, cache);
+  CHECK(ei.breakdown.bubble.value() < b.bubble.value() / 2.5);
+  CHECK(ei.breakdown.pp_comm.value() == Approx(3.0 * b.pp_comm.value()).epsilon(1e-12));
+
+  // GPipe has the 1F1B bubble but keeps every microbatch's activations.
+  auto kg = k;
+  kg.schedule = train::pipeline_schedule::gpipe;
+  const auto eg = place::estimate_step(m, d, p, kg, cache);
+  CHECK(eg.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-12));
+  CHECK(eg.peak_memory > e.peak_memory);
+  CHECK_FALSE(eg.fits);
+
+  // One replica has no gradient all-reduce; full recomputation costs more than selective.
+  const auto e1 = place::estimate_step(m, d, {8, 8, 1}, k, cache);
+  CHECK(e1.breakdown.dp_comm.value() == 0.0);
+  auto kf = k;
+  kf.recompute = model::recompute::full;
+  const auto ef = place::estimate_step(m, d, p, kf, cache);
+  CHECK(ef.breakdown.recompute > b.recompute);
+  CHECK(ef.time_per_batch > e.time_per_batch);
 }

@@ -1,0 +1,125 @@
+// `phaze estimate MODEL --device DEV --devices N [--devices-per-node G] --tp T --pp P [--dp D] [--vp V]
+// --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
+// [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
+// [--precision bf16|fp16|fp32] [--solver ilp|list] [--format table|json]`: the time, throughput, MFU and
+// memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "phaze/core/error.hpp"
+#include "phaze/io/device_source.hpp"
+#include "phaze/io/estimate_report.hpp"
+#include "phaze/io/model_source.hpp"
+#include "phaze/io/table.hpp"
+#include "phaze/place/step_time.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::cli {
+
+namespace {
+struct estimate_options {
+  std::string model;
+  std::string device;
+  int devices = 0;
+  int devices_per_node = 0;  // 0: the device's own
+  int tp = 1;
+  int pp = 1;
+  int dp = 0;  // 0: devices / (tp * pp)
+  int vp = 1;
+  std::int64_t global_batch = 1;
+  std::int64_t microbatch = 1;
+  std::int64_t sequence = 0;
+  std::int64_t vocab = 0;
+  std::string recompute = "none";
+  std::string schedule = "1f1b";
+  bool sequence_parallel = false;
+  std::string optimizer = "adam";
+  bool distributed_optimizer = false;
+  std::string precision = "bf16";
+  std::string solver = "list";
+  std::string format = "table";
+};
+
+int run_estimate(const estimate_options& o) {
+  model::model m = io::load_model(o.model);
+  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
+  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  hw::device d = io::resolve_device(o.device).spec;
+  if (o.devices_per_node > 0) d.link.devices_per_node = o.devices_per_node;
+
+  train::parallelism p{o.tp, o.pp, o.dp};
+  if (p.dp == 0) p.dp = train::data_parallel_degree(o.devices, o.tp, o.pp);
+  train::training_knobs k;
+  k.global_batch = o.global_batch;
+  k.microbatch = o.microbatch;
+  k.precision = train::parse_precision(o.precision);
+  k.opt = train::parse_optimizer(o.optimizer);
+  k.recompute = train::parse_recompute(o.recompute);
+  k.schedule = train::parse_pipeline_schedule(o.schedule);
+  k.sequence_parallel = o.sequence_parallel && o.tp > 1;
+  k.distributed_optimizer = o.distributed_optimizer;
+  k.virtual_stages = o.vp;
+  train::validate(m, p, k, o.devices);
+
+  sched::schedule_cache cache;
+  const auto how = o.solver == "ilp" ? sched::solver::ilp : sched::solver::list;
+  const place::step_estimate e = place::estimate_step(m, d, p, k, cache, how);
+
+  if (parse_format(o.format) == output_format::json) {
+    print_json(io::estimate_json(m, d, p, k, e));
+  } else {
+    print_text(io::estimate_table(m, d, p, k, e));
+  }
+  if (!e.fits) {
+    throw infeasible_error(fmt::format(
+        "the plan does not fit: stage {} needs {} per device but {} holds {}; use more pipeline or tensor "
+        "parallelism, a smaller microbatch, recomputation or the distributed optimizer",
+        e.peak_stage, io::format_bytes(e.peak_memory), d.name.view(), io::format_bytes(d.hbm)));
+  }
+  return 0;
+}
+}  // namespace
+
+command add_estimate_command(CLI::App& root) {
+  auto o = std::make_shared<estimate_options>();
+  CLI::App* parser = root.add_subcommand(
+      "estimate", "Estimate time per batch, throughput, MFU and memory of one fully given training plan");
+  parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json")->required();
+  parser->add_option("--device", o->device, "a preset name or a device JSON file")->required();
+  parser->add_option("--devices", o->devices, "number of devices (tp * pp * dp)")->required();
+  parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
+      ->check(positive_integer);
+  parser->add_option("--tp", o->tp, "tensor-parallel width")->required();
+  parser->add_option("--pp", o->pp, "pipeline stages")->required();
+  parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))");
+  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")->default_str("1");
+  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->required();
+  parser->add_option("--microbatch", o->microbatch, "sequences per microbatch")->required();
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
+  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
+  parser->add_option("--recompute", o->recompute, "activation recomputation")
+      ->check(CLI::IsMember({"none", "selective", "full"}))
+      ->default_str("none");
+  parser->add_option("--schedule", o->schedule, "pipeline schedule")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
+      ->default_str("1f1b");
+  parser->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism");
+  parser->add_option("--optimizer", o->optimizer, "optimizer")
+      ->check(CLI::IsMember({"adam", "sgd"}))
+      ->default_str("adam");
+  parser->add_flag("--distributed-optimizer", o->distributed_optimizer,
+                   "shard optimizer state over data-parallel ranks (ZeRO-1)");
+  parser->add_option("--precision", o->precision, "training precision")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->default_str("bf16");
+  parser->add_option("--solver", o->solver, "layer schedules: list (fast) or ilp (optimal, slower)")
+      ->check(CLI::IsMember({"ilp", "list"}))
+      ->default_str("list");
+  add_format_option(*parser, o->format);
+  return {parser, [o] { return run_estimate(*o); }};
+}
+
+}  // namespace phaze::cli

@@ -1,0 +1,117 @@
+/// @file
+/// `phaze estimate`'s output: a step estimate as the JSON object of DESIGN.md section 9 and as a table.
+#pragma once
+
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "phaze/hw/device.hpp"
+#include "phaze/io/table.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/place/step_time.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::io {
+
+/// The estimate as one JSON object: time_per_batch_s, throughput_samples_per_s, tokens_per_s,
+/// model_flops_per_device_per_s, mfu, peak_memory_bytes, fits, plan{...}, breakdown{...}.
+inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::device& d,
+                                            const train::parallelism& p, const train::training_knobs& k,
+                                            const place::step_estimate& e) {
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& s : e.stages) {
+    stages.push_back({{"layers", s.layers},
+                      {"devices", s.devices},
+                      {"fwd_s", s.forward.value()},
+                      {"bwd_s", s.backward.value()},
+                      {"recompute_s", s.recompute.value()},
+                      {"memory_bytes", s.memory.value()}});
+  }
+  const auto& b = e.breakdown;
+  return {{"model", m.config.name.str()},
+          {"device", d.name.str()},
+          {"devices", p.devices()},
+          {"global_batch", k.global_batch},
+          {"sequence", train::sequence_of(m, k)},
+          {"time_per_batch_s", e.time_per_batch.value()},
+          {"throughput_samples_per_s", e.samples_per_s},
+          {"tokens_per_s", e.tokens_per_s},
+          {"model_flops_per_device_per_s", e.model_flops_per_device.value()},
+          {"mfu", e.mfu},
+          {"peak_memory_bytes", e.peak_memory.value()},
+          {"memory_capacity_bytes", d.hbm.value()},
+          {"fits", e.fits},
+          {"plan",
+           {{"tp", p.tp},
+            {"pp", p.pp},
+            {"dp", p.dp},
+            {"vp", k.virtual_stages},
+            {"microbatch", k.microbatch},
+            {"microbatches", e.microbatches},
+            {"recompute", std::string{model::to_string(k.recompute)}},
+            {"schedule", std::string{train::to_string(k.schedule)}},
+            {"sequence_parallel", k.sequence_parallel},
+            {"optimizer", std::string{train::to_string(k.opt)}},
+            {"distributed_optimizer", k.distributed_optimizer},
+            {"stages", stages}}},
+          {"breakdown",
+           {{"compute_s", b.compute.value()},
+            {"bubble_s", b.bubble.value()},
+            {"recompute_s", b.recompute.value()},
+            {"tp_comm_s", b.tp_comm.value()},
+            {"pp_comm_s", b.pp_comm.value()},
+            {"dp_comm_s", b.dp_comm.value()},
+            {"optimizer_s", b.optimizer.value()}}}};
+}
+
+/// The estimate for people: a summary, the time breakdown and the per-stage table.
+inline std::string estimate_table(const model::model& m, const hw::device& d, const train::parallelism& p,
+                                  const train::training_knobs& k, const place::step_estimate& e) {
+  std::string out = fmt::format(
+      "{} on {} x {}: tp {}, pp {}, dp {}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
+      "{}{}\n\n",
+      m.config.name.view(), p.devices(), d.name.view(), p.tp, p.pp, p.dp, k.virtual_stages, k.microbatch,
+      e.microbatches, model::to_string(k.recompute), train::to_string(k.schedule),
+      k.sequence_parallel ? ", sequence parallel" : "");
+  text_table summary{{}, {align::left, align::right}};
+  summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});
+  summary.add_row({"throughput", fmt::format("{:.4g} samples/s", e.samples_per_s)});
+  summary.add_row({"tokens", fmt::format("{:.4g} tokens/s", e.tokens_per_s)});
+  summary.add_row({"model FLOP/s per device", format_flops(flops{e.model_flops_per_device.value()}) + "/s"});
+  summary.add_row({"MFU", fmt::format("{:.1f}%", 100.0 * e.mfu)});
+  summary.add_row({"peak memory per device", fmt::format("{} of {} (stage {})", format_bytes(e.peak_memory),
+                                                         format_bytes(d.hbm), e.peak_stage)});
+  summary.add_row({"fits", e.fits ? "yes" : "no"});
+  out += summary.render() + "\n";
+
+  const auto& b = e.breakdown;
+  const double t = e.time_per_batch.value();
+  text_table parts{{"part", "seconds", "share"}, {align::left, align::right, align::right}};
+  auto part = [&](const char* name, seconds s) {
+    parts.add_row({name, fmt::format("{:.4g}", s.value()), fmt::format("{:.1f}%", 100.0 * s.value() / t)});
+  };
+  part("compute", b.compute);
+  part("bubble", b.bubble);
+  part("recompute", b.recompute);
+  part("tp comm", b.tp_comm);
+  part("pp comm", b.pp_comm);
+  part("dp comm", b.dp_comm);
+  part("optimizer", b.optimizer);
+  out += parts.render() + "\n";
+
+  text_table stages{
+      {"stage", "layers", "devices", "fwd s", "bwd s", "recompute s", "memory"},
+      {align::right, align::right, align::right, align::right, align::right, align::right, align::right}};
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    const auto& s = e.stages[i];
+    stages.add_row({std::to_string(i), std::to_string(s.layers), std::to_string(s.devices),
+                    fmt::format("{:.4g}", s.forward.value()), fmt::format("{:.4g}", s.backward.value()),
+                    fmt::format("{:.4g}", s.recompute.value()), format_bytes(s.memory)});
+  }
+  out += stages.render();
+  return out;
+}
+
+}  // namespace phaze::io

@@ -1,0 +1,99 @@
+// `phaze estimate`: the JSON of DESIGN.md section 9 with consistent numbers, and the exit codes for bad
+// input (2) and a plan that does not fit (3).
+#include "run_phaze.hpp"
+
+#include <string>
+
+using phaze::e2e::contains;
+using phaze::e2e::run_json;
+using phaze::e2e::run_phaze;
+
+namespace {
+const std::string gpt3_plan =
+    "estimate gpt3-175b --device a100-80gb --devices 128 --tp 8 --pp 8 --dp 2 --vp 3 --schedule interleaved "
+    "--global-batch 64 --microbatch 1 --recompute selective --sequence-parallel --seq 2048 --vocab 51200 "
+    "--precision fp16";
+}
+
+TEST_CASE("phaze estimate prints the documented JSON with consistent numbers", "[e2e][estimate]") {
+  const auto j = run_json(gpt3_plan);
+  for (const char* key :
+       {"time_per_batch_s", "throughput_samples_per_s", "tokens_per_s", "model_flops_per_device_per_s", "mfu",
+        "peak_memory_bytes", "fits", "plan", "breakdown"})
+    CHECK(j.contains(key));
+  const auto& plan = j["plan"];
+  CHECK(plan["tp"] == 8);
+  CHECK(plan["pp"] == 8);
+  CHECK(plan["dp"] == 2);
+  CHECK(plan["vp"] == 3);
+  CHECK(plan["microbatch"] == 1);
+  CHECK(plan["recompute"] == "selective");
+  CHECK(plan["schedule"] == "interleaved");
+  REQUIRE(plan["stages"].size() == 8);
+  for (const auto& s : plan["stages"]) {
+    for (const char* key : {"layers", "devices", "fwd_s", "bwd_s", "memory_bytes"}) CHECK(s.contains(key));
+    CHECK(s["devices"] == 16);
+    CHECK(s["fwd_s"].get<double>() > 0.0);
+    CHECK(s["bwd_s"].get<double>() > s["fwd_s"].get<double>());
+  }
+  const auto& b = j["breakdown"];
+  double sum = 0.0;
+  for (const char* key : {"compute_s", "bubble_s", "recompute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s"}) {
+    REQUIRE(b.contains(key));
+    CHECK(b[key].get<double>() >= 0.0);
+    sum += b[key].get<double>();
+  }
+  sum += b.value("optimizer_s", 0.0);
+  const double t = j["time_per_batch_s"].get<double>();
+  CHECK(sum == Approx(t).epsilon(1e-9));
+  CHECK(b["dp_comm_s"].get<double>() > 0.0);  // two replicas all-reduce their gradients
+  CHECK(j["throughput_samples_per_s"].get<double>() == Approx(64.0 / t).epsilon(1e-9));
+  CHECK(j["tokens_per_s"].get<double>() == Approx(64.0 * 2048.0 / t).epsilon(1e-9));
+  const double mfu = j["mfu"].get<double>();
+  CHECK(mfu > 0.0);
+  CHECK(mfu < 1.0);
+  CHECK(j["model_flops_per_device_per_s"].get<double>() == Approx(mfu * 312e12).epsilon(1e-9));
+  CHECK(j["fits"] == true);
+}
+
+TEST_CASE("phaze estimate prints a table for people", "[e2e][estimate]") {
+  const auto r = run_phaze(gpt3_plan);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "time per batch"));
+  CHECK(contains(r.out, "MFU"));
+  CHECK(contains(r.out, "bubble"));
+}
+
+TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate]") {
+  SECTION("tp 3 does not divide the devices or the heads") {
+    const auto r = run_phaze(
+        "estimate gpt3-175b --device a100-80gb --devices 8 --tp 3 --pp 1 --global-batch 8 --microbatch 1");
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "tp"));
+  }
+  SECTION("a batch not divisible by microbatch * dp") {
+    const auto r = run_phaze(
+        "estimate gpt3-175b --device a100-80gb --devices 16 --tp 8 --pp 1 --global-batch 7 --microbatch 2");
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "divisible by microbatch * dp"));
+  }
+  SECTION("zero devices") {
+    const auto r = run_phaze(
+        "estimate gpt3-175b --device a100-80gb --devices 0 --tp 1 --pp 1 --global-batch 8 --microbatch 1");
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "devices"));
+  }
+}
+
+TEST_CASE("phaze estimate still prints a plan that does not fit, then exits 3", "[e2e][estimate]") {
+  const auto r = run_phaze(
+      "estimate llama2-70b --device v100-16gb --devices 8 --tp 1 --pp 1 --global-batch 8 --microbatch 1 "
+      "--precision fp16 --format json");
+  CHECK(r.status == 3);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["fits"] == false);
+  CHECK(j["peak_memory_bytes"].get<double>() > 16e9);
+  CHECK(contains(r.err, "does not fit"));
+  CHECK(contains(r.err, "v100-16gb"));
+}
