@@ -23,6 +23,8 @@ namespace {
 using phaze::cli::command;
 
 /// Every command, in the order `phaze --help` lists them.
+// One command per line, so adding a command adds one line.
+// clang-format off
 constexpr std::array command_table{
     &phaze::cli::add_models_command,
     &phaze::cli::add_describe_command,
@@ -30,6 +32,7 @@ constexpr std::array command_table{
     &phaze::cli::add_schedule_command,
     &phaze::cli::add_estimate_command,
 };
+// clang-format on
 
 constexpr int usage_exit = static_cast<int>(phaze::exit_code::bad_input);
 
