@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <vector>
 
 using namespace phaze;
 
@@ -91,22 +92,73 @@ comparison compare_table5(const hw::device& d, const char* title) {
 
 TEST_CASE("Korthikanti et al. 2022 Table 5: computed vs measured time per iteration on A100-80GB",
           "[place][step_time]") {
-  // The a100-80gb preset as it stands (datasheet peaks, GEMM efficiency 0.80 with k_half 64): every run
-  // within 12%, mean within 5.5% (measured 5.02% / 11.42% when written).
+  // The a100-80gb preset, whose GEMM efficiency is calibrated on these runs (hw/presets.hpp): the issue's
+  // goal is a mean absolute error of at most 5% and a maximum of at most 10%; measured 1.26% / 2.45%.
   const auto preset = *hw::find_preset("a100-80gb");
-  const auto datasheet = compare_table5(preset, "a100-80gb preset");
-  CHECK(datasheet.mae <= 0.055);
-  CHECK(datasheet.max <= 0.12);
+  const auto calibrated = compare_table5(preset, "a100-80gb preset");
+  CHECK(calibrated.mae <= 0.02);
+  CHECK(calibrated.max <= 0.03);
 
-  // The same device with the GEMM efficiency fitted to these eight runs (a grid search over max_fraction
-  // and k_half minimizing MAE + max / 4; docs/step-time.md). Fitted and tested on the same data: this shows
-  // what two parameters can absorb, not how well the model predicts unseen runs.
-  auto fitted = preset;
-  fitted.sheet.gemm.max_fraction = 0.88;
-  fitted.sheet.gemm.k_half = 640.0;
-  const auto calibrated = compare_table5(fitted, "a100-80gb, GEMM efficiency fitted (0.88, k_half 640)");
-  CHECK(calibrated.mae <= 0.015);
-  CHECK(calibrated.max <= 0.035);
+  // Before calibration (the uncalibrated starting point 0.80 / k_half 64): 5.02% / 11.42% when written.
+  auto uncalibrated = preset;
+  uncalibrated.sheet.gemm.max_fraction = 0.80;
+  uncalibrated.sheet.gemm.k_half = 64.0;
+  const auto before = compare_table5(uncalibrated, "a100-80gb, GEMM efficiency 0.80, k_half 64");
+  CHECK(before.mae > calibrated.mae);
+}
+
+TEST_CASE("Table 5, leave one out: the calibration predicts runs it was not fitted on",
+          "[place][step_time]") {
+  // Fit (max_fraction, k_half) on seven runs by the preset's procedure (grid search minimizing mean + max / 4
+  // of the relative errors) and predict the eighth, for each run in turn. Measured: MAE 1.65%, max 3.26%.
+  std::vector<double> fractions;
+  std::vector<double> halves;
+  for (int i = 0; i <= 28; ++i) fractions.push_back(0.70 + 0.01 * i);
+  for (int i = 0; i <= 24; ++i) halves.push_back(64.0 * i);
+  std::vector<std::array<double, 8>> errors;  // per grid point, per run
+  const auto base = *hw::find_preset("a100-80gb");
+  for (double fraction : fractions) {
+    for (double half : halves) {
+      auto d = base;
+      d.sheet.gemm.max_fraction = fraction;
+      d.sheet.gemm.k_half = half;
+      sched::schedule_cache cache;
+      std::array<double, 8> e{};
+      std::size_t i = 0;
+      for (const auto& r : table5) {
+        for (const bool seq_sel : {false, true}) {
+          const auto s = table5_setup(r, seq_sel);
+          const double measured = seq_sel ? r.seq_sel_s : r.full_s;
+          e[i++] =
+              (place::estimate_step(s.m, d, s.par, s.k, cache).time_per_batch.value() - measured) / measured;
+        }
+      }
+      errors.push_back(e);
+    }
+  }
+  const auto score = [&](std::size_t g, std::size_t held_out) {
+    double sum = 0.0;
+    double worst = 0.0;
+    for (std::size_t k = 0; k < 8; ++k) {
+      if (k == held_out) continue;
+      sum += std::abs(errors[g][k]);
+      worst = std::max(worst, std::abs(errors[g][k]));
+    }
+    return sum / 7.0 + worst / 4.0;
+  };
+  double mae = 0.0;
+  double worst = 0.0;
+  for (std::size_t held_out = 0; held_out < 8; ++held_out) {
+    std::size_t best = 0;
+    for (std::size_t g = 1; g < errors.size(); ++g)
+      if (score(g, held_out) < score(best, held_out)) best = g;
+    const double e = std::abs(errors[best][held_out]);
+    mae += e / 8.0;
+    worst = std::max(worst, e);
+  }
+  std::printf("Table 5 leave-one-out: MAE %.2f%%, max %.2f%%\n", 100.0 * mae, 100.0 * worst);
+  CHECK(mae <= 0.05);  // the goal, out of sample
+  CHECK(worst <= 0.10);
 }
 
 TEST_CASE("the parts of an iteration add up and follow the pipeline formulas", "[place][step_time]") {
