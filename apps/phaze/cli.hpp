@@ -67,5 +67,6 @@ command add_describe_command(CLI::App& root);
 command add_devices_command(CLI::App& root);
 command add_schedule_command(CLI::App& root);
 command add_estimate_command(CLI::App& root);
+command add_plan_command(CLI::App& root);
 
 }  // namespace phaze::cli

@@ -31,6 +31,7 @@ constexpr std::array command_table{
     &phaze::cli::add_devices_command,
     &phaze::cli::add_schedule_command,
     &phaze::cli::add_estimate_command,
+    &phaze::cli::add_plan_command,
 };
 // clang-format on
 

@@ -1,0 +1,198 @@
+// `phaze plan MODEL --device DEV --devices N --global-batch B [--devices-per-node G] [--tp T] [--pp P] [--dp
+// D]
+// [--microbatch M] [--recompute none|selective|full] [--sequence-parallel|--no-sequence-parallel] [--seq S]
+// [--vocab V] [--schedule ...] [--vp V] [--optimizer ...] [--distributed-optimizer] [--precision ...]
+// [--top K] [--emit megatron] [--format table|json]`: the best Megatron-style plan for a model on a cluster
+// (DESIGN.md section 9); any of tp/pp/dp/microbatch/recompute/sequence parallelism given fixes that choice.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "phaze/core/error.hpp"
+#include "phaze/io/device_source.hpp"
+#include "phaze/io/estimate_report.hpp"
+#include "phaze/io/model_source.hpp"
+#include "phaze/io/table.hpp"
+#include "phaze/place/plan_search.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::cli {
+
+namespace {
+struct plan_options {
+  std::string model;
+  std::string device;
+  int devices = 0;
+  int devices_per_node = 0;
+  std::optional<int> tp, pp, dp;
+  std::optional<std::int64_t> microbatch;
+  std::optional<std::string> recompute;
+  bool sequence_parallel = false;
+  bool no_sequence_parallel = false;
+  int vp = 1;
+  std::int64_t global_batch = 0;
+  std::int64_t sequence = 0;
+  std::int64_t vocab = 0;
+  std::string schedule = "1f1b";
+  std::string optimizer = "adam";
+  bool distributed_optimizer = false;
+  std::string precision = "bf16";
+  int top = 1;
+  std::string emit;
+  std::string format = "table";
+};
+
+/// The Megatron-LM command-line arguments that run a plan (pretrain_gpt.py flag names).
+std::string megatron_arguments(const model::model& m, const place::ranked_plan& r) {
+  const auto& c = m.config;
+  const auto& k = r.knobs;
+  std::string out = fmt::format(
+      "--num-layers {} --hidden-size {} --num-attention-heads {} --ffn-hidden-size {} --seq-length {} "
+      "--max-position-embeddings {} --micro-batch-size {} --global-batch-size {} "
+      "--tensor-model-parallel-size {} --pipeline-model-parallel-size {}",
+      c.layers, c.hidden, c.heads, c.ffn, train::sequence_of(m, k), std::max(c.position_rows(), c.sequence),
+      k.microbatch, k.global_batch, r.parallel.tp, r.parallel.pp);
+  if (c.kv_heads_or_default() != c.heads) {
+    out += fmt::format(" --group-query-attention --num-query-groups {}", c.kv_heads_or_default());
+  }
+  if (k.sequence_parallel) out += " --sequence-parallel";
+  if (k.recompute == model::recompute::selective) out += " --recompute-activations";
+  if (k.recompute == model::recompute::full)
+    out += " --recompute-granularity full --recompute-method uniform";
+  if (k.schedule == train::pipeline_schedule::interleaved) {
+    out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
+                       c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
+  }
+  if (k.distributed_optimizer) out += " --use-distributed-optimizer";
+  if (k.precision == hw::precision::bf16) out += " --bf16";
+  if (k.precision == hw::precision::fp16) out += " --fp16";
+  if (k.opt == train::optimizer::sgd) out += " --optimizer sgd";
+  return out + "\n";
+}
+
+int run_plan(const plan_options& o) {
+  model::model m = io::load_model(o.model);
+  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
+  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  hw::device d = io::resolve_device(o.device).spec;
+  if (o.devices_per_node > 0) d.link.devices_per_node = o.devices_per_node;
+  if (o.sequence_parallel && o.no_sequence_parallel) {
+    throw input_error("give --sequence-parallel or --no-sequence-parallel, not both");
+  }
+
+  train::training_knobs base;
+  base.global_batch = o.global_batch;
+  base.sequence = o.sequence;
+  base.precision = train::parse_precision(o.precision);
+  base.opt = train::parse_optimizer(o.optimizer);
+  base.schedule = train::parse_pipeline_schedule(o.schedule);
+  base.virtual_stages = o.vp;
+  base.distributed_optimizer = o.distributed_optimizer;
+  place::plan_choices fixed;
+  fixed.tp = o.tp;
+  fixed.pp = o.pp;
+  fixed.dp = o.dp;
+  fixed.microbatch = o.microbatch;
+  if (o.recompute) fixed.recompute = train::parse_recompute(*o.recompute);
+  if (o.sequence_parallel) fixed.sequence_parallel = true;
+  if (o.no_sequence_parallel) fixed.sequence_parallel = false;
+
+  sched::schedule_cache cache;
+  const auto found = place::search_plans(m, d, o.devices, base, fixed, cache);
+  if (found.feasible.empty()) {
+    throw infeasible_error(
+        fmt::format("no plan fits: of {} plans evaluated, the leanest needs {} per device but {} holds {}; "
+                    "use more devices, "
+                    "a device with more memory, or allow recomputation and smaller microbatches",
+                    found.evaluated, io::format_bytes(found.smallest_infeasible_need), d.name.view(),
+                    io::format_bytes(d.hbm)));
+  }
+  const auto& best = found.feasible.front();
+  const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
+
+  if (o.emit == "megatron") {
+    print_text(megatron_arguments(m, best));
+    return 0;
+  }
+  if (parse_format(o.format) == output_format::json) {
+    auto j = io::estimate_json(m, d, best.parallel, best.knobs, best.estimate);
+    j["plans_evaluated"] = found.evaluated;
+    j["plans_feasible"] = found.feasible.size();
+    auto top = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < shown; ++i) {
+      const auto& r = found.feasible[i];
+      top.push_back(io::estimate_json(m, d, r.parallel, r.knobs, r.estimate));
+    }
+    j["top"] = top;
+    print_json(j);
+    return 0;
+  }
+  io::text_table t{{"#", "tp", "pp", "dp", "microbatch", "recompute", "seq. par.", "time/batch", "samples/s",
+                    "MFU", "peak memory"},
+                   {io::align::right, io::align::right, io::align::right, io::align::right, io::align::right,
+                    io::align::left, io::align::left, io::align::right, io::align::right, io::align::right,
+                    io::align::right}};
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& r = found.feasible[i];
+    t.add_row({std::to_string(i + 1), std::to_string(r.parallel.tp), std::to_string(r.parallel.pp),
+               std::to_string(r.parallel.dp), std::to_string(r.knobs.microbatch),
+               std::string{model::to_string(r.knobs.recompute)}, r.knobs.sequence_parallel ? "yes" : "no",
+               fmt::format("{:.4g} s", r.estimate.time_per_batch.value()),
+               fmt::format("{:.4g}", r.estimate.samples_per_s),
+               fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), io::format_bytes(r.estimate.peak_memory)});
+  }
+  print_text(fmt::format("{} on {} x {}: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(),
+                         o.devices, d.name.view(), found.evaluated, found.feasible.size(),
+                         shown == 1 ? "plan" : "plans"));
+  print_text(t.render() + "\n");
+  print_text(io::estimate_table(m, d, best.parallel, best.knobs, best.estimate));
+  return 0;
+}
+}  // namespace
+
+command add_plan_command(CLI::App& root) {
+  auto o = std::make_shared<plan_options>();
+  CLI::App* parser = root.add_subcommand(
+      "plan", "Find the best Megatron-style training plan for a model on a cluster of one device type");
+  parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json")->required();
+  parser->add_option("--device", o->device, "a preset name or a device JSON file")->required();
+  parser->add_option("--devices", o->devices, "number of devices")->required()->check(positive_integer);
+  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")
+      ->required()
+      ->check(positive_integer);
+  parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
+      ->check(positive_integer);
+  parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);
+  parser->add_option("--pp", o->pp, "fix the pipeline depth")->check(positive_integer);
+  parser->add_option("--dp", o->dp, "fix the data-parallel degree")->check(positive_integer);
+  parser->add_option("--microbatch", o->microbatch, "fix the microbatch size")->check(positive_integer);
+  parser->add_option("--recompute", o->recompute, "fix the recomputation mode")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  parser->add_flag("--sequence-parallel", o->sequence_parallel, "fix sequence parallelism on");
+  parser->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "fix sequence parallelism off");
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
+  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
+  parser->add_option("--schedule", o->schedule, "pipeline schedule")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
+      ->default_str("1f1b");
+  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")->default_str("1");
+  parser->add_option("--optimizer", o->optimizer, "optimizer")
+      ->check(CLI::IsMember({"adam", "sgd"}))
+      ->default_str("adam");
+  parser->add_flag("--distributed-optimizer", o->distributed_optimizer,
+                   "shard optimizer state over dp (ZeRO-1)");
+  parser->add_option("--precision", o->precision, "training precision")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->default_str("bf16");
+  parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");
+  parser->add_option("--emit", o->emit, "print the best plan as Megatron-LM arguments")
+      ->check(CLI::IsMember({"megatron"}));
+  add_format_option(*parser, o->format);
+  return {parser, [o] { return run_plan(*o); }};
+}
+
+}  // namespace phaze::cli

@@ -1,0 +1,60 @@
+// End-to-end tests of `phaze plan`: the best plan agrees with `phaze estimate` of the same plan, fixed
+// choices hold, plans are ranked, Megatron-LM arguments come out, and bad or impossible requests exit 2 / 3.
+#include <catch2/catch.hpp>
+
+#include "run_phaze.hpp"
+
+#include <string>
+
+using namespace phaze::e2e;
+
+TEST_CASE("phaze plan finds the best plan and ranks the others; estimate agrees", "[e2e][plan]") {
+  const auto j =
+      run_json("plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --top 4");
+  REQUIRE(j.at("top").size() == 4);
+  double previous = 0.0;
+  for (const auto& p : j.at("top")) {
+    CHECK(p.at("fits") == true);
+    CHECK(p.at("time_per_batch_s").get<double>() >= previous);
+    previous = p.at("time_per_batch_s").get<double>();
+  }
+  CHECK(j.at("time_per_batch_s") == j.at("top")[0].at("time_per_batch_s"));
+  CHECK(j.at("plans_feasible").get<int>() >= 4);
+  // The same plan through `phaze estimate` gives the same time.
+  const auto& plan = j.at("plan");
+  std::string args = "estimate gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200";
+  args += " --tp " + std::to_string(plan.at("tp").get<int>()) + " --pp " +
+          std::to_string(plan.at("pp").get<int>());
+  args += " --microbatch " + std::to_string(plan.at("microbatch").get<int>());
+  args += " --recompute " + plan.at("recompute").get<std::string>();
+  if (plan.at("sequence_parallel").get<bool>()) args += " --sequence-parallel";
+  const auto e = run_json(args);
+  CHECK(e.at("time_per_batch_s").get<double>() ==
+        Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
+}
+
+TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM arguments", "[e2e][plan]") {
+  const auto j = run_json(
+      "plan llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --recompute none --top 3");
+  for (const auto& p : j.at("top")) {
+    CHECK(p.at("plan").at("tp") == 4);
+    CHECK(p.at("plan").at("recompute") == "none");
+  }
+  const auto m =
+      run_phaze("plan llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --emit megatron");
+  CHECK(m.status == 0);
+  CHECK(contains(m.out, "--tensor-model-parallel-size 4"));
+  CHECK(contains(m.out, "--num-layers 32"));
+  CHECK(contains(m.out, "--global-batch-size 32"));
+}
+
+TEST_CASE("phaze plan: impossible requests exit 2, plans that cannot fit exit 3", "[e2e][plan]") {
+  const auto none_fit = run_phaze("plan llama2-70b --device v100-16gb --devices 2 --global-batch 8");
+  CHECK(none_fit.status == 3);
+  CHECK(contains(none_fit.err, "no plan fits"));
+  CHECK(contains(none_fit.err, "per device"));
+  const auto zero = run_phaze("plan gpt2 --device a100-80gb --devices 0 --global-batch 8");
+  CHECK(zero.status == 2);
+  const auto bad_tp = run_phaze("plan gpt2 --device a100-80gb --devices 8 --global-batch 8 --tp 5");
+  CHECK(bad_tp.status == 2);
+}

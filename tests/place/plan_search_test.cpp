@@ -1,0 +1,80 @@
+// The plan search: its best plan is at least as fast as every plan it was allowed to consider (checked by
+// evaluating fixed plans one by one), fixed choices are honoured, and when nothing fits it says how much
+// memory the leanest plan needs.
+#include <phaze/hw/presets.hpp>
+#include <phaze/model/zoo.hpp>
+#include <phaze/place/plan_search.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace phaze;
+
+namespace {
+train::training_knobs batch(std::int64_t global_batch) {
+  train::training_knobs k;
+  k.global_batch = global_batch;
+  return k;
+}
+}  // namespace
+
+TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[place][plan_search]") {
+  const auto m = zoo::get("llama2-7b");
+  const auto d = *hw::find_preset("a100-80gb");
+  sched::schedule_cache cache;
+  const auto found = place::search_plans(m, d, 16, batch(32), {}, cache);
+  REQUIRE_FALSE(found.feasible.empty());
+  const double best = found.feasible.front().estimate.time_per_batch.value();
+  int checked = 0;
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp : {1, 2, 4}) {
+      for (std::int64_t mb : {1, 2, 4}) {
+        for (auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
+          train::parallelism p{tp, pp, 16 / (tp * pp)};
+          auto k = batch(32);
+          k.microbatch = mb;
+          k.recompute = mode;
+          k.sequence_parallel = tp > 1;
+          try {
+            train::validate(m, p, k, 16);
+          } catch (const input_error&) {
+            continue;
+          }
+          const auto e = place::estimate_step(m, d, p, k, cache);
+          if (!e.fits) continue;
+          CHECK(best <= e.time_per_batch.value() * (1 + 1e-12));
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 10);
+  // Ranked best first.
+  for (std::size_t i = 1; i < found.feasible.size(); ++i)
+    CHECK(found.feasible[i - 1].estimate.time_per_batch <= found.feasible[i].estimate.time_per_batch);
+}
+
+TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest need",
+          "[place][plan_search]") {
+  const auto m = zoo::get("gpt3-175b");
+  const auto d = *hw::find_preset("a100-80gb");
+  sched::schedule_cache cache;
+  place::plan_choices fixed;
+  fixed.tp = 8;
+  fixed.recompute = model::recompute::full;
+  const auto found = place::search_plans(m, d, 64, batch(64), fixed, cache);
+  REQUIRE_FALSE(found.feasible.empty());
+  for (const auto& r : found.feasible) {
+    CHECK(r.parallel.tp == 8);
+    CHECK(r.knobs.recompute == model::recompute::full);
+  }
+  // Eight V100s cannot hold GPT-3's weights: nothing fits, and the leanest plan needs more than 16 GB.
+  const auto v100 = *hw::find_preset("v100-16gb");
+  const auto none = place::search_plans(m, v100, 8, batch(8), {}, cache);
+  CHECK(none.feasible.empty());
+  CHECK(none.evaluated > 0);
+  CHECK(none.smallest_infeasible_need > v100.hbm);
+  // No admissible plan at all is bad input.
+  place::plan_choices impossible;
+  impossible.tp = 3;
+  CHECK_THROWS_AS(place::search_plans(m, d, 64, batch(64), impossible, cache), input_error);
+}
