@@ -15,9 +15,14 @@
 #include "phaze/core/error.hpp"
 #include "phaze/io/device_source.hpp"
 #include "phaze/io/estimate_report.hpp"
+#include "phaze/io/layer_table_json.hpp"
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/table.hpp"
+#include "phaze/place/brute_force.hpp"
+#include "phaze/place/chain_dp.hpp"
+#include "phaze/place/downset_dp.hpp"
 #include "phaze/place/plan_search.hpp"
+#include "phaze/place/uniform.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace phaze::cli {
@@ -43,8 +48,61 @@ struct plan_options {
   std::string precision = "bf16";
   int top = 1;
   std::string emit;
+  std::string layer_table;
+  std::string placer = "chain";
   std::string format = "table";
 };
+
+/// `phaze plan --layer-table FILE [--placer ...]`: a placer on a layer cost table from any source
+/// (docs/layer-table.md); --devices, --tp, --pp and --dp override or fix the table's choices.
+int run_on_layer_table(const plan_options& o) {
+  auto problem = io::read_layer_table(o.layer_table);
+  if (o.devices > 0) problem.devices = o.devices;
+  auto configure = [&](auto placer) {
+    if (o.tp) placer.tp(*o.tp);
+    if (o.pp) placer.pp(*o.pp);
+    if (o.dp) placer.dp(*o.dp);
+    return placer.run();
+  };
+  place::plan best;
+  if (o.placer == "chain") {
+    best = configure(place::chain_dp(problem));
+  } else if (o.placer == "downset") {
+    best = configure(place::downset_dp(problem));
+  } else if (o.placer == "brute") {
+    best = configure(place::brute_force(problem));
+  } else {
+    if (!o.tp || !o.pp || !o.dp) throw input_error("the uniform placer needs --tp, --pp and --dp");
+    best = configure(place::uniform(problem));
+  }
+  if (!best.feasible) {
+    throw infeasible_error(
+        fmt::format("no plan fits: the leanest needs {} per device but the table allows {}",
+                    io::format_bytes(best.smallest_memory_need), io::format_bytes(best.memory_per_device)));
+  }
+  if (parse_format(o.format) == output_format::json) {
+    auto stages = nlohmann::ordered_json::array();
+    for (const auto& st : best.stages) {
+      stages.push_back({{"nodes", st.nodes},
+                        {"time_s", st.time.value()},
+                        {"memory_bytes", st.memory.value()},
+                        {"microbatches_in_flight", st.microbatches_in_flight}});
+    }
+    print_json(nlohmann::ordered_json{{"placer", o.placer},
+                                      {"time_per_batch_s", best.time_per_batch.value()},
+                                      {"peak_memory_bytes", best.peak_memory.value()},
+                                      {"fits", true},
+                                      {"plan",
+                                       {{"tp", best.tp},
+                                        {"pp", best.pp},
+                                        {"dp", best.dp},
+                                        {"microbatches_per_replica", best.microbatches_per_replica},
+                                        {"stages", stages}}}});
+  } else {
+    print_text(fmt::format("{} placer on {}:\n", o.placer, o.layer_table) + place::to_string(best));
+  }
+  return 0;
+}
 
 /// The Megatron-LM command-line arguments that run a plan (pretrain_gpt.py flag names).
 std::string megatron_arguments(const model::model& m, const place::ranked_plan& r) {
@@ -75,6 +133,14 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
 }
 
 int run_plan(const plan_options& o) {
+  if (!o.layer_table.empty()) return run_on_layer_table(o);
+  for (const auto& [value, name] :
+       {std::pair{o.model.empty(), "MODEL"}, std::pair{o.device.empty(), "--device"},
+        std::pair{o.devices == 0, "--devices"}, std::pair{o.global_batch == 0, "--global-batch"}}) {
+    if (value)
+      throw input_error(
+          fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
+  }
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
@@ -158,12 +224,19 @@ command add_plan_command(CLI::App& root) {
   auto o = std::make_shared<plan_options>();
   CLI::App* parser = root.add_subcommand(
       "plan", "Find the best Megatron-style training plan for a model on a cluster of one device type");
-  parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json")->required();
-  parser->add_option("--device", o->device, "a preset name or a device JSON file")->required();
-  parser->add_option("--devices", o->devices, "number of devices")->required()->check(positive_integer);
-  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")
-      ->required()
-      ->check(positive_integer);
+  parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json");
+  parser->add_option("--device", o->device, "a preset name or a device JSON file");
+  parser->add_option("--devices", o->devices, "number of devices")->check(positive_integer);
+  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->check(positive_integer);
+  parser->add_option("--layer-table", o->layer_table,
+                     "place a layer cost table from any source instead of a model (docs/layer-table.md)");
+  parser
+      ->add_option(
+          "--placer", o->placer,
+          "placer for --layer-table: chain (chains), downset (any DAG), uniform (Megatron-style, needs "
+          "--tp --pp --dp) or brute (small tables)")
+      ->check(CLI::IsMember({"chain", "downset", "uniform", "brute"}))
+      ->default_str("chain");
   parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
       ->check(positive_integer);
   parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);

@@ -58,3 +58,29 @@ TEST_CASE("phaze plan: impossible requests exit 2, plans that cannot fit exit 3"
   const auto bad_tp = run_phaze("plan gpt2 --device a100-80gb --devices 8 --global-batch 8 --tp 5");
   CHECK(bad_tp.status == 2);
 }
+
+TEST_CASE("phaze plan --layer-table runs each placer on a table from a file", "[e2e][plan]") {
+  const std::string chain = std::string{PHAZE_TEST_DATA_DIR} + "/layer_tables/gpt_small_chain.json";
+  const std::string dag = std::string{PHAZE_TEST_DATA_DIR} + "/layer_tables/two_branch_dag.json";
+  const auto by_chain = run_json("plan --layer-table '" + chain + "' --placer chain");
+  const auto by_downset = run_json("plan --layer-table '" + chain + "' --placer downset");
+  const auto by_brute = run_json("plan --layer-table '" + chain + "' --placer brute");
+  CHECK(by_chain.at("time_per_batch_s").get<double>() ==
+        Approx(by_brute.at("time_per_batch_s").get<double>()).epsilon(1e-12));
+  CHECK(by_downset.at("time_per_batch_s").get<double>() ==
+        Approx(by_brute.at("time_per_batch_s").get<double>()).epsilon(1e-12));
+  const auto dag_downset = run_json("plan --layer-table '" + dag + "' --placer downset");
+  const auto dag_brute = run_json("plan --layer-table '" + dag + "' --placer brute");
+  CHECK(dag_downset.at("time_per_batch_s").get<double>() ==
+        Approx(dag_brute.at("time_per_batch_s").get<double>()).epsilon(1e-12));
+  // The chain placer refuses a DAG, the uniform placer needs the degrees: exit 2 with the reason.
+  const auto refused = run_phaze("plan --layer-table '" + dag + "' --placer chain");
+  CHECK(refused.status == 2);
+  CHECK(contains(refused.err, "downset"));
+  const auto uniform = run_phaze("plan --layer-table '" + chain + "' --placer uniform");
+  CHECK(uniform.status == 2);
+  CHECK(contains(uniform.err, "--tp, --pp and --dp"));
+  const auto fixed = run_json("plan --layer-table '" + chain + "' --placer uniform --tp 2 --pp 2 --dp 2");
+  CHECK(fixed.at("time_per_batch_s").get<double>() >=
+        by_brute.at("time_per_batch_s").get<double>() * (1 - 1e-12));
+}
