@@ -2,6 +2,8 @@
 /// Tests of io::load_model: the MODEL argument as a zoo name or a path to a HuggingFace config.json.
 #include <catch2/catch.hpp>
 
+#include "../support/input_error_of.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -16,19 +18,7 @@ std::string hf_path(std::string_view file) {
   return std::string{PHAZE_TEST_DATA_DIR} + "/hf/" + std::string{file};
 }
 
-/// The what() of the input_error `f` throws; fails the test when it throws anything else or nothing.
-template <class F>
-std::string input_error_of(F&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("expected phaze::input_error, got another exception: " << e.what());
-  }
-  FAIL("expected phaze::input_error, nothing was thrown");
-  return {};
-}
+using phaze::testing::input_error_of;
 
 }  // namespace
 

@@ -3,6 +3,8 @@
 /// counts; bad files give input_errors that name the offending field.
 #include <catch2/catch.hpp>
 
+#include "../support/input_error_of.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -40,19 +42,7 @@ json read_config(std::string_view file) {
   return json::parse(read_text(file));
 }
 
-/// The what() of the input_error `f` throws; fails the test when it throws anything else or nothing.
-template <class F>
-std::string input_error_of(F&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("expected phaze::input_error, got another exception: " << e.what());
-  }
-  FAIL("expected phaze::input_error, nothing was thrown");
-  return {};
-}
+using phaze::testing::input_error_of;
 
 /// Every architecture field of two configs, compared one by one so a failure names the field.
 void require_same_architecture(const phaze::model::transformer_config& a,
