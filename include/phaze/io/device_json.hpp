@@ -79,12 +79,6 @@ inline constexpr std::int64_t max_count = std::int64_t{1} << 24;
 
 using phaze::quoted_list;
 
-/// Up to `k` of `candidates` closest to `name` (see phaze::closest_names).
-inline std::vector<std::string> closest(std::string_view name, const std::vector<std::string>& candidates,
-                                        std::size_t k = 3) {
-  return phaze::closest_names(name, candidates, k);
-}
-
 /// A JSON value as the user wrote it, shortened for a message.
 inline std::string shown(const nlohmann::json& v) {
   std::string s = v.dump();
@@ -127,7 +121,8 @@ class section {
       const std::string& k = item.key();
       if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
       field_error(name(k), "is not a field of " + std::string{what} + "; did you mean " +
-                               quoted_list(closest(k, allowed)) + "? (docs/devices.md lists the fields)");
+                               quoted_list(closest_names(k, allowed)) +
+                               "? (docs/devices.md lists the fields)");
     }
   }
 
@@ -443,7 +438,8 @@ inline constexpr auto device_from_json = [](const nlohmann::json& j,
     const auto preset = hw::find_preset(*base);
     if (!preset) {
       field_error("base", "is \"" + *base + "\", not a preset; did you mean " +
-                              quoted_list(closest(*base, preset_names())) + "? (`phaze devices` lists them)");
+                              quoted_list(closest_names(*base, preset_names())) +
+                              "? (`phaze devices` lists them)");
     }
     d = *preset;
   }

@@ -27,7 +27,7 @@ struct resolved_device {
 
 /// Up to `k` preset names closest to `name` (names containing it first, then by edit distance).
 inline std::vector<std::string> closest_preset_names(std::string_view name, std::size_t k = 3) {
-  return detail::device_file::closest(name, detail::device_file::preset_names(), k);
+  return closest_names(name, detail::device_file::preset_names(), k);
 }
 
 namespace detail::device_file {
