@@ -94,15 +94,11 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
       out.time_per_batch = seconds{best};
       return out;
     }
-    double need = detail::place::infinity;
-    detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
-      const std::int64_t m = s.microbatches / dp;
-      const stage_load average_params{0.0, 0.0, lattices[ti].total.parameter_bytes / static_cast<double>(pp),
-                                      0.0};
-      if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= need) return;
-      need = std::min(need, solve<true>(s, lattices[ti], pp, dp, need, detail::place::infinity, work));
-    });
-    return detail::place::infeasible_plan(s, need);
+    return detail::place::smallest_memory_need<Policy>(
+        s, tables, this->fixed_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
+        [&](std::size_t ti, int pp, int dp, double bound) {
+          return solve<true>(s, lattices[ti], pp, dp, bound, detail::place::infinity, work);
+        });
   }
 
  private:

@@ -331,6 +331,23 @@ inline plan infeasible_plan(const placement_settings& s, double smallest_need) {
   out.memory_per_device = s.memory_per_device;
   return out;
 }
+
+/// When nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition, as an
+/// infeasible plan. total_parameters(ti) is table ti's parameter bytes; need(ti, pp, dp, bound) is the
+/// smallest peak memory of a partition below `bound` (or at least `bound` when none is).
+template <class Policy, class Tables, class Total, class Need>
+plan smallest_memory_need(const placement_settings& s, const Tables& tables, const fixed_choices& fixed,
+                          Total&& total_parameters, Need&& need) {
+  double smallest = infinity;
+  for_each_config(s, tables, fixed, [&](std::size_t ti, int pp, int dp) {
+    const std::int64_t m = s.microbatches / dp;
+    // Even an even split of the parameters over the stages must beat the best need found so far.
+    const stage_load average_params{0.0, 0.0, total_parameters(ti) / static_cast<double>(pp), 0.0};
+    if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= smallest) return;
+    smallest = std::min(smallest, need(ti, pp, dp, smallest));
+  });
+  return infeasible_plan(s, smallest);
+}
 }  // namespace detail::place
 
 /// Named parameters shared by every placer (STYLE.md:
