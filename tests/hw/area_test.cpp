@@ -23,29 +23,29 @@ TEST_CASE("the TPUv4-like reference covers the published TPU v4 die", "[hw][area
   // under that bound; a constant changed without recalibrating moves it out of the 0.5% window.
   const area reference = hw::area_of(hw::tpuv4_like);
   CHECK(reference <= hw::tpuv4_die_bound);
-  CHECK(reference.mm2() == Approx(hw::tpuv4_die_bound.mm2()).epsilon(0.005));
+  CHECK(reference.value() == Approx(hw::tpuv4_die_bound.value()).epsilon(0.005));
 
   const auto b = hw::area_breakdown_of(hw::tpuv4_like);
   CHECK(b.total() == reference);
-  CHECK((b.blocks() + b.integration + b.fixed()).mm2() == Approx(reference.mm2()));
+  CHECK((b.blocks() + b.integration + b.fixed()).value() == Approx(reference.value()));
   // The integration factor is the one that closes the die: (600 - fixed) / blocks, to two digits.
   CHECK(((hw::tpuv4_die_bound - b.fixed()) / b.blocks()) ==
         Approx(hw::tsmc_n7.integration_factor).margin(0.01));
   // SparseCores are "about 5% of die area" (Jouppi et al. 2023).
   CHECK(b.other_fixed / reference == Approx(0.05).margin(0.002));
   // Block areas from the documented arithmetic (docs/space.md).
-  CHECK(b.tensor_cores.mm2() == Approx(8 * (16384 * 1400e-6 + 2.0)));
-  CHECK(b.vector_cores.mm2() == Approx(2 * (128 * 0.12 + 3.0)));
-  CHECK(b.global_buffer.mm2() == Approx(128 * 0.45));
+  CHECK(b.tensor_cores.value() == Approx(8 * (16384 * 1400e-6 + 2.0)));
+  CHECK(b.vector_cores.value() == Approx(2 * (128 * 0.12 + 3.0)));
+  CHECK(b.global_buffer.value() == Approx(128 * 0.45));
 }
 
 TEST_CASE("area of a small design matches the closed form", "[hw][area]") {
   // (1 x (2 x 2 x 1400 um² + 2.0) + 1 x (2 x 0.12 + 3.0) + 2 x 0.45) x 1.70 + 100.
   const double blocks = (4 * 1400e-6 + 2.0) + (2 * 0.12 + 3.0) + 2 * 0.45;
-  CHECK(hw::area_of(small_design()).mm2() == Approx(blocks * 1.70 + 100.0));
+  CHECK(hw::area_of(small_design()).value() == Approx(blocks * 1.70 + 100.0));
   const auto b = hw::area_breakdown_of(small_design());
-  CHECK(b.integration.mm2() == Approx(blocks * 0.70));
-  CHECK(b.fixed().mm2() == Approx(100.0));
+  CHECK(b.integration.value() == Approx(blocks * 0.70));
+  CHECK(b.fixed().value() == Approx(100.0));
 }
 
 TEST_CASE("area grows strictly with every count, width and size", "[hw][area]") {
@@ -121,6 +121,6 @@ TEST_CASE("energy_of adds operations and bytes moved", "[hw][energy]") {
   CHECK(hw::in_pj(parts) == Approx(hw::in_pj(e)));
   CHECK(hw::energy_of(hw::activity{}) == hw::energy{0.0});
   CHECK(hw::in_pj(1.5_pJ) == Approx(1.5));
-  CHECK((600_mm2).mm2() == 600.0);
+  CHECK((600_mm2).value() == 600.0);
   CHECK(hw::in_um2(1400_um2) == Approx(1400.0));
 }

@@ -17,7 +17,7 @@ using hw::axis;
 
 // --- area -------------------------------------------------------------------------------------------------
 constexpr hw::area reference = hw::area_of(hw::tpuv4_like);
-static_assert(reference <= hw::tpuv4_die_bound && reference.mm2() > 0.995 * hw::tpuv4_die_bound.mm2());
+static_assert(reference <= hw::tpuv4_die_bound && reference.value() > 0.995 * hw::tpuv4_die_bound.value());
 static_assert(hw::area_breakdown_of(hw::tpuv4_like).total() == reference);
 static_assert(hw::area_of(hw::systolic_design{16, 128, 128, 2, 128, 128_MiB, 1050_MHz}) > reference);
 static_assert(hw::area_of(hw::systolic_design{8, 128, 128, 2, 128, 64_MiB, 1050_MHz}) < reference);

@@ -10,16 +10,20 @@ namespace phaze {
 /// The dimension of a quantity: exponents of the three base units phaze measures in.
 /// A structural type, so it can be a template argument.
 struct dimension {
-  int byte = 0;    ///< exponent of bytes
-  int second = 0;  ///< exponent of seconds
-  int flop = 0;    ///< exponent of floating-point operations
+  int byte = 0;        ///< exponent of bytes
+  int second = 0;      ///< exponent of seconds
+  int flop = 0;        ///< exponent of floating-point operations
+  int millimetre = 0;  ///< exponent of millimetres (die area is mm^2)
+  int joule = 0;       ///< exponent of joules (energy)
 
   friend constexpr bool operator==(dimension, dimension) = default;
   friend constexpr dimension operator+(dimension a, dimension b) {
-    return {a.byte + b.byte, a.second + b.second, a.flop + b.flop};
+    return {a.byte + b.byte, a.second + b.second, a.flop + b.flop, a.millimetre + b.millimetre,
+            a.joule + b.joule};
   }
   friend constexpr dimension operator-(dimension a, dimension b) {
-    return {a.byte - b.byte, a.second - b.second, a.flop - b.flop};
+    return {a.byte - b.byte, a.second - b.second, a.flop - b.flop, a.millimetre - b.millimetre,
+            a.joule - b.joule};
   }
 };
 

@@ -14,60 +14,18 @@
 
 namespace phaze::hw {
 
-/// An area on the die, in square millimetres.
-class area {
- public:
-  constexpr area() = default;
-  constexpr explicit area(double square_millimetres) : mm2_(square_millimetres) {}
-  [[nodiscard]] constexpr double mm2() const { return mm2_; }
-
-  constexpr area& operator+=(area other) {
-    mm2_ += other.mm2_;
-    return *this;
-  }
-  friend constexpr area operator+(area a, area b) { return area{a.mm2_ + b.mm2_}; }
-  friend constexpr area operator-(area a, area b) { return area{a.mm2_ - b.mm2_}; }
-  friend constexpr area operator*(area a, double k) { return area{a.mm2_ * k}; }
-  friend constexpr area operator*(double k, area a) { return area{k * a.mm2_}; }
-  friend constexpr area operator/(area a, double k) { return area{a.mm2_ / k}; }
-  friend constexpr double operator/(area a, area b) { return a.mm2_ / b.mm2_; }
-  friend constexpr bool operator==(area, area) = default;
-  friend constexpr auto operator<=>(area, area) = default;
-
- private:
-  double mm2_ = 0.0;
-};
+/// An area on the die, in square millimetres (a quantity: adding it to bytes or energy does not compile).
+using area = quantity<dimension{.millimetre = 2}>;
 
 /// An amount of energy, in joules.
-class energy {
- public:
-  constexpr energy() = default;
-  constexpr explicit energy(double joules) : joules_(joules) {}
-  [[nodiscard]] constexpr double joules() const { return joules_; }
-
-  constexpr energy& operator+=(energy other) {
-    joules_ += other.joules_;
-    return *this;
-  }
-  friend constexpr energy operator+(energy a, energy b) { return energy{a.joules_ + b.joules_}; }
-  friend constexpr energy operator-(energy a, energy b) { return energy{a.joules_ - b.joules_}; }
-  friend constexpr energy operator*(energy a, double k) { return energy{a.joules_ * k}; }
-  friend constexpr energy operator*(double k, energy a) { return energy{k * a.joules_}; }
-  friend constexpr energy operator/(energy a, double k) { return energy{a.joules_ / k}; }
-  friend constexpr double operator/(energy a, energy b) { return a.joules_ / b.joules_; }
-  friend constexpr bool operator==(energy, energy) = default;
-  friend constexpr auto operator<=>(energy, energy) = default;
-
- private:
-  double joules_ = 0.0;
-};
+using energy = quantity<dimension{.joule = 1}>;
 
 /// Named conversions for printing.
 constexpr double in_pj(energy e) {
-  return e.joules() * 1e12;
+  return e.value() * 1e12;
 }
 constexpr double in_um2(area a) {
-  return a.mm2() * 1e6;
+  return a.value() * 1e6;
 }
 
 }  // namespace phaze::hw

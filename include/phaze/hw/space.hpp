@@ -230,13 +230,13 @@ class space {
 
   /// Designs above this area are left out (by default none are).
   constexpr space& set_area_budget(area budget) {
-    if (!(budget.mm2() > 0.0)) rules::area_bounds_must_be_positive();
+    if (!(budget.value() > 0.0)) rules::area_bounds_must_be_positive();
     budget_ = budget;
     return *this;
   }
   /// Designs below this area are left out, except single-core designs when `set_exempt_single_core(true)`.
   constexpr space& set_min_area(area minimum) {
-    if (!(minimum.mm2() >= 0.0)) rules::area_bounds_must_be_positive();
+    if (!(minimum.value() >= 0.0)) rules::area_bounds_must_be_positive();
     min_area_ = minimum;
     return *this;
   }
