@@ -170,7 +170,8 @@ namespace {
 /// A policy variant: data-parallel all-reduce fully overlapped with backward (costs nothing).
 struct overlapped_allreduce_policy : pipeline_policy {
   static constexpr bool allreduce_of_largest_stage = false;
-  static double batch_time_s(const placement_settings&, double largest_stage_cost, double, int) {
+  static double batch_time_s(const placement_settings&, double largest_stage_cost, double,
+                             const stage_context&) {
     return largest_stage_cost;
   }
 };

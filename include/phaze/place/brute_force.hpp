@@ -25,8 +25,8 @@ inline constexpr std::size_t brute_force_max_nodes = 16;
 ///
 ///     auto oracle = brute_force(problem).devices(8).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>
-class brute_force : public placer_base<brute_force<Table, Policy>, Table> {
-  using base = placer_base<brute_force<Table, Policy>, Table>;
+class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy> {
+  using base = placer_base<brute_force<Table, Policy>, Table, Policy>;
 
  public:
   using base::base;
@@ -57,7 +57,7 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table> {
             const std::uint32_t last = chain.back();
             if (chain.size() == static_cast<std::size_t>(pp) + 1) {
               if (last != all) return;
-              plan candidate = evaluate<Policy>(s, t, dp, stages_of(chain, t.nodes.size()));
+              plan candidate = evaluate(s, t, dp, stages_of(chain, t.nodes.size()), this->policy_);
               need = std::min(need, candidate.peak_memory.value());
               if (candidate.feasible && (!best.feasible || candidate.time_per_batch < best.time_per_batch)) {
                 best = std::move(candidate);
@@ -110,5 +110,7 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table> {
 
 template <CostTable Table>
 brute_force(const placement_problem<Table>&) -> brute_force<Table>;
+template <CostTable Table, class Policy>
+brute_force(const placement_problem<Table>&, Policy) -> brute_force<Table, Policy>;
 
 }  // namespace phaze::place

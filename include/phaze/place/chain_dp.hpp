@@ -25,8 +25,8 @@ namespace phaze::place {
 ///
 ///     auto best = chain_dp(problem).devices(1024).memory(32_GiB).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>
-class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
-  using base = placer_base<chain_dp<Table, Policy>, Table>;
+class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
+  using base = placer_base<chain_dp<Table, Policy>, Table, Policy>;
 
  public:
   using base::base;
@@ -37,13 +37,14 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
+    const Policy& policy = this->policy_;
     std::vector<prefix> prefixes;
     for (const auto& t : tables) {
       if (!is_chain(t)) {
         detail::place::invalid("chain_dp: the table for tp " + std::to_string(t.tp) +
                                " is not a chain (node i feeding only node i + 1); use downset_dp");
       }
-      prefixes.push_back(make_prefix(s, t));
+      prefixes.push_back(make_prefix(policy, s, t));
     }
     scratch work;
     double best = detail::place::infinity;
@@ -53,19 +54,19 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     const std::size_t configs =
         detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
           const prefix& pre = prefixes[ti];
-          const std::int64_t m = s.microbatches / dp;
+          const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
           const double p = static_cast<double>(pp);
           const stage_load average{pre.work.back() / p, 0.0, pre.params.back() / p, 0.0};
           const double lower =
-              std::max(Policy::stage_cost_s(s, average, pp, dp, m), pre.heaviest_node_cost(s, pp, dp, m));
+              std::max(policy.stage_cost_s(s, average, c), pre.heaviest_node_cost(policy, s, c));
           const double least_parameters = std::max(pre.params.back() / p, pre.heaviest_parameters);
-          if (Policy::batch_time_s(s, lower, least_parameters, dp) >= best) return;
+          if (policy.batch_time_s(s, lower, least_parameters, c) >= best) return;
           const stage_load average_params{0.0, 0.0, pre.params.back() / p, 0.0};
-          if (Policy::stage_memory(s, average_params, pp - 1, pp, m) > s.memory_per_device.value()) return;
-          detail::place::minimize_batch_time<Policy>(
-              s, dp, best, pre.caps, least_parameters,
+          if (policy.stage_memory(s, average_params, pp - 1, c) > s.memory_per_device.value()) return;
+          detail::place::minimize_batch_time(
+              policy, s, c, best, pre.caps, least_parameters,
               [&](double cost_cap, double parameter_cap) {
-                const double cost = solve<false>(s, pre, pp, dp, cost_cap, parameter_cap, work);
+                const double cost = solve<false>(policy, s, pre, c, cost_cap, parameter_cap, work);
                 double largest = 0.0;
                 if (cost < cost_cap) {
                   for (std::size_t k = 0; k + 1 < work.cuts.size(); ++k) {
@@ -87,15 +88,16 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
         stages.emplace_back();
         for (std::size_t v = best_cuts[k]; v < best_cuts[k + 1]; ++v) stages.back().push_back(v);
       }
-      plan out = evaluate<Policy>(s, tables[best_table], best_dp, stages);
+      plan out = evaluate(s, tables[best_table], best_dp, stages, policy);
       out.time_per_batch = seconds{best};
       return out;
     }
     // Nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition.
-    return detail::place::smallest_memory_need<Policy>(
-        s, tables, this->fixed_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
+    return detail::place::smallest_memory_need(
+        policy, s, tables, this->fixed_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
         [&](std::size_t ti, int pp, int dp, double bound) {
-          return solve<true>(s, prefixes[ti], pp, dp, bound, detail::place::infinity, work);
+          const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
+          return solve<true>(policy, s, prefixes[ti], c, bound, detail::place::infinity, work);
         });
   }
 
@@ -110,10 +112,10 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     double heaviest_parameters = 0.0;  ///< of one node
     std::vector<double> caps;          ///< every range's parameter bytes, ascending, distinct
 
-    [[nodiscard]] double heaviest_node_cost(const placement_settings& s, int pp, int dp,
-                                            std::int64_t m) const {
+    [[nodiscard]] double heaviest_node_cost(const Policy& policy, const placement_settings& s,
+                                            const stage_context& c) const {
       double worst = 0.0;
-      for (const auto& l : single) worst = std::max(worst, Policy::stage_cost_s(s, l, pp, dp, m));
+      for (const auto& l : single) worst = std::max(worst, policy.stage_cost_s(s, l, c));
       return worst;
     }
   };
@@ -124,11 +126,11 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
     std::vector<std::size_t> cuts;      ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
   };
 
-  static prefix make_prefix(const placement_settings& s, const Table& t) {
+  static prefix make_prefix(const Policy& policy, const placement_settings& s, const Table& t) {
     prefix pre;
     const std::size_t n = t.nodes.size();
     for (std::size_t v = 0; v < n; ++v) {
-      pre.work.push_back(pre.work.back() + Policy::work_s(s, t.nodes[v]));
+      pre.work.push_back(pre.work.back() + policy.work_s(s, t.nodes[v]));
       pre.params.push_back(pre.params.back() + t.nodes[v].parameters.value());
       pre.activations.push_back(pre.activations.back() + t.nodes[v].activations.value());
       pre.boundary.push_back(0.0);
@@ -156,11 +158,10 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
   /// counting only values below `cap`; infinity when none.
   /// Leaves the partition in work.cuts.
   template <bool Memory>
-  static double solve(const placement_settings& s, const prefix& pre, int pp, int dp, double cap,
-                      double parameter_cap, scratch& work) {
+  static double solve(const Policy& policy, const placement_settings& s, const prefix& pre,
+                      const stage_context& c, double cap, double parameter_cap, scratch& work) {
     const std::size_t n = pre.work.size() - 1;
-    const auto stages = static_cast<std::size_t>(pp);
-    const std::int64_t m = s.microbatches / dp;
+    const auto stages = static_cast<std::size_t>(c.stages);
     const double capacity = s.memory_per_device.value();
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
@@ -177,14 +178,14 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
           const stage_load l{pre.work[i] - pre.work[j], pre.boundary[i], pre.params[i] - pre.params[j],
                              pre.activations[i] - pre.activations[j]};
           if (l.parameter_bytes > parameter_cap) break;  // a longer stage holds more
-          const double memory = Policy::stage_memory(s, l, stage, pp, m);
-          double c = memory;
+          const double memory = policy.stage_memory(s, l, stage, c);
+          double cost = memory;
           if constexpr (!Memory) {
             if (memory > capacity) break;  // a longer stage needs more
-            c = Policy::stage_cost_s(s, l, pp, dp, m);
+            cost = policy.stage_cost_s(s, l, c);
           }
-          if (c >= value) break;  // a longer stage costs more
-          const double v = std::max(work.previous[j], c);
+          if (cost >= value) break;  // a longer stage costs more
+          const double v = std::max(work.previous[j], cost);
           if (v < value) {
             value = v;
             from = j;
@@ -213,5 +214,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table> {
 
 template <CostTable Table>
 chain_dp(const placement_problem<Table>&) -> chain_dp<Table>;
+template <CostTable Table, class Policy>
+chain_dp(const placement_problem<Table>&, Policy) -> chain_dp<Table, Policy>;
 
 }  // namespace phaze::place

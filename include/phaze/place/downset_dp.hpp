@@ -30,8 +30,8 @@ inline constexpr std::size_t downset_dp_max_stages = std::size_t{1} << 22;
 ///
 ///     auto best = downset_dp(problem).devices(64).memory(80_GiB).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>
-class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
-  using base = placer_base<downset_dp<Table, Policy>, Table>;
+class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> {
+  using base = placer_base<downset_dp<Table, Policy>, Table, Policy>;
 
  public:
   using base::base;
@@ -42,8 +42,9 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
+    const Policy& policy = this->policy_;
     std::vector<lattice> lattices;
-    for (const auto& t : tables) lattices.push_back(make_lattice(s, t));
+    for (const auto& t : tables) lattices.push_back(make_lattice(policy, s, t));
     scratch work;
     double best = detail::place::infinity;
     std::size_t best_table = 0;
@@ -52,23 +53,23 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
     const std::size_t configs =
         detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
           const lattice& lat = lattices[ti];
-          const std::int64_t m = s.microbatches / dp;
+          const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
           const double p = static_cast<double>(pp);
           const stage_load average{lat.total.work_s / p, 0.0, lat.total.parameter_bytes / p, 0.0};
-          double lower = Policy::stage_cost_s(s, average, pp, dp, m);
+          double lower = policy.stage_cost_s(s, average, c);
           double heaviest_parameters = 0.0;
           for (const auto& l : lat.single) {
-            lower = std::max(lower, Policy::stage_cost_s(s, l, pp, dp, m));
+            lower = std::max(lower, policy.stage_cost_s(s, l, c));
             heaviest_parameters = std::max(heaviest_parameters, l.parameter_bytes);
           }
           const double least_parameters = std::max(lat.total.parameter_bytes / p, heaviest_parameters);
-          if (Policy::batch_time_s(s, lower, least_parameters, dp) >= best) return;
+          if (policy.batch_time_s(s, lower, least_parameters, c) >= best) return;
           const stage_load average_params{0.0, 0.0, lat.total.parameter_bytes / p, 0.0};
-          if (Policy::stage_memory(s, average_params, pp - 1, pp, m) > s.memory_per_device.value()) return;
-          detail::place::minimize_batch_time<Policy>(
-              s, dp, best, lat.caps, least_parameters,
+          if (policy.stage_memory(s, average_params, pp - 1, c) > s.memory_per_device.value()) return;
+          detail::place::minimize_batch_time(
+              policy, s, c, best, lat.caps, least_parameters,
               [&](double cost_cap, double parameter_cap) {
-                const double cost = solve<false>(s, lat, pp, dp, cost_cap, parameter_cap, work);
+                const double cost = solve<false>(policy, s, lat, c, cost_cap, parameter_cap, work);
                 return std::pair<double, double>{cost < cost_cap ? cost : detail::place::infinity,
                                                  cost < cost_cap ? work.largest_parameters : 0.0};
               },
@@ -90,14 +91,15 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
           if (contains(upper, v) && !contains(lower, v)) stages.back().push_back(v);
         }
       }
-      plan out = evaluate<Policy>(s, tables[best_table], best_dp, stages);
+      plan out = evaluate(s, tables[best_table], best_dp, stages, policy);
       out.time_per_batch = seconds{best};
       return out;
     }
-    return detail::place::smallest_memory_need<Policy>(
-        s, tables, this->fixed_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
+    return detail::place::smallest_memory_need(
+        policy, s, tables, this->fixed_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
         [&](std::size_t ti, int pp, int dp, double bound) {
-          return solve<true>(s, lattices[ti], pp, dp, bound, detail::place::infinity, work);
+          const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
+          return solve<true>(policy, s, lattices[ti], c, bound, detail::place::infinity, work);
         });
   }
 
@@ -130,7 +132,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
     double largest_parameters = 0.0;  ///< of the last solution's stages
   };
 
-  static lattice make_lattice(const placement_settings& s, const Table& t) {
+  static lattice make_lattice(const Policy& policy, const placement_settings& s, const Table& t) {
     lattice lat;
     const std::size_t n = t.nodes.size();
     lat.nodes = n;
@@ -179,15 +181,15 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
     for (std::size_t d = 0; d < lat.sets.size(); ++d) {
       for (std::size_t v = 0; v < n; ++v) {
         if (!contains(lat.sets[d], v)) continue;
-        sums[d].work_s += Policy::work_s(s, t.nodes[v]);
+        sums[d].work_s += policy.work_s(s, t.nodes[v]);
         sums[d].parameter_bytes += t.nodes[v].parameters.value();
         sums[d].activation_bytes += t.nodes[v].activations.value();
       }
     }
     lat.total = sums.back();
     for (std::size_t v = 0; v < n; ++v) {
-      lat.single.push_back({Policy::work_s(s, t.nodes[v]), 0.0, t.nodes[v].parameters.value(),
-                            t.nodes[v].activations.value()});
+      lat.single.push_back(
+          {policy.work_s(s, t.nodes[v]), 0.0, t.nodes[v].parameters.value(), t.nodes[v].activations.value()});
     }
     lat.ending_at.resize(lat.sets.size());
     std::size_t candidates = 0;
@@ -222,11 +224,10 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
   /// bytes, of the largest stage cost (stages must fit) or memory, counting only values below `cap`. Leaves
   /// the chain of downsets in work.chain.
   template <bool Memory>
-  static double solve(const placement_settings& s, const lattice& lat, int pp, int dp, double cap,
-                      double parameter_cap, scratch& work) {
+  static double solve(const Policy& policy, const placement_settings& s, const lattice& lat,
+                      const stage_context& c, double cap, double parameter_cap, scratch& work) {
     const std::size_t count = lat.sets.size();
-    const auto stages = static_cast<std::size_t>(pp);
-    const std::int64_t m = s.microbatches / dp;
+    const auto stages = static_cast<std::size_t>(c.stages);
     const double capacity = s.memory_per_device.value();
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
@@ -240,18 +241,19 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
         if (lat.size[b] < k || lat.size[b] + (stages - k) > lat.nodes) continue;
         double value = cap;
         std::size_t from = none;
-        for (const stage_candidate& c : lat.ending_at[b]) {
-          if (work.previous[c.lower] >= value || c.load.parameter_bytes > parameter_cap) continue;
-          const double memory = Policy::stage_memory(s, c.load, stage, pp, m);
+        for (const stage_candidate& candidate : lat.ending_at[b]) {
+          if (work.previous[candidate.lower] >= value || candidate.load.parameter_bytes > parameter_cap)
+            continue;
+          const double memory = policy.stage_memory(s, candidate.load, stage, c);
           double cost = memory;
           if constexpr (!Memory) {
             if (memory > capacity) continue;
-            cost = Policy::stage_cost_s(s, c.load, pp, dp, m);
+            cost = policy.stage_cost_s(s, candidate.load, c);
           }
-          const double v = std::max(work.previous[c.lower], cost);
+          const double v = std::max(work.previous[candidate.lower], cost);
           if (v < value) {
             value = v;
-            from = c.lower;
+            from = candidate.lower;
           }
         }
         if (from != none) {
@@ -272,9 +274,9 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
       work.chain[0] = d;
       work.largest_parameters = 0.0;
       for (std::size_t k = 1; k <= stages; ++k) {
-        for (const stage_candidate& c : lat.ending_at[work.chain[k]]) {
-          if (c.lower == work.chain[k - 1]) {
-            work.largest_parameters = std::max(work.largest_parameters, c.load.parameter_bytes);
+        for (const stage_candidate& candidate : lat.ending_at[work.chain[k]]) {
+          if (candidate.lower == work.chain[k - 1]) {
+            work.largest_parameters = std::max(work.largest_parameters, candidate.load.parameter_bytes);
           }
         }
       }
@@ -285,5 +287,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table> {
 
 template <CostTable Table>
 downset_dp(const placement_problem<Table>&) -> downset_dp<Table>;
+template <CostTable Table, class Policy>
+downset_dp(const placement_problem<Table>&, Policy) -> downset_dp<Table, Policy>;
 
 }  // namespace phaze::place

@@ -26,6 +26,15 @@ struct stage_load {
   double activation_bytes = 0.0;  ///< activation bytes kept per microbatch
 };
 
+/// Where a stage sits: the table's tensor-parallel width, the pipeline depth, the data-parallel degree and
+/// the microbatches each replica runs per batch. Every policy term may depend on it.
+struct stage_context {
+  int tp = 1;
+  int stages = 1;
+  int dp = 1;
+  std::int64_t microbatches = 1;  ///< per data-parallel replica
+};
+
 /// The default objective (docs/layer-table.md): a 1F1B or GPipe pipeline with fill and drain, boundary sends
 /// over the p2p link, and a ring all-reduce of the gradients over the data-parallel replicas after the drain:
 /// time per batch = (m + p - 1) * max_i t_i + allreduce(max_i params_i).
@@ -33,16 +42,16 @@ struct stage_load {
 /// parameters make the time per batch (`batch_time_s`); `allreduce_of_largest_stage` tells the DPs whether
 /// the second matters (then they also enumerate caps on stage parameters). Stage cost and memory must not
 /// decrease when a stage gains nodes (the DPs prune on it) and must be linear in the load (their lower bounds
-/// average loads over stages).
+/// average loads over stages). Placers hold a policy object, so a policy may carry data (step_policy, built
+/// from a model, a device and training knobs, does); the terms of this one are static.
 struct pipeline_policy {
   /// Whether the time per batch adds the all-reduce of the largest stage's parameters to the largest cost.
   static constexpr bool allreduce_of_largest_stage = true;
 
-  /// Microbatches whose activations stage `stage` (0-based) of `stages` holds at once.
-  static std::int64_t microbatches_in_flight(const placement_settings& s, int stage, int stages,
-                                             std::int64_t m) {
-    if (s.schedule == pipeline_schedule::gpipe) return m;
-    return std::min<std::int64_t>(stages - stage, m);
+  /// Microbatches whose activations stage `stage` (0-based) holds at once.
+  static std::int64_t microbatches_in_flight(const placement_settings& s, int stage, const stage_context& c) {
+    if (s.schedule == pipeline_schedule::gpipe) return c.microbatches;
+    return std::min<std::int64_t>(c.stages - stage, c.microbatches);
   }
   /// Work of one node for one microbatch.
   template <class Node>
@@ -51,30 +60,29 @@ struct pipeline_policy {
   }
   /// Time of one microbatch through a stage: compute plus sending activations forward and receiving their
   /// gradients backward over the p2p link.
-  static double stage_time_s(const placement_settings& s, const stage_load& l) {
+  static double stage_time_s(const placement_settings& s, const stage_load& l, const stage_context& /*c*/) {
     return l.work_s + 2.0 * l.boundary_bytes / s.p2p_bandwidth.value();
   }
-  /// Ring all-reduce of the stage's gradients over `dp` replicas: 2 (dp - 1) / dp * bytes / bandwidth.
-  static double allreduce_s(const placement_settings& s, double parameter_bytes, int dp) {
-    if (dp <= 1) return 0.0;
-    return 2.0 * static_cast<double>(dp - 1) / static_cast<double>(dp) * parameter_bytes /
+  /// Ring all-reduce of the stage's gradients over the dp replicas: 2 (dp - 1) / dp * bytes / bandwidth.
+  static double allreduce_s(const placement_settings& s, double parameter_bytes, const stage_context& c) {
+    if (c.dp <= 1) return 0.0;
+    return 2.0 * static_cast<double>(c.dp - 1) / static_cast<double>(c.dp) * parameter_bytes /
            s.dp_bandwidth.value();
   }
   /// (m + p - 1) * stage time: the pipeline with fill and drain if every stage were this one.
-  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int /*dp*/,
-                             std::int64_t m) {
-    return static_cast<double>(m + stages - 1) * stage_time_s(s, l);
+  static double stage_cost_s(const placement_settings& s, const stage_load& l, const stage_context& c) {
+    return static_cast<double>(c.microbatches + c.stages - 1) * stage_time_s(s, l, c);
   }
   /// The largest stage cost plus the all-reduce of the largest stage's gradients.
   static double batch_time_s(const placement_settings& s, double largest_stage_cost,
-                             double largest_stage_parameters, int dp) {
-    return largest_stage_cost + allreduce_s(s, largest_stage_parameters, dp);
+                             double largest_stage_parameters, const stage_context& c) {
+    return largest_stage_cost + allreduce_s(s, largest_stage_parameters, c);
   }
   /// Weights, gradients and optimizer state of the stage's parameters plus the activations in flight.
-  static double stage_memory(const placement_settings& s, const stage_load& l, int stage, int stages,
-                             std::int64_t m) {
+  static double stage_memory(const placement_settings& s, const stage_load& l, int stage,
+                             const stage_context& c) {
     return l.parameter_bytes / s.weight_bytes_per_parameter * s.state_bytes_per_parameter +
-           l.activation_bytes * static_cast<double>(microbatches_in_flight(s, stage, stages, m));
+           l.activation_bytes * static_cast<double>(microbatches_in_flight(s, stage, c));
   }
 };
 
@@ -83,11 +91,12 @@ struct pipeline_policy {
 /// pipeline_policy's time; equal when the slowest stage also holds the most parameters.
 struct bottleneck_policy : pipeline_policy {
   static constexpr bool allreduce_of_largest_stage = false;
-  static double stage_cost_s(const placement_settings& s, const stage_load& l, int stages, int dp,
-                             std::int64_t m) {
-    return static_cast<double>(m + stages - 1) * stage_time_s(s, l) + allreduce_s(s, l.parameter_bytes, dp);
+  static double stage_cost_s(const placement_settings& s, const stage_load& l, const stage_context& c) {
+    return static_cast<double>(c.microbatches + c.stages - 1) * stage_time_s(s, l, c) +
+           allreduce_s(s, l.parameter_bytes, c);
   }
-  static double batch_time_s(const placement_settings&, double largest_stage_cost, double, int) {
+  static double batch_time_s(const placement_settings&, double largest_stage_cost, double,
+                             const stage_context&) {
     return largest_stage_cost;
   }
 };
@@ -125,11 +134,11 @@ inline constexpr double infinity = std::numeric_limits<double>::infinity();
 
 /// Sums a node set into a stage load; `in_stage[v]` marks the set.
 template <class Policy, CostTable Table>
-stage_load load_of(const placement_settings& s, const Table& t, const std::vector<std::size_t>& nodes,
-                   const std::vector<int>& stage_of, int stage) {
+stage_load load_of(const Policy& policy, const placement_settings& s, const Table& t,
+                   const std::vector<std::size_t>& nodes, const std::vector<int>& stage_of, int stage) {
   stage_load l;
   for (const std::size_t v : nodes) {
-    l.work_s += Policy::work_s(s, t.nodes[v]);
+    l.work_s += policy.work_s(s, t.nodes[v]);
     l.parameter_bytes += t.nodes[v].parameters.value();
     l.activation_bytes += t.nodes[v].activations.value();
   }
@@ -146,7 +155,7 @@ stage_load load_of(const placement_settings& s, const Table& t, const std::vecto
 /// partition into contiguous sets in pipeline order, or the degrees do not fit.
 template <class Policy = pipeline_policy, CostTable Table>
 plan evaluate(const placement_settings& s, const Table& t, int dp,
-              const std::vector<std::vector<std::size_t>>& stages) {
+              const std::vector<std::vector<std::size_t>>& stages, const Policy& policy = Policy{}) {
   using detail::place::invalid;
   const int pp = static_cast<int>(stages.size());
   if (dp < 1 || pp < 1) invalid("a plan needs dp >= 1 and at least one stage");
@@ -181,27 +190,28 @@ plan evaluate(const placement_settings& s, const Table& t, int dp,
   out.dp = dp;
   out.microbatches_per_replica = s.microbatches / dp;
   out.memory_per_device = s.memory_per_device;
+  const stage_context c{t.tp, pp, dp, out.microbatches_per_replica};
   double worst = 0.0;
   double largest = 0.0;
   double peak = 0.0;
   for (int k = 0; k < pp; ++k) {
     auto nodes = stages[static_cast<std::size_t>(k)];
     std::sort(nodes.begin(), nodes.end());
-    const stage_load l = detail::place::load_of<Policy>(s, t, nodes, stage_of, k);
+    const stage_load l = detail::place::load_of(policy, s, t, nodes, stage_of, k);
     plan_stage st;
     st.nodes = std::move(nodes);
-    st.time = seconds{Policy::stage_time_s(s, l)};
-    st.allreduce = seconds{Policy::allreduce_s(s, l.parameter_bytes, dp)};
-    st.cost = seconds{Policy::stage_cost_s(s, l, pp, dp, out.microbatches_per_replica)};
-    st.memory = bytes{Policy::stage_memory(s, l, k, pp, out.microbatches_per_replica)};
+    st.time = seconds{policy.stage_time_s(s, l, c)};
+    st.allreduce = seconds{policy.allreduce_s(s, l.parameter_bytes, c)};
+    st.cost = seconds{policy.stage_cost_s(s, l, c)};
+    st.memory = bytes{policy.stage_memory(s, l, k, c)};
     st.parameters = bytes{l.parameter_bytes};
-    st.microbatches_in_flight = Policy::microbatches_in_flight(s, k, pp, out.microbatches_per_replica);
+    st.microbatches_in_flight = static_cast<std::int64_t>(policy.microbatches_in_flight(s, k, c));
     worst = std::max(worst, st.cost.value());
     largest = std::max(largest, l.parameter_bytes);
     peak = std::max(peak, st.memory.value());
     out.stages.push_back(std::move(st));
   }
-  out.time_per_batch = seconds{Policy::batch_time_s(s, worst, largest, dp)};
+  out.time_per_batch = seconds{policy.batch_time_s(s, worst, largest, c)};
   out.peak_memory = bytes{peak};
   out.smallest_memory_need = out.peak_memory;
   out.feasible = peak <= s.memory_per_device.value();
@@ -288,23 +298,24 @@ std::size_t for_each_config(const placement_settings& s, const std::vector<Table
 /// tried from `least_parameters` up: exact, since the best plan's largest stage holds one of them.
 /// batch_time_s must be the largest cost plus a term that grows with the parameters.
 template <class Policy, class Solve, class Record>
-void minimize_batch_time(const placement_settings& s, int dp, double& best, const std::vector<double>& caps,
-                         double least_parameters, Solve&& solve, Record&& record) {
+void minimize_batch_time(const Policy& policy, const placement_settings& s, const stage_context& c,
+                         double& best, const std::vector<double>& caps, double least_parameters,
+                         Solve&& solve, Record&& record) {
   const auto [free_cost, free_parameters] = solve(best, infinity);
   if (!(free_cost < best)) return;
-  if (const double v = Policy::batch_time_s(s, free_cost, free_parameters, dp); v < best) {
+  if (const double v = policy.batch_time_s(s, free_cost, free_parameters, c); v < best) {
     best = v;
     record();
   }
   if constexpr (Policy::allreduce_of_largest_stage) {
-    const double least_extra = Policy::batch_time_s(s, 0.0, least_parameters, dp);
+    const double least_extra = policy.batch_time_s(s, 0.0, least_parameters, c);
     for (auto it = std::lower_bound(caps.begin(), caps.end(), least_parameters);
          it != caps.end() && *it < free_parameters; ++it) {
       // Capping the parameters never lowers the largest cost below free_cost.
-      if (Policy::batch_time_s(s, free_cost, *it, dp) >= best) break;
+      if (policy.batch_time_s(s, free_cost, *it, c) >= best) break;
       const auto [cost, parameters] = solve(best - least_extra, *it);
       if (!(cost < infinity)) continue;
-      if (const double v = Policy::batch_time_s(s, cost, parameters, dp); v < best) {
+      if (const double v = policy.batch_time_s(s, cost, parameters, c); v < best) {
         best = v;
         record();
       }
@@ -336,14 +347,14 @@ inline plan infeasible_plan(const placement_settings& s, double smallest_need) {
 /// infeasible plan. total_parameters(ti) is table ti's parameter bytes; need(ti, pp, dp, bound) is the
 /// smallest peak memory of a partition below `bound` (or at least `bound` when none is).
 template <class Policy, class Tables, class Total, class Need>
-plan smallest_memory_need(const placement_settings& s, const Tables& tables, const fixed_choices& fixed,
-                          Total&& total_parameters, Need&& need) {
+plan smallest_memory_need(const Policy& policy, const placement_settings& s, const Tables& tables,
+                          const fixed_choices& fixed, Total&& total_parameters, Need&& need) {
   double smallest = infinity;
   for_each_config(s, tables, fixed, [&](std::size_t ti, int pp, int dp) {
-    const std::int64_t m = s.microbatches / dp;
+    const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
     // Even an even split of the parameters over the stages must beat the best need found so far.
     const stage_load average_params{0.0, 0.0, total_parameters(ti) / static_cast<double>(pp), 0.0};
-    if (Policy::stage_memory(s, average_params, pp - 1, pp, m) >= smallest) return;
+    if (policy.stage_memory(s, average_params, pp - 1, c) >= smallest) return;
     smallest = std::min(smallest, need(ti, pp, dp, smallest));
   });
   return infeasible_plan(s, smallest);
@@ -353,11 +364,13 @@ plan smallest_memory_need(const placement_settings& s, const Tables& tables, con
 /// Named parameters shared by every placer (STYLE.md:
 /// `chain_dp(problem).devices(1024).memory(32_GiB).run()`). Setters override the problem's settings for this
 /// run; tp/pp/dp fix a choice.
-template <class Derived, CostTable Table>
+template <class Derived, CostTable Table, class Policy>
 class placer_base {
  public:
-  explicit placer_base(const placement_problem<Table>& problem)
-      : problem_(&problem), settings_(static_cast<const placement_settings&>(problem)) {}
+  explicit placer_base(const placement_problem<Table>& problem, Policy policy = Policy{})
+      : problem_(&problem),
+        settings_(static_cast<const placement_settings&>(problem)),
+        policy_(std::move(policy)) {}
 
   Derived& devices(int n) { return set(settings_.devices, n); }
   Derived& memory(bytes per_device) { return set(settings_.memory_per_device, per_device); }
@@ -379,6 +392,7 @@ class placer_base {
 
   const placement_problem<Table>* problem_;
   placement_settings settings_;
+  Policy policy_;
   fixed_choices fixed_;
 
  private:

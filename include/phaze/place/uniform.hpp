@@ -23,8 +23,8 @@ namespace phaze::place {
 ///
 ///     auto baseline = uniform(problem).tp(8).pp(16).dp(8).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>
-class uniform : public placer_base<uniform<Table, Policy>, Table> {
-  using base = placer_base<uniform<Table, Policy>, Table>;
+class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
+  using base = placer_base<uniform<Table, Policy>, Table, Policy>;
 
  public:
   using base::base;
@@ -64,7 +64,7 @@ class uniform : public placer_base<uniform<Table, Policy>, Table> {
         const std::int64_t block = std::clamp<std::int64_t>(v - lead, 0, blocks - 1);
         stages[static_cast<std::size_t>(block / per_stage)].push_back(static_cast<std::size_t>(v));
       }
-      plan candidate = evaluate<Policy>(s, t, dp, stages);
+      plan candidate = evaluate(s, t, dp, stages, this->policy_);
       need = std::min(need, candidate.peak_memory.value());
       if (candidate.feasible && (!best.feasible || candidate.time_per_batch < best.time_per_batch)) {
         best = std::move(candidate);
@@ -86,5 +86,7 @@ class uniform : public placer_base<uniform<Table, Policy>, Table> {
 
 template <CostTable Table>
 uniform(const placement_problem<Table>&) -> uniform<Table>;
+template <CostTable Table, class Policy>
+uniform(const placement_problem<Table>&, Policy) -> uniform<Table, Policy>;
 
 }  // namespace phaze::place
