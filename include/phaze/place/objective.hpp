@@ -259,16 +259,19 @@ inline std::string to_string(const plan& p) {
   return out;
 }
 
-/// Choices a caller fixes (0: free).
+/// Choices a caller fixes (0: free) and limits it sets.
 struct fixed_choices {
   int tp = 0;
   int pp = 0;
   int dp = 0;
+  int max_pp = 0;                ///< deepest pipeline tried (0: the node count)
+  bool use_all_devices = false;  ///< only dp = devices / (tp * pp), where tp * pp divides the devices
 };
 
 namespace detail::place {
-/// Calls fn(table_index, pp, dp) for every admissible (tp, pp, dp): pp at most the node count, dp dividing
-/// the microbatches, tp * pp * dp <= devices; pp ascending, dp descending. Returns how many it visited.
+/// Calls fn(table_index, pp, dp) for every admissible (tp, pp, dp): pp at most the node count (and
+/// fixed.max_pp), dp dividing the microbatches, tp * pp * dp <= devices (== with fixed.use_all_devices); pp
+/// ascending, dp descending. Returns how many it visited.
 template <CostTable Table, class Fn>
 std::size_t for_each_config(const placement_settings& s, const std::vector<Table>& tables,
                             const fixed_choices& fixed, Fn&& fn) {
@@ -277,10 +280,13 @@ std::size_t for_each_config(const placement_settings& s, const std::vector<Table
     const std::int64_t tp = tables[ti].tp;
     if (fixed.tp != 0 && fixed.tp != tp) continue;
     const auto nodes = static_cast<std::int64_t>(tables[ti].nodes.size());
-    for (std::int64_t pp = 1; pp <= nodes && tp * pp <= s.devices; ++pp) {
+    const std::int64_t deepest = fixed.max_pp > 0 ? std::min<std::int64_t>(fixed.max_pp, nodes) : nodes;
+    for (std::int64_t pp = 1; pp <= deepest && tp * pp <= s.devices; ++pp) {
       if (fixed.pp != 0 && fixed.pp != pp) continue;
+      if (fixed.use_all_devices && s.devices % (tp * pp) != 0) continue;
       for (std::int64_t dp = s.devices / (tp * pp); dp >= 1; --dp) {
         if (fixed.dp != 0 && fixed.dp != dp) continue;
+        if (fixed.use_all_devices && tp * pp * dp != s.devices) continue;
         if (s.microbatches % dp != 0) continue;
         ++visited;
         fn(ti, static_cast<int>(pp), static_cast<int>(dp));
@@ -380,6 +386,10 @@ class placer_base {
   Derived& tp(int t) { return set(fixed_.tp, t); }
   Derived& pp(int p) { return set(fixed_.pp, p); }
   Derived& dp(int d) { return set(fixed_.dp, d); }
+  /// Deepest pipeline to try (0: as many stages as nodes).
+  Derived& max_pp(int p) { return set(fixed_.max_pp, p); }
+  /// Only plans that use every device (tp * pp * dp == devices), as Megatron-LM runs them.
+  Derived& use_all_devices(bool on) { return set(fixed_.use_all_devices, on); }
 
   [[nodiscard]] const placement_settings& settings() const { return settings_; }
 

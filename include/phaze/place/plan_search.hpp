@@ -13,13 +13,19 @@
 #include "phaze/core/error.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/model.hpp"
+#include "phaze/place/model_placement.hpp"
 #include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace phaze::place {
 
+/// How stages get their layers: Megatron-LM's uniform split, or any contiguous split chosen by chain_dp
+/// under the same step-time model (model_placement.hpp).
+enum class stage_placement { uniform, uneven };
+
 /// What the search may vary; an empty optional means "search it".
 struct plan_choices {
+  stage_placement placement = stage_placement::uniform;
   std::optional<int> tp;
   std::optional<int> pp;
   std::optional<int> dp;
@@ -34,6 +40,7 @@ struct ranked_plan {
   train::parallelism parallel;
   train::training_knobs knobs;
   step_estimate estimate;
+  std::vector<stage_layers> split;  ///< each stage's layers (the uniform split when placed uniformly)
 };
 
 /// The outcome of a search: the plans that fit, best first, and the smallest memory need of those that do
@@ -46,6 +53,46 @@ struct plan_search_result {
 
 /// Searches the plans of `m` on `devices` devices of type `d`. `base` gives the knobs that are not searched
 /// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
+namespace detail {
+/// Every knob setting the search tries (microbatch, recomputation, sequence parallelism), in a fixed order.
+template <class Fn>
+void for_each_knob_setting(const train::training_knobs& base, const plan_choices& fixed, int tp, Fn&& fn) {
+  std::vector<model::recompute> modes{model::recompute::none, model::recompute::selective,
+                                      model::recompute::full};
+  if (fixed.recompute) modes = {*fixed.recompute};
+  for (std::int64_t mb = 1; mb <= (fixed.microbatch ? *fixed.microbatch : fixed.max_microbatch); mb *= 2) {
+    if (fixed.microbatch && mb != *fixed.microbatch) continue;
+    for (model::recompute mode : modes) {
+      for (bool sp : {false, true}) {
+        if (fixed.sequence_parallel ? sp != *fixed.sequence_parallel : (sp && tp == 1)) continue;
+        train::training_knobs k = base;
+        k.microbatch = mb;
+        k.recompute = mode;
+        k.sequence_parallel = sp;
+        fn(k);
+      }
+    }
+  }
+}
+
+/// Adds one evaluated plan to the result: to the feasible list, or to the smallest infeasible need.
+inline void record(plan_search_result& result, ranked_plan r) {
+  ++result.evaluated;
+  if (r.estimate.fits) {
+    result.feasible.push_back(std::move(r));
+  } else if (result.smallest_infeasible_need.value() == 0.0 ||
+             r.estimate.peak_memory < result.smallest_infeasible_need) {
+    result.smallest_infeasible_need = r.estimate.peak_memory;
+  }
+}
+}  // namespace detail
+
+/// Searches the plans of `m` on `devices` devices of type `d`. `base` gives the knobs that are not searched
+/// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
+/// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
+/// uniform split; with stage_placement::uneven, for every tp and knob setting chain_dp finds the best pp, dp
+/// and split under the same model (one plan per tp and knob setting; the interleaved schedule is always
+/// placed uniformly). The uneven plan of a setting is never slower than its best uniform plan.
 inline plan_search_result search_plans(const model::model& m, const hw::device& d, int devices,
                                        const train::training_knobs& base, const plan_choices& fixed,
                                        sched::schedule_cache& cache,
@@ -53,51 +100,59 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
   if (devices < 1) throw input_error("--devices must be at least 1");
   plan_search_result result;
   const auto& c = m.config;
-  std::vector<int> tps;
-  for (int tp = 1; tp <= devices; tp *= 2) {
-    const bool divides = c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0;
-    // Tensor parallelism stays inside a node (its all-reduces need the fast links), as Megatron-LM runs it.
-    if (divides && tp <= std::max(1, d.link.devices_per_node)) tps.push_back(tp);
-  }
+  std::vector<int> tps = admissible_widths(m, d, devices);
   if (fixed.tp) tps = {*fixed.tp};
-  std::vector<model::recompute> modes{model::recompute::none, model::recompute::selective,
-                                      model::recompute::full};
-  if (fixed.recompute) modes = {*fixed.recompute};
+  const bool uneven =
+      fixed.placement == stage_placement::uneven && base.schedule != train::pipeline_schedule::interleaved;
   bool any_admissible = false;
   for (int tp : tps) {
+    if (uneven) {
+      detail::for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+        // The rules that do not depend on pp and dp (shape, batch, precision) must hold at pp = dp = 1.
+        try {
+          train::validate(m, train::parallelism{tp, 1, 1}, k, tp);
+        } catch (const input_error&) {
+          return;
+        }
+        fixed_choices f;
+        f.pp = fixed.pp.value_or(0);
+        f.dp = fixed.dp.value_or(0);
+        model_placement placed;
+        try {
+          placed = place_model(m, d, devices, k, {tp}, cache, f, how);
+        } catch (const input_error&) {
+          return;  // no (pp, dp) uses the devices with this batch: not a plan
+        }
+        any_admissible = true;
+        if (!placed.placed.feasible) {
+          ++result.evaluated;
+          if (result.smallest_infeasible_need.value() == 0.0 ||
+              placed.placed.smallest_memory_need < result.smallest_infeasible_need) {
+            result.smallest_infeasible_need = placed.placed.smallest_memory_need;
+          }
+          return;
+        }
+        detail::record(result, ranked_plan{placed.parallel, k, placed.estimate, placed.split});
+      });
+      continue;
+    }
     for (int pp = 1; pp <= devices / tp && pp <= c.layers; ++pp) {
       if (fixed.pp && pp != *fixed.pp) continue;
       if ((devices / tp) % pp != 0 && !fixed.dp) continue;
       const int dp = fixed.dp ? *fixed.dp : devices / (tp * pp);
       if (tp * pp * dp != devices) continue;
-      for (std::int64_t mb = 1; mb <= (fixed.microbatch ? *fixed.microbatch : fixed.max_microbatch);
-           mb *= 2) {
-        if (fixed.microbatch && mb != *fixed.microbatch) continue;
-        for (model::recompute mode : modes) {
-          for (bool sp : {false, true}) {
-            if (fixed.sequence_parallel ? sp != *fixed.sequence_parallel : (sp && tp == 1)) continue;
-            train::parallelism p{tp, pp, dp};
-            train::training_knobs k = base;
-            k.microbatch = mb;
-            k.recompute = mode;
-            k.sequence_parallel = sp;
-            try {
-              train::validate(m, p, k, devices);
-            } catch (const input_error&) {
-              continue;  // not admissible (batch not divisible, schedule rules, ...): not a plan
-            }
-            any_admissible = true;
-            ranked_plan r{p, k, estimate_step(m, d, p, k, cache, how)};
-            ++result.evaluated;
-            if (r.estimate.fits) {
-              result.feasible.push_back(std::move(r));
-            } else if (result.smallest_infeasible_need.value() == 0.0 ||
-                       r.estimate.peak_memory < result.smallest_infeasible_need) {
-              result.smallest_infeasible_need = r.estimate.peak_memory;
-            }
-          }
+      detail::for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+        train::parallelism p{tp, pp, dp};
+        try {
+          train::validate(m, p, k, devices);
+        } catch (const input_error&) {
+          return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
         }
-      }
+        any_admissible = true;
+        std::vector<stage_layers> split;
+        for (int i = 0; i < pp; ++i) split.push_back(uniform_stage(m, pp, i));
+        detail::record(result, ranked_plan{p, k, estimate_step(m, d, p, k, cache, how), std::move(split)});
+      });
     }
   }
   if (!any_admissible) {

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/cost/collective.hpp"
 #include "phaze/cost/op_cost.hpp"
@@ -115,29 +117,79 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   r.tp_backward += regather;
   return r;
 }
+
+/// One boundary transfer of a pipeline stage per microbatch (activations forward or gradients backward) of a
+/// `boundary`-byte tensor per rank, with tp x dp ranks per stage. Over the network when consecutive stages
+/// sit in different nodes (tp * dp >= devices per node, Megatron's rank order tp, dp, pp), over NVLink
+/// otherwise. Megatron-LM's scatter-gather optimization (Narayanan et al., SC'21, section 4.1; on by
+/// default): without sequence parallelism the boundary tensor is replicated over the tp ranks, so each rank
+/// sends 1/tp of it over its own link and the receiving stage all-gathers it inside the node. With sequence
+/// parallelism the boundary is already split over the tp ranks.
+inline seconds pipeline_send(bytes boundary, int tp, int dp, bool sequence_parallel, const hw::links& links) {
+  const bool crosses_nodes = static_cast<std::int64_t>(tp) * dp >= links.devices_per_node;
+  const cost::group pair{2, crosses_nodes};
+  if (sequence_parallel || tp == 1) return cost::point_to_point_time(boundary, pair, links);
+  return cost::point_to_point_time(boundary / static_cast<double>(tp), pair, links) +
+         cost::all_gather_time(boundary, cost::packed_group(tp, links), links);
+}
+
+/// Data-parallel gradient synchronization of a stage holding `parameters` per rank: a ring all-reduce of
+/// the fp32 main gradients (Megatron-LM) over dp ranks (Thakur et al. 2005) on the slowest link the group
+/// spans (it spans nodes when tp * dp > devices per node), not overlapped; with the distributed optimizer a
+/// reduce-scatter of gradients and an all-gather of weights (same volume).
+inline seconds gradient_sync(double parameters, int tp, int dp, const train::training_knobs& k,
+                             const hw::links& links) {
+  if (dp <= 1) return seconds{0.0};
+  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  const cost::group group{dp, static_cast<std::int64_t>(tp) * dp > links.devices_per_node};
+  return cost::all_reduce_time(bytes{parameters * per.gradients}, group, links);
+}
+
+/// The optimizer step of a stage holding `parameters` per rank: weights, gradients and this rank's share of
+/// the optimizer state read and written once at the achievable HBM bandwidth.
+inline seconds optimizer_step(double parameters, int dp, const train::training_knobs& k,
+                              const hw::device& d) {
+  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  const double shard = k.distributed_optimizer ? static_cast<double>(dp) : 1.0;
+  const double state_bytes = parameters * (per.weights + per.gradients + per.optimizer / shard);
+  const double hbm =
+      d.hbm_bandwidth.value() * (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
+  return seconds{2.0 * state_bytes / hbm};
+}
+
+/// Model chunks per device: v under the interleaved schedule, 1 otherwise.
+inline int chunks_per_device(const train::training_knobs& k) {
+  return k.schedule == train::pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
+}
 }  // namespace detail
 
 /// The time of one training iteration of `m` on `devices` = tp * pp * dp copies of `d` (the caller validated
 /// the plan with train::validate). Formulas (docs/step-time.md):
-/// - Stages: the uniform Megatron split (uniform_stage). Per microbatch a stage takes the forward, backward
-///   and recomputation of its layers (layer_times; on GPUs TP collectives are ops inside them) plus its
-///   pipeline sends: 2 v boundary transfers (activation forward, gradient backward, once per model chunk),
-///   over the network when consecutive stages sit in different nodes (tp * dp >= devices per node, Megatron's
-///   rank order tp, dp, pp), over NVLink otherwise.
+/// - Stages: `split` gives each stage's layers (pp entries, blocks adding up to the model's, the embedding on
+///   stage 0 and the head on the last); empty means the uniform Megatron split (uniform_stage). Per
+///   microbatch a stage takes the forward, backward and recomputation of its layers (layer_times; on GPUs TP
+///   collectives are ops inside them) plus its pipeline sends: 2 v boundary transfers (activation forward,
+///   gradient backward, once per model chunk; detail::pipeline_send).
 /// - Pipeline (Narayanan et al., SC'21, section 2.2): iteration = m t_max + bubble, bubble = (p - 1) t_max
-/// for
-///   1F1B and GPipe, (p - 1) / v t_max for interleaved 1F1B with v chunks, t_max the slowest stage.
-/// - Data parallelism: ring all-reduce of the slowest stage's fp32 gradients over dp ranks (Thakur et al.
-/// 2005)
-///   on the slowest link the group spans (it spans nodes when tp * dp > devices per node), not overlapped;
-///   with the distributed optimizer a reduce-scatter of gradients and an all-gather of weights (same volume).
-/// - Optimizer step: the model states of the device read and written once at the achievable HBM bandwidth.
+///   for 1F1B and GPipe, (p - 1) / v t_max for interleaved 1F1B with v chunks, t_max the slowest stage.
+/// - Data parallelism: the largest stage's gradient synchronization (detail::gradient_sync), not overlapped.
+/// - Optimizer step: the model states of the device read and written once (detail::optimizer_step).
+/// place::step_policy puts the same terms in a placer's objective, so a placement found by chain_dp on a
+/// model's tables has exactly this time.
 inline step_estimate estimate_step(const model::model& m, const hw::device& d, const train::parallelism& p,
                                    const train::training_knobs& k, sched::schedule_cache& cache,
-                                   sched::solver how = sched::solver::list) {
+                                   sched::solver how = sched::solver::list,
+                                   const std::vector<stage_layers>& split = {}) {
   step_estimate e;
   const model::layer_shape shape = train::layer_shape_of(m, p, k);
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
+  std::vector<stage_layers> stages = split;
+  if (stages.empty()) {
+    for (int i = 0; i < p.pp; ++i) stages.push_back(uniform_stage(run, p.pp, i));
+  }
+  if (static_cast<int>(stages.size()) != p.pp) {
+    throw input_error("a stage split needs one entry per pipeline stage (" + std::to_string(p.pp) + ")");
+  }
   const auto built = detail::build_layers(run, shape);
   const auto emb = detail::time_with_shares(built.embedding, d, cache, how, model::recompute::none);
   const auto block = detail::time_with_shares(built.block, d, cache, how, k.recompute);
@@ -145,28 +197,16 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
 
   const std::int64_t mb = train::microbatches_per_replica(p, k);
   e.microbatches = mb;
-  const int v = k.schedule == train::pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
-  const hw::links& links = d.link;
-  const bool pp_crosses_nodes = static_cast<std::int64_t>(p.tp) * p.dp >= links.devices_per_node;
-  const cost::group pp_pair{2, pp_crosses_nodes};
-  // Megatron-LM's scatter-gather optimization (Narayanan et al., SC'21, section 4.1; on by default): without
-  // sequence parallelism the boundary tensor is replicated over the tp ranks, so each rank sends 1/tp of it
-  // over its own link and the receiving stage all-gathers it inside the node. With sequence parallelism the
-  // boundary is already split over the tp ranks (layer_times' boundary is the per-rank output).
-  seconds send{0.0};
-  if (p.pp > 1) {
-    if (k.sequence_parallel || p.tp == 1) {
-      send = cost::point_to_point_time(block.t.boundary, pp_pair, links);
-    } else {
-      const double tp = static_cast<double>(p.tp);
-      send = cost::point_to_point_time(block.t.boundary / tp, pp_pair, links) +
-             cost::all_gather_time(block.t.boundary, cost::packed_group(p.tp, links), links);
-    }
-  }
+  const int v = detail::chunks_per_device(k);
+  const seconds send = p.pp > 1
+                           ? detail::pipeline_send(block.t.boundary, p.tp, p.dp, k.sequence_parallel, d.link)
+                           : seconds{0.0};
 
   int slowest = 0;
+  std::int64_t largest_params = 0;
+  memory_breakdown peak;
   for (int i = 0; i < p.pp; ++i) {
-    const stage_layers s = uniform_stage(run, p.pp, i);
+    const stage_layers& s = stages[static_cast<std::size_t>(i)];
     const auto blocks = static_cast<double>(s.blocks);
     stage_estimate st;
     st.layers = s.blocks + (s.embedding ? 1 : 0) + (s.head ? 1 : 0);
@@ -187,8 +227,14 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
     }
     // Interior stages receive and send in both passes; with v chunks every chunk does (2 v transfers on the
     // critical path per microbatch, as Megatron-LM's blocking send/recv pairs).
-    if (p.pp > 1) st.pp_comm = send * (2.0 * static_cast<double>(v));
-    st.memory = stage_memory(run, p, k, s, i).total;
+    st.pp_comm = send * (2.0 * static_cast<double>(v));
+    const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, s, i);
+    st.memory = mem.total;
+    if (i == 0 || mem.total > peak.total) {
+      peak = mem;
+      e.peak_stage = i;
+    }
+    largest_params = std::max(largest_params, detail::stage_parameters(built, run.config.tied_embeddings, s));
     e.stages.push_back(st);
     if (st.per_microbatch() > e.stages[static_cast<std::size_t>(slowest)].per_microbatch()) slowest = i;
   }
@@ -196,7 +242,8 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
   const stage_estimate& worst = e.stages[static_cast<std::size_t>(slowest)];
   const seconds t_max = worst.per_microbatch();
   const double m_count = static_cast<double>(mb);
-  const seconds rec_tp = block.tp_recompute * static_cast<double>(uniform_stage(run, p.pp, slowest).blocks);
+  const seconds rec_tp =
+      block.tp_recompute * static_cast<double>(stages[static_cast<std::size_t>(slowest)].blocks);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
@@ -204,23 +251,9 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
   b.pp_comm = worst.pp_comm * m_count;
   const double bubble_stages = static_cast<double>(p.pp - 1) / static_cast<double>(v);
   b.bubble = t_max * bubble_stages;
-
-  // Gradients of the largest stage (fp32 main gradients, Megatron-LM) all-reduced over dp ranks.
-  std::int64_t largest_params = 0;
-  for (int i = 0; i < p.pp; ++i)
-    largest_params = std::max(largest_params, stage_parameters(run, uniform_stage(run, p.pp, i), p.tp));
-  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
   const auto params = static_cast<double>(largest_params);
-  if (p.dp > 1) {
-    const cost::group dp_group{p.dp, static_cast<std::int64_t>(p.tp) * p.dp > links.devices_per_node};
-    b.dp_comm = cost::all_reduce_time(bytes{params * per.gradients}, dp_group, links);
-  }
-  // Optimizer step: read and write weights, gradients and (this rank's share of) the optimizer state.
-  const double shard = k.distributed_optimizer ? static_cast<double>(p.dp) : 1.0;
-  const double state_bytes = params * (per.weights + per.gradients + per.optimizer / shard);
-  const double hbm =
-      d.hbm_bandwidth.value() * (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
-  b.optimizer = seconds{2.0 * state_bytes / hbm};
+  b.dp_comm = detail::gradient_sync(params, p.tp, p.dp, k, d.link);
+  b.optimizer = detail::optimizer_step(params, p.dp, k, d);
 
   e.time_per_batch = b.total();
   const double t = e.time_per_batch.value();
@@ -230,10 +263,8 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
   const flops model_flops = model::training_flops_per_iteration(run, k.global_batch);
   e.model_flops_per_device = flops_per_second{model_flops.value() / t / static_cast<double>(p.devices())};
   e.mfu = e.model_flops_per_device.value() / hw::peak_matrix_flops(d).value();
-  const stage_peak peak = peak_memory(run, p, k);
-  e.peak_memory = peak.memory.total;
-  e.peak_stage = peak.stage;
-  e.fits = fits(peak.memory, d);
+  e.peak_memory = peak.total;
+  e.fits = fits(peak, d);
   return e;
 }
 

@@ -1,0 +1,172 @@
+// One timing and memory model for estimate_step and the placers: step_policy on a model's tables gives,
+// for any split, exactly estimate_step's time and place/memory.hpp's memory; chain_dp under it equals the
+// brute-force oracle on a small model, and its uneven plans are never slower than the best uniform plan.
+#include <phaze/hw/presets.hpp>
+#include <phaze/model/zoo.hpp>
+#include <phaze/place/brute_force.hpp>
+#include <phaze/place/downset_dp.hpp>
+#include <phaze/place/model_placement.hpp>
+#include <phaze/place/plan_search.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <random>
+#include <vector>
+
+using namespace phaze;
+
+namespace {
+train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch, model::recompute mode,
+                            bool sp) {
+  train::training_knobs k;
+  k.global_batch = global_batch;
+  k.microbatch = microbatch;
+  k.recompute = mode;
+  k.sequence_parallel = sp;
+  return k;
+}
+
+/// Node sets of a split given as blocks per stage (embedding on the first stage, head on the last).
+std::vector<std::vector<std::size_t>> node_sets(const std::vector<place::stage_layers>& split) {
+  std::vector<std::vector<std::size_t>> out;
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    std::vector<std::size_t> nodes;
+    const std::size_t count =
+        static_cast<std::size_t>(split[i].blocks) + (split[i].embedding ? 1 : 0) + (split[i].head ? 1 : 0);
+    for (std::size_t j = 0; j < count; ++j) nodes.push_back(next++);
+    out.push_back(nodes);
+  }
+  return out;
+}
+
+/// A random split of `blocks` blocks into `stages` stages, each with at least one block.
+std::vector<place::stage_layers> random_split(std::mt19937& rng, std::int64_t blocks, int stages) {
+  std::vector<place::stage_layers> split(static_cast<std::size_t>(stages),
+                                         place::stage_layers{1, false, false});
+  for (std::int64_t b = stages; b < blocks; ++b) {
+    ++split[std::uniform_int_distribution<std::size_t>(0, split.size() - 1)(rng)].blocks;
+  }
+  split.front().embedding = true;
+  split.back().head = true;
+  return split;
+}
+}  // namespace
+
+TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp for any split",
+          "[place][model_placement]") {
+  const auto m = zoo::get("gpt3-175b");
+  std::mt19937 rng(5);
+  sched::schedule_cache cache;
+  int compared = 0;
+  for (const char* device : {"a100-80gb", "h100-sxm", "tpuv4-like"}) {
+    const auto d = *hw::find_preset(device);
+    for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
+      for (const bool sp : {false, true}) {
+        for (const bool distributed : {false, true}) {
+          auto k = knobs(512, 1, mode, sp);
+          k.distributed_optimizer = distributed;
+          k.opt = distributed ? train::optimizer::adam : train::optimizer::sgd;
+          const int tp = 8;
+          const auto mp = place::model_tables(m, d, 1024, k, {tp}, cache);
+          const auto& table = mp.problem.tables.front();
+          REQUIRE(table.nodes.size() == 98);
+          for (const int pp : {1, 2, 8, 16}) {
+            const int dp = 1024 / (tp * pp) > 16 ? 16 : 1024 / (tp * pp);
+            const train::parallelism p{tp, pp, dp};
+            for (int trial = 0; trial < 2; ++trial) {
+              std::vector<place::stage_layers> split;
+              if (trial == 0) {
+                for (int i = 0; i < pp; ++i) split.push_back(place::uniform_stage(m, pp, i));
+              } else {
+                split = random_split(rng, m.config.layers, pp);
+              }
+              const auto e = place::estimate_step(m, d, p, k, cache, sched::solver::list, split);
+              const auto planned = place::evaluate(mp.problem, table, dp, node_sets(split), mp.policy);
+              CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
+              REQUIRE(planned.stages.size() == e.stages.size());
+              for (std::size_t i = 0; i < e.stages.size(); ++i) {
+                CHECK(planned.stages[i].memory.value() == Approx(e.stages[i].memory.value()).epsilon(1e-9));
+              }
+              CHECK(planned.peak_memory.value() == Approx(e.peak_memory.value()).epsilon(1e-9));
+              ++compared;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared == 3 * 3 * 2 * 2 * 4 * 2);
+}
+
+TEST_CASE("chain_dp and downset_dp under step_policy equal brute force on a small model",
+          "[place][model_placement]") {
+  // A six-block GPT: eight nodes, small enough for brute force over every split.
+  model::model m = zoo::get("gpt2");
+  m.config.layers = 6;
+  m = model::make_model(m.config);
+  const auto d = *hw::find_preset("a100-40gb");
+  sched::schedule_cache cache;
+  int compared = 0;
+  for (const auto mode : {model::recompute::none, model::recompute::full}) {
+    for (const std::int64_t batch : {8, 64}) {
+      const auto k = knobs(batch, 2, mode, false);
+      auto mp = place::model_tables(m, d, 16, k, {1, 2, 4}, cache);
+      for (const double capacity_gib : {40.0, 1.2, 0.9}) {
+        mp.problem.memory_per_device = bytes{capacity_gib * 1024.0 * 1024.0 * 1024.0};
+        const auto chain = place::chain_dp(mp.problem, mp.policy).use_all_devices(true).run();
+        const auto downset = place::downset_dp(mp.problem, mp.policy).use_all_devices(true).run();
+        const auto oracle = place::brute_force(mp.problem, mp.policy).use_all_devices(true).run();
+        REQUIRE(chain.feasible == oracle.feasible);
+        REQUIRE(downset.feasible == oracle.feasible);
+        if (oracle.feasible) {
+          CHECK(chain.time_per_batch.value() == Approx(oracle.time_per_batch.value()).epsilon(1e-12));
+          CHECK(downset.time_per_batch.value() == Approx(oracle.time_per_batch.value()).epsilon(1e-12));
+          CHECK(chain.devices_used() == 16);
+        } else {
+          CHECK(chain.smallest_memory_need.value() ==
+                Approx(oracle.smallest_memory_need.value()).epsilon(1e-12));
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 12);
+}
+
+TEST_CASE("Uneven placement is never slower than the best uniform plan and its time is estimate_step's",
+          "[place][model_placement]") {
+  const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
+  const auto d = *hw::find_preset("a100-80gb");
+  sched::schedule_cache cache;
+  train::training_knobs base;
+  base.global_batch = 64;
+  place::plan_choices choices;
+  choices.max_microbatch = 2;
+  const auto uniform = place::search_plans(m, d, 64, base, choices, cache);
+  choices.placement = place::stage_placement::uneven;
+  const auto uneven = place::search_plans(m, d, 64, base, choices, cache);
+  REQUIRE_FALSE(uniform.feasible.empty());
+  REQUIRE_FALSE(uneven.feasible.empty());
+  const auto& best = uneven.feasible.front();
+  CHECK(best.estimate.time_per_batch <= uniform.feasible.front().estimate.time_per_batch);
+  // Every uneven plan is at least as fast as every uniform plan with the same tp and knobs.
+  for (const auto& u : uneven.feasible) {
+    for (const auto& f : uniform.feasible) {
+      if (f.parallel.tp == u.parallel.tp && f.knobs == u.knobs) {
+        CHECK(u.estimate.time_per_batch.value() <= f.estimate.time_per_batch.value() * (1 + 1e-12));
+      }
+    }
+  }
+  // The reported split is a partition of the model, and estimate_step of it gives the reported time.
+  std::int64_t blocks = 0;
+  for (const auto& s : best.split) blocks += s.blocks;
+  CHECK(blocks == m.config.layers);
+  CHECK(best.split.front().embedding);
+  CHECK(best.split.back().head);
+  const auto again =
+      place::estimate_step(m, d, best.parallel, best.knobs, cache, sched::solver::list, best.split);
+  CHECK(again.time_per_batch.value() == Approx(best.estimate.time_per_batch.value()).epsilon(1e-12));
+  CHECK(best.parallel.devices() == 64);
+}
