@@ -1,10 +1,11 @@
 // `phaze estimate MODEL --device DEV --devices N [--devices-per-node G] --tp T --pp P [--dp D] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
-// [--precision bf16|fp16|fp32] [--solver ilp|list] [--format table|json]`: the time, throughput, MFU and
-// memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
+// [--precision bf16|fp16|fp32] [--solver ilp|list] [--stage-blocks B0,B1,...] [--format table|json]`: the
+// time, throughput, MFU and memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,7 @@ struct estimate_options {
   bool distributed_optimizer = false;
   std::string precision = "bf16";
   std::string solver = "list";
+  std::vector<std::int64_t> stage_blocks;  // empty: the uniform split
   std::string format = "table";
 };
 
@@ -66,7 +68,9 @@ int run_estimate(const estimate_options& o) {
 
   sched::schedule_cache cache;
   const auto how = o.solver == "ilp" ? sched::solver::ilp : sched::solver::list;
-  const place::step_estimate e = place::estimate_step(m, d, p, k, cache, how);
+  std::vector<place::stage_layers> split;
+  if (!o.stage_blocks.empty()) split = place::split_of_blocks(m, o.stage_blocks, p.pp);
+  const place::step_estimate e = place::estimate_step(m, d, p, k, cache, how, split);
 
   if (parse_format(o.format) == output_format::json) {
     print_json(io::estimate_json(m, d, p, k, e));
@@ -118,6 +122,10 @@ command add_estimate_command(CLI::App& root) {
   parser->add_option("--solver", o->solver, "layer schedules: list (fast) or ilp (optimal, slower)")
       ->check(CLI::IsMember({"ilp", "list"}))
       ->default_str("list");
+  parser
+      ->add_option("--stage-blocks", o->stage_blocks,
+                   "transformer blocks per pipeline stage, comma-separated (default: the uniform split)")
+      ->delimiter(',');
   add_format_option(*parser, o->format);
   return {parser, [o] { return run_estimate(*o); }};
 }

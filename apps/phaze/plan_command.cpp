@@ -4,6 +4,7 @@
 // [--vocab V] [--schedule ...] [--vp V] [--optimizer ...] [--distributed-optimizer] [--precision ...]
 // [--top K] [--emit megatron] [--format table|json]`: the best Megatron-style plan for a model on a cluster
 // (DESIGN.md section 9); any of tp/pp/dp/microbatch/recompute/sequence parallelism given fixes that choice.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,6 +105,27 @@ int run_on_layer_table(const plan_options& o) {
   return 0;
 }
 
+/// Whether Megatron-LM can run a split: every stage but the first and the last holds the same number of
+/// blocks (it takes the first and last stages' counts with --decoder-first/last-pipeline-num-layers).
+bool megatron_can_split(const place::ranked_plan& r) {
+  for (std::size_t i = 2; i + 1 < r.split.size(); ++i)
+    if (r.split[i].blocks != r.split[1].blocks) return false;
+  return true;
+}
+
+/// Blocks per stage, runs of equal counts shortened: "4, 12x6, 8".
+std::string blocks_per_stage(const place::ranked_plan& r) {
+  std::string out;
+  for (std::size_t i = 0; i < r.split.size();) {
+    std::size_t j = i;
+    while (j < r.split.size() && r.split[j].blocks == r.split[i].blocks) ++j;
+    if (!out.empty()) out += ", ";
+    out += j - i > 1 ? fmt::format("{}x{}", r.split[i].blocks, j - i) : std::to_string(r.split[i].blocks);
+    i = j;
+  }
+  return out;
+}
+
 /// The Megatron-LM command-line arguments that run a plan (pretrain_gpt.py flag names).
 std::string megatron_arguments(const model::model& m, const place::ranked_plan& r) {
   const auto& c = m.config;
@@ -116,6 +138,15 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
       k.microbatch, k.global_batch, r.parallel.tp, r.parallel.pp);
   if (c.kv_heads_or_default() != c.heads) {
     out += fmt::format(" --group-query-attention --num-query-groups {}", c.kv_heads_or_default());
+  }
+  const auto& split = r.split;
+  const bool uniform = std::all_of(split.begin(), split.end(), [&](const place::stage_layers& s) {
+    return s.blocks == split.front().blocks;
+  });
+  if (split.size() >= 2 && !uniform) {
+    // Megatron-core's uneven pipeline (arguments.py): the first and last stages' block counts.
+    out += fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+                       split.front().blocks, split.back().blocks);
   }
   if (k.sequence_parallel) out += " --sequence-parallel";
   if (k.recompute == model::recompute::selective) out += " --recompute-activations";
@@ -159,6 +190,13 @@ int run_plan(const plan_options& o) {
   base.virtual_stages = o.vp;
   base.distributed_optimizer = o.distributed_optimizer;
   place::plan_choices fixed;
+  if (o.placer == "downset" || o.placer == "brute") {
+    throw input_error(fmt::format(
+        "--placer {} works on layer tables (--layer-table FILE); for a model give --placer chain (uneven "
+        "stages, the default) or uniform (Megatron-LM's even split)",
+        o.placer));
+  }
+  fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.tp = o.tp;
   fixed.pp = o.pp;
   fixed.dp = o.dp;
@@ -181,11 +219,25 @@ int run_plan(const plan_options& o) {
   const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
 
   if (o.emit == "megatron") {
-    print_text(megatron_arguments(m, best));
+    // The fastest plan Megatron-LM can run: its splits have equal interior stages.
+    const auto runnable = std::find_if(found.feasible.begin(), found.feasible.end(), megatron_can_split);
+    if (runnable != found.feasible.end()) {
+      print_text(megatron_arguments(m, *runnable));
+      return 0;
+    }
+    fixed.placement = place::stage_placement::uniform;
+    const auto even = place::search_plans(m, d, o.devices, base, fixed, cache);
+    if (even.feasible.empty()) {
+      throw infeasible_error(
+          "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts); "
+          "drop --emit megatron to see the uneven plans");
+    }
+    print_text(megatron_arguments(m, even.feasible.front()));
     return 0;
   }
   if (parse_format(o.format) == output_format::json) {
     auto j = io::estimate_json(m, d, best.parallel, best.knobs, best.estimate);
+    j["placement"] = o.placer == "uniform" ? "uniform" : "uneven";
     j["plans_evaluated"] = found.evaluated;
     j["plans_feasible"] = found.feasible.size();
     auto top = nlohmann::ordered_json::array();
@@ -197,23 +249,24 @@ int run_plan(const plan_options& o) {
     print_json(j);
     return 0;
   }
-  io::text_table t{{"#", "tp", "pp", "dp", "microbatch", "recompute", "seq. par.", "time/batch", "samples/s",
-                    "MFU", "peak memory"},
+  io::text_table t{{"#", "tp", "pp", "dp", "microbatch", "recompute", "seq. par.", "blocks/stage",
+                    "time/batch", "samples/s", "MFU", "peak memory"},
                    {io::align::right, io::align::right, io::align::right, io::align::right, io::align::right,
-                    io::align::left, io::align::left, io::align::right, io::align::right, io::align::right,
-                    io::align::right}};
+                    io::align::left, io::align::left, io::align::left, io::align::right, io::align::right,
+                    io::align::right, io::align::right}};
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& r = found.feasible[i];
     t.add_row({std::to_string(i + 1), std::to_string(r.parallel.tp), std::to_string(r.parallel.pp),
                std::to_string(r.parallel.dp), std::to_string(r.knobs.microbatch),
                std::string{model::to_string(r.knobs.recompute)}, r.knobs.sequence_parallel ? "yes" : "no",
-               fmt::format("{:.4g} s", r.estimate.time_per_batch.value()),
+               blocks_per_stage(r), fmt::format("{:.4g} s", r.estimate.time_per_batch.value()),
                fmt::format("{:.4g}", r.estimate.samples_per_s),
                fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), io::format_bytes(r.estimate.peak_memory)});
   }
-  print_text(fmt::format("{} on {} x {}: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(),
-                         o.devices, d.name.view(), found.evaluated, found.feasible.size(),
-                         shown == 1 ? "plan" : "plans"));
+  print_text(fmt::format("{} on {} x {}, {} stages: {} plans evaluated, {} fit; best {}:\n",
+                         m.config.name.view(), o.devices, d.name.view(),
+                         o.placer == "uniform" ? "uniform" : "uneven (chain DP)", found.evaluated,
+                         found.feasible.size(), shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
   print_text(io::estimate_table(m, d, best.parallel, best.knobs, best.estimate));
   return 0;
@@ -233,8 +286,9 @@ command add_plan_command(CLI::App& root) {
   parser
       ->add_option(
           "--placer", o->placer,
-          "placer for --layer-table: chain (chains), downset (any DAG), uniform (Megatron-style, needs "
-          "--tp --pp --dp) or brute (small tables)")
+          "placer: chain (uneven stages by the chain DP; chains), downset (any DAG), uniform (Megatron-style "
+          "even split; on a table it needs --tp --pp --dp) or brute (small tables); for a model chain or "
+          "uniform")
       ->check(CLI::IsMember({"chain", "downset", "uniform", "brute"}))
       ->default_str("chain");
   parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")

@@ -23,6 +23,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::dev
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& s : e.stages) {
     stages.push_back({{"layers", s.layers},
+                      {"blocks", s.blocks},
                       {"devices", s.devices},
                       {"fwd_s", s.forward.value()},
                       {"bwd_s", s.backward.value()},

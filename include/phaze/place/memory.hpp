@@ -4,8 +4,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/layer.hpp"
@@ -102,6 +106,34 @@ inline constexpr auto microbatches_in_flight =
   }
   return std::min(p - i, m);
 };
+
+/// A stage split from blocks per stage (the embedding joins the first stage, the head the last), as
+/// `phaze estimate --stage-blocks` takes it. Throws input_error unless there is one count per stage, the
+/// counts add up to the model's blocks, and every stage holds something (a first or last stage may hold only
+/// the embedding or the head).
+inline std::vector<stage_layers> split_of_blocks(const model::model& m,
+                                                 const std::vector<std::int64_t>& blocks, int stages) {
+  if (static_cast<int>(blocks.size()) != stages) {
+    throw input_error("--stage-blocks gives " + std::to_string(blocks.size()) + " counts for " +
+                      std::to_string(stages) + " pipeline stages; give one count per stage");
+  }
+  std::vector<stage_layers> split;
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    stage_layers s{blocks[i], i == 0, i + 1 == blocks.size()};
+    if (s.blocks < 0 || (s.blocks == 0 && !s.embedding && !s.head)) {
+      throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
+                        " blocks; interior stages need at least one block, the first and last at least 0");
+    }
+    total += s.blocks;
+    split.push_back(s);
+  }
+  if (total != m.config.layers) {
+    throw input_error("--stage-blocks adds up to " + std::to_string(total) + " blocks but the model has " +
+                      std::to_string(m.config.layers) + "; give counts that add up to the block count");
+  }
+  return split;
+}
 
 namespace detail {
 /// The three distinct layers of a transformer, built once for a shape.

@@ -26,6 +26,7 @@ namespace phaze::place {
 /// One pipeline stage of the estimate: what it holds and what one microbatch costs on each of its devices.
 struct stage_estimate {
   std::int64_t layers = 0;   ///< layer-graph nodes (blocks, plus the embedding and the head where they live)
+  std::int64_t blocks = 0;   ///< transformer blocks
   std::int64_t devices = 0;  ///< tp * dp
   seconds forward{0.0};      ///< per microbatch, TP collectives included
   seconds backward{0.0};     ///< per microbatch, TP collectives included
@@ -210,6 +211,7 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
     const auto blocks = static_cast<double>(s.blocks);
     stage_estimate st;
     st.layers = s.blocks + (s.embedding ? 1 : 0) + (s.head ? 1 : 0);
+    st.blocks = s.blocks;
     st.devices = static_cast<std::int64_t>(p.tp) * p.dp;
     st.forward = block.t.forward * blocks;
     st.backward = block.t.backward * blocks;
