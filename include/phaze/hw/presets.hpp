@@ -63,10 +63,11 @@ constexpr device gpu(std::string_view name, bytes hbm, bytes_per_second hbm_bw, 
 }
 
 // GEMM-efficiency starting points (issue 5 calibrates them against measured training runs):
-// large-GEMM fractions of dense peak as cuBLAS reaches them (A100 ~0.80, H100/H200 ~0.75, V100 ~0.85, T4
-// ~0.60 as T4 throttles at 70 W), 128x128 output tiles (256x128 on Hopper) and a 64-element reduction
-// half-point. HBM: ~90% of peak is what STREAM-like copies reach. These are assumptions recorded in
-// docs/cost-model.md.
+// large-GEMM fractions of dense peak as cuBLAS reaches them (A100 ~0.80, H100 PCIe ~0.75, V100 ~0.85, T4
+// ~0.60 as T4 throttles at 70 W), 128x128 output tiles (256x128 on the H100 PCIe, which was not measured)
+// and a 64-element reduction half-point. HBM: ~90% of peak is what STREAM-like copies reach (measured on an
+// H100 SXM: 3.03 TB/s of 3.35 = 0.90; on an H200: 4.30 of 4.8 = 0.895, docs/gpu-measurements.md). The A100
+// and Hopper GEMM values are calibrated below; the rest are assumptions recorded in docs/cost-model.md.
 constexpr datasheet_spec sheet(double tf32, double bf16, double fp16, double fp8, double vec,
                                double max_fraction, int tile_m, int tile_n, int sms, double k_half = 64.0) {
   datasheet_spec s;
@@ -87,6 +88,29 @@ constexpr datasheet_spec sheet(double tf32, double bf16, double fp16, double fp8
 // reaches on big fp16 GEMMs; the large k_half also absorbs per-kernel overheads the model does not itemize.
 inline constexpr double a100_max_fraction = 0.91;
 inline constexpr double a100_k_half = 768.0;
+
+// H100 SXM and H200 GEMM efficiency, calibrated on measured GEMM times (docs/gpu-measurements.md): 449 bf16
+// GEMMs each (GPT-3-175B and Llama-2-7B block GEMMs forward, dX and dW at microbatch 1/2/4 and TP 1/2/4/8,
+// GPT-3 attention score/context batched GEMMs, k, m, n and square sweeps) timed with CUDA events through
+// PyTorch 2.11 / cuBLAS (CUDA 13.0) by tools/gpu/measure.py, data in tests/data/gpu/, fitted by
+// tools/gpu/fit_gemm.cpp: a grid search over (max_fraction, k_half) per candidate tile minimizing the mean
+// relative error of cost::datasheet_gemm. GEMMs of 1 TFLOP or more ran at 619-811 TFLOP/s on the H100, median
+// 701 (0.71 of 989); the H200 (at its 700 W limit, 1785 MHz after the GEMMs) ran them about 3% slower, median
+// 679. 128x128 output tiles: within 0.3 points of the best mean (128x64: 5.27% vs 5.53%) with half its max
+// error (32% vs 66%), and far better than 256x128 (8.2% mean, 81% max: cuBLAS picks smaller tiles for narrow
+// TP-sliced GEMMs such as 4096 x 512 x 8192, so the big tile over-charges their quantization).
+// H100 SXM: mean 5.53%, max 32.3% (1024^3, launch-bound) over the 449 shapes; the preset's earlier
+// uncalibrated values (0.75, 256x128, k_half 64) gave mean 9.23%, max 82.1%. A second run of the same
+// script on the same card: mean 5.3% with these values (tests/hw/gpu_calibration_test.cpp checks both).
+inline constexpr double h100_max_fraction = 0.745;
+inline constexpr double h100_k_half = 184.0;
+// H200: mean 5.15%, max 36.4% (the uncalibrated values: mean 12.7%, max 100.6%).
+inline constexpr double h200_max_fraction = 0.715;
+inline constexpr double h200_k_half = 116.0;
+// Hopper output tile that fits both cards' measured GEMMs best among 256x128, 128x256, 256x256, 128x128,
+// 192x128, 128x64 and 64x128 once the mean and the max error are both weighed (see above).
+inline constexpr int hopper_tile_m = 128;
+inline constexpr int hopper_tile_n = 128;
 
 /// TPU v4 by its datasheet. Its MXUs compute bf16 (and int8), not fp16. The vector rate is the real VPU's
 /// (2 TensorCores x 8 sublanes x 128 lanes x 2 FLOPs per FMA x 1.05 GHz = 4.3 TFLOP/s); PHAZE's tpuv4-like
@@ -127,24 +151,30 @@ inline constexpr std::array presets{
                     bytes_per_second{25e9},
                     detail::sheet(156, 312, 312, 0, 19.5, detail::a100_max_fraction, 128, 128, 108,
                                   detail::a100_k_half))},
-    preset{"h100-sxm",
-           "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
-           "HBM3 at "
-           "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
-           detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12}, 8, bytes_per_second{450e9},
-                       bytes_per_second{50e9}, detail::sheet(495, 989, 989, 1979, 67, 0.75, 256, 128, 132))},
+    preset{
+        "h100-sxm",
+        "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
+        "HBM3 at "
+        "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
+        detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12}, 8, bytes_per_second{450e9},
+                    bytes_per_second{50e9},
+                    detail::sheet(495, 989, 989, 1979, 67, detail::h100_max_fraction, detail::hopper_tile_m,
+                                  detail::hopper_tile_n, 132, detail::h100_k_half))},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
            "2.0 TB/s, PCIe Gen5 128 GB/s (64 per direction), 114 SMs; 400 Gb/s network per GPU assumed",
            detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12}, 8, bytes_per_second{64e9},
                        bytes_per_second{50e9}, detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114))},
-    preset{"h200",
-           "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
-           "TB/s, "
-           "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
-           detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12}, 8, bytes_per_second{450e9},
-                       bytes_per_second{50e9}, detail::sheet(495, 989, 989, 1979, 67, 0.75, 256, 128, 132))},
+    preset{
+        "h200",
+        "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
+        "TB/s, "
+        "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
+        detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12}, 8, bytes_per_second{450e9},
+                    bytes_per_second{50e9},
+                    detail::sheet(495, 989, 989, 1979, 67, detail::h200_max_fraction, detail::hopper_tile_m,
+                                  detail::hopper_tile_n, 132, detail::h200_k_half))},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "
