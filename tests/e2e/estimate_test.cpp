@@ -84,6 +84,36 @@ TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate
     CHECK(r.status == 2);
     CHECK(contains(r.err, "devices"));
   }
+  SECTION("a stage split that does not add up to the blocks, or has the wrong length") {
+    const std::string plan =
+        "estimate gpt3-175b --device a100-80gb --devices 32 --tp 8 --pp 4 --global-batch 8 --microbatch 1";
+    const auto sum = run_phaze(plan + " --stage-blocks 24,24,24,23");
+    CHECK(sum.status == 2);
+    CHECK(contains(sum.err, "adds up to 95 blocks but the model has 96"));
+    const auto count = run_phaze(plan + " --stage-blocks 48,48");
+    CHECK(count.status == 2);
+    CHECK(contains(count.err, "one count per stage"));
+    const auto empty = run_phaze(plan + " --stage-blocks 48,0,24,24");
+    CHECK(empty.status == 2);
+    CHECK(contains(empty.err, "interior stages need at least one block"));
+  }
+}
+
+TEST_CASE("phaze estimate of an uneven split differs from the uniform one and keeps the breakdown exact",
+          "[e2e][estimate]") {
+  const std::string plan =
+      "estimate gpt3-175b --device a100-80gb --devices 32 --tp 8 --pp 4 --global-batch 8 --microbatch 1 "
+      "--recompute full";
+  const auto even = run_json(plan);
+  const auto uneven = run_json(plan + " --stage-blocks 30,22,22,22");
+  // The first stage holds 30 blocks instead of 24: it is the slowest and needs more memory.
+  CHECK(uneven.at("time_per_batch_s").get<double>() > even.at("time_per_batch_s").get<double>());
+  CHECK(uneven.at("plan").at("stages")[0].at("blocks") == 30);
+  CHECK(uneven.at("plan").at("stages")[0].at("memory_bytes").get<double>() >
+        even.at("plan").at("stages")[0].at("memory_bytes").get<double>());
+  double parts = 0.0;
+  for (const auto& [name, value] : uneven.at("breakdown").items()) parts += value.get<double>();
+  CHECK(parts == Approx(uneven.at("time_per_batch_s").get<double>()).epsilon(1e-12));
 }
 
 TEST_CASE("phaze estimate still prints a plan that does not fit, then exits 3", "[e2e][estimate]") {

@@ -65,6 +65,20 @@ TEST_CASE("phaze plan: impossible requests exit 2, plans that cannot fit exit 3"
   CHECK(bad_tp.status == 2);
 }
 
+TEST_CASE("phaze plan on a model takes the chain or uniform placer only", "[e2e][plan]") {
+  const auto r = run_phaze("plan gpt2 --device a100-80gb --devices 8 --global-batch 8 --placer downset");
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "--placer chain"));
+  // Uneven stages never lose to the uniform split.
+  const std::string args = "plan gpt2-xl --device a100-40gb --devices 16 --global-batch 64";
+  const auto uneven = run_json(args);
+  const auto uniform = run_json(args + " --placer uniform");
+  CHECK(uneven.at("placement") == "uneven");
+  CHECK(uniform.at("placement") == "uniform");
+  CHECK(uneven.at("time_per_batch_s").get<double>() <=
+        uniform.at("time_per_batch_s").get<double>() * (1 + 1e-12));
+}
+
 TEST_CASE("phaze plan --layer-table runs each placer on a table from a file", "[e2e][plan]") {
   const std::string chain = std::string{PHAZE_TEST_DATA_DIR} + "/layer_tables/gpt_small_chain.json";
   const std::string dag = std::string{PHAZE_TEST_DATA_DIR} + "/layer_tables/two_branch_dag.json";
