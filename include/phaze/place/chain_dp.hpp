@@ -47,7 +47,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       prefixes.push_back(make_prefix(policy, s, t));
     }
     scratch work;
-    double best = detail::place::infinity;
+    double best = this->cutoff_;
     std::size_t best_table = 0;
     int best_dp = 0;
     std::vector<std::size_t> best_cuts;
@@ -82,7 +82,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
               });
         });
     if (configs == 0) detail::place::no_configuration(s, this->fixed_);
-    if (best < detail::place::infinity) {
+    if (best < this->cutoff_) {
       std::vector<std::vector<std::size_t>> stages;
       for (std::size_t k = 0; k + 1 < best_cuts.size(); ++k) {
         stages.emplace_back();
@@ -93,6 +93,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       return out;
     }
     // Nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition.
+    if (this->cutoff_ < detail::place::infinity) return this->above_cutoff();
     return detail::place::smallest_memory_need(
         policy, s, tables, this->fixed_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
         [&](std::size_t ti, int pp, int dp, double bound) {

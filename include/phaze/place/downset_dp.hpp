@@ -46,7 +46,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
     std::vector<lattice> lattices;
     for (const auto& t : tables) lattices.push_back(make_lattice(policy, s, t));
     scratch work;
-    double best = detail::place::infinity;
+    double best = this->cutoff_;
     std::size_t best_table = 0;
     int best_dp = 0;
     std::vector<std::size_t> best_chain;
@@ -80,7 +80,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
               });
         });
     if (configs == 0) detail::place::no_configuration(s, this->fixed_);
-    if (best < detail::place::infinity) {
+    if (best < this->cutoff_) {
       const lattice& lat = lattices[best_table];
       std::vector<std::vector<std::size_t>> stages;
       for (std::size_t k = 1; k < best_chain.size(); ++k) {
@@ -95,6 +95,7 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
       out.time_per_batch = seconds{best};
       return out;
     }
+    if (this->cutoff_ < detail::place::infinity) return this->above_cutoff();
     return detail::place::smallest_memory_need(
         policy, s, tables, this->fixed_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
         [&](std::size_t ti, int pp, int dp, double bound) {

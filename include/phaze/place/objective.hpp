@@ -125,6 +125,7 @@ struct plan {
   bytes peak_memory{};           ///< largest stage memory of this plan
   bytes smallest_memory_need{};  ///< infeasible: the smallest peak found; feasible: peak_memory
   bytes memory_per_device{};     ///< the capacity the plan was checked against
+  bool above_cutoff = false;     ///< infeasible because no plan beat the placer's cutoff (not memory)
 
   [[nodiscard]] int devices_used() const { return tp * pp * dp; }
 };
@@ -390,6 +391,9 @@ class placer_base {
   Derived& max_pp(int p) { return set(fixed_.max_pp, p); }
   /// Only plans that use every device (tp * pp * dp == devices), as Megatron-LM runs them.
   Derived& use_all_devices(bool on) { return set(fixed_.use_all_devices, on); }
+  /// Only plans faster than `t` are of interest (a search's incumbent): the DP prunes with it and, when no
+  /// plan beats it, returns an infeasible plan with above_cutoff set (and no memory-need search).
+  Derived& cutoff(seconds t) { return set(cutoff_, t.value()); }
 
   [[nodiscard]] const placement_settings& settings() const { return settings_; }
 
@@ -404,6 +408,14 @@ class placer_base {
   placement_settings settings_;
   Policy policy_;
   fixed_choices fixed_;
+  double cutoff_ = detail::place::infinity;
+
+  /// The plan to return when nothing beat the cutoff.
+  [[nodiscard]] plan above_cutoff() const {
+    plan out = detail::place::infeasible_plan(settings_, 0.0);
+    out.above_cutoff = true;
+    return out;
+  }
 
  private:
   template <class T, class U>

@@ -1,0 +1,336 @@
+/// @file
+/// JSON of the co-search (docs/search.md): search specs (the JSON form of the C++ space DSL and the knobs),
+/// one design result per line of results.jsonl (written and read back for --resume and for MPI exchange),
+/// and best.json.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "phaze/core/error.hpp"
+#include "phaze/core/names.hpp"
+#include "phaze/hw/area.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/hw/space.hpp"
+#include "phaze/io/estimate_report.hpp"
+#include "phaze/io/model_source.hpp"
+#include "phaze/search/result.hpp"
+#include "phaze/search/spec.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::io {
+
+namespace detail::search_json {
+inline constexpr double mib = 1024.0 * 1024.0;
+inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+
+[[noreturn]] inline void bad(const std::string& where, const std::string& what) {
+  throw input_error("search spec: " + where + ": " + what);
+}
+
+/// Rejects keys outside `allowed`, suggesting the closest.
+inline void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed,
+                       const std::string& where) {
+  if (!j.is_object()) bad(where, "must be a JSON object");
+  for (const auto& item : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), item.key()) != allowed.end()) continue;
+    const auto close = closest_names(item.key(), allowed);
+    bad(where, "unknown key '" + item.key() + "'" +
+                   (close.empty() ? "; allowed: " + quoted_list(allowed)
+                                  : "; did you mean " + quoted_list(close) + "?"));
+  }
+}
+
+/// A space dimension: {"pow2": [lo, hi]}, {"one_of": [...]}, {"same_as": "other"} or a single number.
+struct dimension_key {
+  std::string_view key;
+  hw::axis axis;
+  double scale;  ///< JSON unit in the dimension's base unit (MiB / GiB for sizes)
+};
+inline constexpr std::array<dimension_key, 7> dimensions{{{"tensor_cores", hw::axis::tensor_cores, 1.0},
+                                                          {"tc_width", hw::axis::tc_width, 1.0},
+                                                          {"tc_depth", hw::axis::tc_depth, 1.0},
+                                                          {"vector_cores", hw::axis::vector_cores, 1.0},
+                                                          {"vc_width", hw::axis::vc_width, 1.0},
+                                                          {"global_buffer_mib", hw::axis::global_buffer, mib},
+                                                          {"hbm_gib", hw::axis::hbm, gib}}};
+
+inline double number(const nlohmann::json& v, const std::string& where) {
+  if (!v.is_number()) bad(where, "must be a number, got " + v.dump());
+  return v.get<double>();
+}
+
+inline void read_dimension(hw::space& s, const dimension_key& d, const nlohmann::json& v) {
+  const std::string where = "space." + std::string{d.key};
+  if (v.is_number()) {
+    s.set_values(d.axis, {number(v, where) * d.scale});
+    return;
+  }
+  check_keys(v, {"pow2", "one_of", "same_as"}, where);
+  if (v.size() != 1) bad(where, "give exactly one of pow2, one_of or same_as");
+  if (v.contains("pow2")) {
+    const auto& b = v.at("pow2");
+    if (!b.is_array() || b.size() != 2) bad(where, "pow2 takes [lo, hi]");
+    s.set_pow2(d.axis, number(b[0], where) * d.scale, number(b[1], where) * d.scale);
+  } else if (v.contains("one_of")) {
+    const auto& list = v.at("one_of");
+    if (!list.is_array() || list.empty()) bad(where, "one_of takes a non-empty list of numbers");
+    if (list.size() > hw::space::max_values) bad(where, "one_of takes at most 64 values");
+    hw::space::values_type values;
+    for (const auto& x : list) values.push_back(number(x, where) * d.scale);
+    s.set_values(d.axis, values);
+  } else {
+    const auto& target = v.at("same_as");
+    if (!target.is_string()) bad(where, "same_as takes a dimension name");
+    for (const auto& other : dimensions) {
+      if (other.key == target.get<std::string>()) {
+        s.set_same_as(d.axis, other.axis);
+        return;
+      }
+    }
+    bad(where, "same_as names no dimension: " + target.dump());
+  }
+}
+
+inline model::recompute parse_mode(const nlohmann::json& v) {
+  if (!v.is_string()) bad("knobs.recompute", "takes names: none, selective, full");
+  return train::parse_recompute(v.get<std::string>());
+}
+}  // namespace detail::search_json
+
+/// A space from its JSON form (docs/search.md): dimensions as {"pow2": [lo, hi]}, {"one_of": [...]},
+/// {"same_as": "dim"} or a number; "area_budget_mm2", "min_area_mm2", "exempt_single_core". Omitted
+/// dimensions keep the tpuv4-like reference's value; an omitted budget is the reference's area.
+/// "phaze-default" (a string) is PHAZE's published space.
+inline hw::space space_from_json(const nlohmann::json& j) {
+  namespace sj = detail::search_json;
+  if (j.is_string()) {
+    if (j.get<std::string>() == "phaze-default") return hw::phaze_default_space;
+    sj::bad("space", "the only named space is \"phaze-default\"; give an object for another");
+  }
+  std::vector<std::string> keys{"area_budget_mm2", "min_area_mm2", "exempt_single_core"};
+  for (const auto& d : sj::dimensions) keys.emplace_back(d.key);
+  sj::check_keys(j, keys, "space");
+  hw::space s{hw::tpuv4_like};
+  s.set_area_budget(hw::area_of(hw::tpuv4_like));
+  // Plain dimensions first, so same_as can tie to them in any key order.
+  for (const bool tied : {false, true}) {
+    for (const auto& d : sj::dimensions) {
+      if (!j.contains(d.key)) continue;
+      const auto& v = j.at(std::string{d.key});
+      if ((v.is_object() && v.contains("same_as")) == tied) sj::read_dimension(s, d, v);
+    }
+  }
+  if (j.contains("area_budget_mm2"))
+    s.set_area_budget(hw::area{sj::number(j.at("area_budget_mm2"), "space")});
+  if (j.contains("min_area_mm2")) s.set_min_area(hw::area{sj::number(j.at("min_area_mm2"), "space")});
+  if (j.contains("exempt_single_core")) {
+    if (!j.at("exempt_single_core").is_boolean())
+      sj::bad("space.exempt_single_core", "must be true or false");
+    s.set_exempt_single_core(j.at("exempt_single_core").get<bool>());
+  }
+  return s;
+}
+
+/// A whole search spec from JSON: {"model", "devices", "global_batch", "sequence", "vocab", "space",
+/// "knobs": {"microbatches", "recompute", "sequence_parallel", "tensor_parallel", "optimizer",
+/// "distributed_optimizer"}}. Every key but "model" is optional (PHAZE's setting).
+inline search::spec spec_from_json(const nlohmann::json& j) {
+  namespace sj = detail::search_json;
+  sj::check_keys(j, {"model", "devices", "global_batch", "sequence", "vocab", "space", "knobs"}, "top level");
+  search::spec s;
+  if (!j.contains("model") || !j.at("model").is_string())
+    sj::bad("model", "give a zoo name or a config.json path");
+  s.model = load_model(j.at("model").get<std::string>());
+  auto integer = [&](const char* key, auto& field) {
+    if (!j.contains(key)) return;
+    const auto& v = j.at(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) sj::bad(key, "must be a positive integer");
+    field = static_cast<std::remove_reference_t<decltype(field)>>(v.get<std::int64_t>());
+  };
+  integer("devices", s.devices);
+  integer("global_batch", s.global_batch);
+  integer("sequence", s.sequence);
+  std::int64_t vocab = 0;
+  integer("vocab", vocab);
+  if (vocab > 0) s.model = model::with_vocab(s.model, vocab);
+  if (j.contains("space")) s.space = space_from_json(j.at("space"));
+  if (j.contains("knobs")) {
+    const auto& k = j.at("knobs");
+    sj::check_keys(k,
+                   {"microbatches", "recompute", "sequence_parallel", "tensor_parallel", "optimizer",
+                    "distributed_optimizer"},
+                   "knobs");
+    auto list = [&](const char* key) -> const nlohmann::json& {
+      const auto& v = k.at(key);
+      if (!v.is_array() || v.empty()) sj::bad(std::string{"knobs."} + key, "must be a non-empty list");
+      return v;
+    };
+    if (k.contains("microbatches")) {
+      s.knobs.microbatches.clear();
+      for (const auto& v : list("microbatches")) {
+        if (!v.is_number_integer()) sj::bad("knobs.microbatches", "takes positive integers");
+        s.knobs.microbatches.push_back(v.get<std::int64_t>());
+      }
+    }
+    if (k.contains("recompute")) {
+      s.knobs.recompute.clear();
+      for (const auto& v : list("recompute")) s.knobs.recompute.push_back(sj::parse_mode(v));
+    }
+    if (k.contains("sequence_parallel")) {
+      s.knobs.sequence_parallel.clear();
+      for (const auto& v : list("sequence_parallel")) {
+        if (!v.is_boolean()) sj::bad("knobs.sequence_parallel", "takes true and/or false");
+        s.knobs.sequence_parallel.push_back(v.get<bool>());
+      }
+    }
+    if (k.contains("tensor_parallel")) {
+      for (const auto& v : list("tensor_parallel")) {
+        if (!v.is_number_integer()) sj::bad("knobs.tensor_parallel", "takes positive integers");
+        s.knobs.tensor_parallel.push_back(v.get<int>());
+      }
+    }
+    if (k.contains("optimizer")) {
+      if (!k.at("optimizer").is_string()) sj::bad("knobs.optimizer", "adam or sgd");
+      s.knobs.opt = train::parse_optimizer(k.at("optimizer").get<std::string>());
+    }
+    if (k.contains("distributed_optimizer")) {
+      if (!k.at("distributed_optimizer").is_boolean())
+        sj::bad("knobs.distributed_optimizer", "true or false");
+      s.knobs.distributed_optimizer = k.at("distributed_optimizer").get<bool>();
+    }
+  }
+  search::validate(s);
+  return s;
+}
+
+/// The canonical JSON of a spec: what a resume compares to make sure it continues the same search.
+inline nlohmann::ordered_json spec_to_json(const search::spec& s) {
+  nlohmann::ordered_json space;
+  for (const auto& d : detail::search_json::dimensions) {
+    if (const auto tied = s.space.same_as(d.axis)) {
+      for (const auto& other : detail::search_json::dimensions)
+        if (other.axis == *tied) space[std::string{d.key}] = {{"same_as", std::string{other.key}}};
+      continue;
+    }
+    auto values = nlohmann::ordered_json::array();
+    for (const double v : s.space.values(d.axis)) values.push_back(v / d.scale);
+    space[std::string{d.key}] = {{"one_of", values}};
+  }
+  space["area_budget_mm2"] = s.space.area_budget().value();
+  space["min_area_mm2"] = s.space.min_area().value();
+  space["exempt_single_core"] = s.space.exempts_single_core();
+  auto modes = nlohmann::ordered_json::array();
+  for (const auto m : s.knobs.recompute) modes.push_back(std::string{model::to_string(m)});
+  return {{"model", std::string{s.model.config.name.view()}},
+          {"layers", s.model.config.layers},
+          {"hidden", s.model.config.hidden},
+          {"vocab", s.model.config.vocab},
+          {"devices", s.devices},
+          {"global_batch", s.global_batch},
+          {"sequence", s.sequence > 0 ? s.sequence : s.model.config.sequence},
+          {"space", space},
+          {"knobs",
+           {{"microbatches", s.knobs.microbatches},
+            {"recompute", modes},
+            {"sequence_parallel", s.knobs.sequence_parallel},
+            {"tensor_parallel", s.knobs.tensor_parallel},
+            {"optimizer", std::string{train::to_string(s.knobs.opt)}},
+            {"distributed_optimizer", s.knobs.distributed_optimizer}}}};
+}
+
+/// A systolic design's parameters.
+inline nlohmann::ordered_json design_json(const hw::device& d) {
+  const auto& s = d.systolic;
+  return {{"tensor_cores", s.num_tc},
+          {"tc_width", s.tc_width},
+          {"tc_depth", s.tc_depth},
+          {"vector_cores", s.num_vc},
+          {"vc_width", s.vc_width},
+          {"global_buffer_mib", s.glb.value() / detail::search_json::mib},
+          {"hbm_gib", d.hbm.value() / detail::search_json::gib},
+          {"clock_ghz", s.clock.value() / 1e9}};
+}
+
+/// One line of results.jsonl: the design (by index and parameters), what happened, and its best plan.
+inline nlohmann::ordered_json result_json(const search::design_result& r) {
+  nlohmann::ordered_json j{{"index", r.index},
+                           {"status", std::string{search::to_string(r.status)}},
+                           {"design", design_json(r.device)},
+                           {"area_mm2", r.die_area.value()},
+                           {"upper_bound_samples_per_s", r.upper_bound_samples_per_s}};
+  if (r.status == search::outcome::infeasible)
+    j["smallest_memory_need_bytes"] = r.smallest_memory_need.value();
+  if (r.status != search::outcome::evaluated) return j;
+  auto blocks = nlohmann::ordered_json::array();
+  for (const auto& s : r.split) blocks.push_back(s.blocks);
+  j["throughput_samples_per_s"] = r.samples_per_s;
+  j["time_per_batch_s"] = r.estimate.time_per_batch.value();
+  j["mfu"] = r.estimate.mfu;
+  j["peak_memory_bytes"] = r.estimate.peak_memory.value();
+  j["energy_per_sample_j"] = r.energy_per_sample.value();
+  j["plan"] = {{"tp", r.parallel.tp},
+               {"pp", r.parallel.pp},
+               {"dp", r.parallel.dp},
+               {"microbatch", r.knobs.microbatch},
+               {"recompute", std::string{model::to_string(r.knobs.recompute)}},
+               {"sequence_parallel", r.knobs.sequence_parallel},
+               {"stage_blocks", blocks}};
+  return j;
+}
+
+/// A results.jsonl line back into a design result of `s` (the device from the space by index; the estimate
+/// is left for search::restore_estimate). Throws input_error on a malformed line or a design that does not
+/// match the space.
+inline search::design_result result_from_json(const nlohmann::json& j, const search::spec& s) {
+  try {
+    search::design_result r;
+    r.index = j.at("index").get<std::uint64_t>();
+    if (r.index >= s.space.count()) throw input_error("design index out of the space");
+    r.device = s.space.at(r.index);
+    if (nlohmann::json(design_json(r.device)) != nlohmann::json(j.at("design"))) {
+      throw input_error("design differs from the space's");
+    }
+    r.die_area = hw::area{j.at("area_mm2").get<double>()};
+    r.upper_bound_samples_per_s = j.at("upper_bound_samples_per_s").get<double>();
+    const std::string status = j.at("status").get<std::string>();
+    if (status == "pruned") {
+      r.status = search::outcome::pruned;
+      return r;
+    }
+    if (status == "infeasible") {
+      r.status = search::outcome::infeasible;
+      r.smallest_memory_need = bytes{j.at("smallest_memory_need_bytes").get<double>()};
+      return r;
+    }
+    if (status != "evaluated") throw input_error("unknown status '" + status + "'");
+    r.status = search::outcome::evaluated;
+    const auto& p = j.at("plan");
+    r.parallel = {p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>()};
+    r.knobs.global_batch = s.global_batch;
+    r.knobs.microbatch = p.at("microbatch").get<std::int64_t>();
+    r.knobs.recompute = train::parse_recompute(p.at("recompute").get<std::string>());
+    r.knobs.sequence_parallel = p.at("sequence_parallel").get<bool>();
+    r.knobs.precision = s.knobs.precision;
+    r.knobs.opt = s.knobs.opt;
+    r.knobs.schedule = s.knobs.schedule;
+    r.knobs.distributed_optimizer = s.knobs.distributed_optimizer;
+    const auto& blocks = p.at("stage_blocks");
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      r.split.push_back({blocks[i].get<std::int64_t>(), i == 0, i + 1 == blocks.size()});
+    }
+    if (static_cast<int>(r.split.size()) != r.parallel.pp)
+      throw input_error("stage_blocks does not match pp");
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(std::string{"malformed result: "} + e.what());
+  }
+}
+
+}  // namespace phaze::io

@@ -1,0 +1,163 @@
+/// @file
+/// The baselines a co-search reports next to its best design (docs/search.md), a one-line description of a
+/// spec, and best.json.
+/// - tpuv4-like: PHAZE's reference accelerator (the TPU v4 chip) with its best plan under the same knobs.
+/// - spotlight-style: the design of the space with the lowest single-accelerator latency of the model's
+///   layers (one microbatch of one sequence, forward and backward, no parallelism), as a design-space search
+///   for layer latency alone picks it (Spotlight, Sakhuja et al., HPCA 2023), then placed like every design.
+/// - megatron-uniform: the best design with PHAZE's fixed Megatron-style plans: uniform stages, every
+///   (tp, pp, dp) and knob setting evaluated, the fastest kept (no uneven placement).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "phaze/hw/presets.hpp"
+#include "phaze/io/search_json.hpp"
+#include "phaze/place/layer_times.hpp"
+#include "phaze/place/plan_search.hpp"
+#include "phaze/search/engine.hpp"
+
+namespace phaze::search {
+
+/// Index given to designs that are not in the searched space.
+inline constexpr std::uint64_t outside_the_space = std::numeric_limits<std::uint64_t>::max();
+
+/// Single-accelerator latency of a model's layers on `d`: forward + backward of the embedding, every
+/// block and the head for one sequence, no parallelism (list schedules).
+inline seconds layer_latency(const model::model& run, const hw::device& d) {
+  sched::schedule_cache cache;
+  const model::layer_shape shape{1, run.config.sequence, 1, false, 2};
+  seconds total{0.0};
+  for (const auto role : {model::layer_role::embedding, model::layer_role::block, model::layer_role::head}) {
+    const auto t =
+        place::time_layer(model::make_layer(run.config, role, shape), d, cache, sched::solver::list);
+    const double copies = role == model::layer_role::block ? static_cast<double>(run.config.layers) : 1.0;
+    total += (t.forward + t.backward) * copies;
+  }
+  return total;
+}
+
+/// The baselines of a search whose best design is `best`; `map` evaluates in parallel as in search::run.
+inline std::vector<baseline> baselines(
+    const spec& s, const design_result& best,
+    const std::function<std::vector<design_result>(
+        std::size_t, const std::function<design_result(std::size_t)>&)>& map = serial_map) {
+  std::vector<baseline> out;
+  out.push_back({"tpuv4-like",
+                 "PHAZE's reference accelerator (TPU v4) with its best plan under the same knobs",
+                 evaluate_design(s, hw::tpuv4_like, outside_the_space)});
+
+  // Spotlight-style: lowest layer latency over the whole space (ties: the lower index).
+  const model::model run = model_of(s);
+  const std::uint64_t n = s.space.count();
+  const auto latencies = map(n, [&](std::size_t i) {
+    design_result r;
+    r.index = i;
+    r.samples_per_s = 1.0 / layer_latency(run, s.space.at(i)).value();  // reused as 1 / latency
+    return r;
+  });
+  std::uint64_t fastest = 0;
+  for (std::uint64_t i = 1; i < n; ++i)
+    if (latencies[i].samples_per_s > latencies[fastest].samples_per_s) fastest = i;
+  out.push_back({"spotlight-style",
+                 "the design with the lowest single-accelerator layer latency (forward + backward of one "
+                 "sequence), then placed",
+                 evaluate_design(s, s.space.at(fastest), fastest)});
+
+  // Megatron-uniform: the best design with uniform stages only.
+  design_result uniform = best;
+  place::plan_choices choices;
+  choices.placement = place::stage_placement::uniform;
+  choices.max_microbatch = *std::max_element(s.knobs.microbatches.begin(), s.knobs.microbatches.end());
+  train::training_knobs base;
+  base.global_batch = s.global_batch;
+  base.precision = s.knobs.precision;
+  base.opt = s.knobs.opt;
+  base.schedule = s.knobs.schedule;
+  base.distributed_optimizer = s.knobs.distributed_optimizer;
+  sched::schedule_cache cache;
+  uniform.status = outcome::infeasible;
+  uniform.samples_per_s = 0.0;
+  try {
+    const auto found = place::search_plans(run, best.device, s.devices, base, choices, cache);
+    for (const auto& r : found.feasible) {
+      const bool allowed = std::find(s.knobs.microbatches.begin(), s.knobs.microbatches.end(),
+                                     r.knobs.microbatch) != s.knobs.microbatches.end() &&
+                           std::find(s.knobs.recompute.begin(), s.knobs.recompute.end(), r.knobs.recompute) !=
+                               s.knobs.recompute.end() &&
+                           std::find(s.knobs.sequence_parallel.begin(), s.knobs.sequence_parallel.end(),
+                                     r.knobs.sequence_parallel) != s.knobs.sequence_parallel.end();
+      if (!allowed) continue;
+      uniform.status = outcome::evaluated;
+      uniform.parallel = r.parallel;
+      uniform.knobs = r.knobs;
+      uniform.split = r.split;
+      uniform.estimate = r.estimate;
+      uniform.samples_per_s = r.estimate.samples_per_s;
+      uniform.energy_per_sample = energy_per_sample(run, best.device, r.parallel, r.knobs, s.space.tech());
+      break;
+    }
+  } catch (const input_error&) {
+    // no uniform plan is admissible: reported as not fitting
+  }
+  out.push_back({"megatron-uniform",
+                 "the best design with Megatron-style uniform stages only (PHAZE's fixed plans)", uniform});
+  return out;
+}
+
+/// One line describing what a spec searches.
+inline std::string describe(const spec& s) {
+  std::string knobs = "microbatches";
+  for (const auto mb : s.knobs.microbatches) knobs += " " + std::to_string(mb);
+  knobs += "; recompute";
+  for (const auto m : s.knobs.recompute) knobs += " " + std::string{model::to_string(m)};
+  knobs += "; sequence parallel";
+  for (const bool sp : s.knobs.sequence_parallel) knobs += sp ? " on" : " off";
+  knobs += "; tp ";
+  if (s.knobs.tensor_parallel.empty()) {
+    knobs += "all that fit a node";
+  } else {
+    for (const int tp : s.knobs.tensor_parallel) knobs += std::to_string(tp) + " ";
+  }
+  return fmt::format("{} designs (area budget {:.0f} mm2, minimum {:.0f} mm2) x {}", s.space.count(),
+                     s.space.area_budget().value(), s.space.min_area().value(), knobs);
+}
+
+/// best.json: the best design, its plan and metrics (the fields of `phaze plan`), and `baselines` (name ->
+/// design, plan, throughput_samples_per_s), the Pareto front's size and the search's counts.
+inline nlohmann::ordered_json best_json(const spec& s, const summary& sum) {
+  const model::model run = model_of(s);
+  const auto& b = sum.best;
+  nlohmann::ordered_json j = io::estimate_json(run, b.device, b.parallel, b.knobs, b.estimate);
+  j["design_index"] = b.index;
+  j["design"] = io::design_json(b.device);
+  j["area_mm2"] = b.die_area.value();
+  j["energy_per_sample_j"] = b.energy_per_sample.value();
+  auto blocks = nlohmann::ordered_json::array();
+  for (const auto& st : b.split) blocks.push_back(st.blocks);
+  j["plan"]["stage_blocks"] = blocks;
+  nlohmann::ordered_json base = nlohmann::ordered_json::object();
+  for (const auto& x : sum.baselines) {
+    nlohmann::ordered_json e = io::result_json(x.result);
+    e.erase("index");
+    e["description"] = x.description;
+    e["throughput_samples_per_s"] = x.result.samples_per_s;
+    e["best_over_baseline"] = x.result.samples_per_s > 0 ? b.samples_per_s / x.result.samples_per_s : 0.0;
+    base[x.name] = e;
+  }
+  j["baselines"] = base;
+  j["search"] = {
+      {"designs", sum.designs},       {"evaluated", sum.evaluated},          {"pruned", sum.pruned},
+      {"infeasible", sum.infeasible}, {"pareto_designs", sum.pareto.size()}, {"space", sum.space}};
+  return j;
+}
+
+}  // namespace phaze::search

@@ -1,0 +1,173 @@
+// The co-search engine: pruning by the sound bound changes nothing but the work done (best design, its
+// throughput and the Pareto front equal the exhaustive run's), results do not depend on how a round is
+// evaluated (serial, threads, any order), a resumed search gives the same answer without redoing finished
+// designs, and every evaluated design's plan is exactly what estimate_step gives for it.
+#include <phaze/hw/space.hpp>
+#include <phaze/io/search_json.hpp>
+#include <phaze/model/zoo.hpp>
+#include <phaze/search/baselines.hpp>
+#include <phaze/search/engine.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+using namespace phaze;
+
+namespace {
+/// A few hundred designs around the PHAZE template, at PHAZE's cluster and batch.
+search::spec small_spec(const char* model) {
+  using namespace phaze::literals;
+  search::spec s;
+  s.model = zoo::get(model);
+  s.devices = 64;
+  s.global_batch = 256;
+  s.knobs.microbatches = {1, 2};
+  s.space = hw::space{hw::tpuv4_like}
+                .set_pow2(hw::axis::tensor_cores, 1, 16)
+                .set_pow2(hw::axis::tc_width, 32, 256)
+                .set_same_as(hw::axis::tc_depth, hw::axis::tc_width)
+                .set_pow2(hw::axis::vector_cores, 1, 4)
+                .set_same_as(hw::axis::vc_width, hw::axis::tc_width)
+                .set_pow2(hw::axis::global_buffer, (16_MiB).value(), (64_MiB).value())
+                .set_area_budget(hw::area_of(hw::tpuv4_like))
+                .set_min_area(0.3 * hw::area_of(hw::tpuv4_like));
+  return s;
+}
+
+/// A map that evaluates a round on several threads, in a scrambled order.
+std::vector<search::design_result> threaded_map(std::size_t n,
+                                                const std::function<search::design_result(std::size_t)>& f) {
+  std::vector<search::design_result> out(n);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 3; ++t) {
+    pool.emplace_back([&] {
+      for (std::size_t k; (k = next++) < n;) out[n - 1 - k] = f(n - 1 - k);
+    });
+  }
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+void same_results(const search::summary& a, const search::summary& b) {
+  CHECK(a.best.index == b.best.index);
+  CHECK(a.best.samples_per_s == b.best.samples_per_s);
+  REQUIRE(a.pareto.size() == b.pareto.size());
+  for (std::size_t i = 0; i < a.pareto.size(); ++i) {
+    CHECK(a.pareto[i].index == b.pareto[i].index);
+    CHECK(a.pareto[i].samples_per_s == b.pareto[i].samples_per_s);
+  }
+}
+}  // namespace
+
+TEST_CASE("Pruned and exhaustive searches agree on the best design and the Pareto front", "[search]") {
+  for (const char* model : {"gpt2-xl", "llama2-7b"}) {
+    const auto s = small_spec(model);
+    REQUIRE(s.space.count() > 50);
+    search::options pruned;
+    search::options exhaustive;
+    exhaustive.exhaustive = true;
+    const auto a = search::run(s, pruned);
+    const auto b = search::run(s, exhaustive);
+    INFO(model << ": " << a.designs << " designs, " << a.pruned << " pruned");
+    same_results(a, b);
+    CHECK(b.pruned == 0);
+    CHECK(a.pruned > 0);
+    CHECK(a.evaluated + a.pruned + a.infeasible == a.designs);
+    // The bound is sound: no evaluated design beats its own upper bound.
+    for (const auto& r : b.top) CHECK(r.samples_per_s <= r.upper_bound_samples_per_s);
+  }
+}
+
+TEST_CASE("Search results do not depend on how rounds are evaluated", "[search]") {
+  const auto s = small_spec("gpt2-xl");
+  search::hooks threads;
+  threads.map = threaded_map;
+  search::options o;
+  o.round = 16;
+  const auto serial = search::run(s, o);
+  const auto parallel = search::run(s, o, threads);
+  same_results(serial, parallel);
+  CHECK(serial.pruned == parallel.pruned);
+  CHECK(serial.evaluated == parallel.evaluated);
+}
+
+TEST_CASE("A resumed search gives the same answer and skips finished designs", "[search]") {
+  const auto s = small_spec("gpt2-xl");
+  search::options o;
+  o.round = 16;
+  // The first run is "killed" after 40 designs: keep what it wrote, through the results.jsonl form.
+  std::vector<nlohmann::json> lines;
+  search::hooks first;
+  first.finished = [&](const search::design_result& r) {
+    if (lines.size() < 40) lines.push_back(io::result_json(r));
+  };
+  const auto full = search::run(s, o, first);
+  std::vector<search::design_result> resumed;
+  for (const auto& j : lines) {
+    auto r = io::result_from_json(j, s);
+    search::restore_estimate(s, r);
+    resumed.push_back(r);
+  }
+  std::atomic<int> evaluated_again{0};
+  search::hooks second;
+  second.finished = [&](const search::design_result& r) {
+    for (const auto& done : resumed) {
+      if (done.index == r.index) ++evaluated_again;
+    }
+  };
+  const auto rest = search::run(s, o, second, resumed);
+  same_results(full, rest);
+  CHECK(evaluated_again == 0);
+  CHECK(rest.evaluated == full.evaluated);
+  CHECK(rest.pruned == full.pruned);
+}
+
+TEST_CASE("The best design's plan is estimate_step's and beats the tpuv4-like baseline", "[search]") {
+  const auto s = small_spec("gpt2-xl");
+  const auto sum = search::run(s, {});
+  const auto& b = sum.best;
+  sched::schedule_cache cache;
+  const auto e =
+      place::estimate_step(s.model, b.device, b.parallel, b.knobs, cache, sched::solver::list, b.split);
+  CHECK(e.samples_per_s == Approx(b.samples_per_s).epsilon(1e-12));
+  CHECK(e.fits);
+  CHECK(b.die_area <= s.space.area_budget());
+  const auto base = search::baselines(s, b);
+  REQUIRE(base.size() == 3);
+  CHECK(base[0].name == "tpuv4-like");
+  // The reference design is in this space, so the co-searched design is at least as fast.
+  CHECK(b.samples_per_s >= base[0].result.samples_per_s);
+  // Uneven placement is never slower than the uniform plans on the same design.
+  CHECK(b.samples_per_s >= base[2].result.samples_per_s * (1 - 1e-12));
+  CHECK(base[1].result.status == search::outcome::evaluated);
+}
+
+TEST_CASE("Search specs in JSON: the PHAZE space, and mistakes named", "[search]") {
+  const auto s = io::spec_from_json(nlohmann::json::parse(R"({"model": "gpt2", "space": "phaze-default"})"));
+  CHECK(s.space.count() == hw::phaze_default_space.count());
+  CHECK(s.devices == 1024);
+  const auto small = io::spec_from_json(nlohmann::json::parse(R"({"model": "gpt2", "devices": 8,
+      "space": {"tensor_cores": {"pow2": [1, 8]}, "tc_width": {"one_of": [64, 128]},
+                "tc_depth": {"same_as": "tc_width"}},
+      "knobs": {"microbatches": [1, 2], "recompute": ["none", "full"]}})"));
+  CHECK(small.space.count() > 0);
+  CHECK(small.knobs.recompute.size() == 2);
+  auto error_of = [](const char* text) {
+    try {
+      (void)io::spec_from_json(nlohmann::json::parse(text));
+    } catch (const input_error& e) {
+      return std::string{e.what()};
+    }
+    return std::string{"no error"};
+  };
+  CHECK_THAT(error_of(R"({"model": "gpt2", "devise": 8})"), Catch::Contains("did you mean 'devices'"));
+  CHECK_THAT(error_of(R"({"model": "gpt2", "space": {"tensor_cores": {"pow2": [1, 8]}, "tc_widht": 4}})"),
+             Catch::Contains("did you mean 'tc_width'"));
+  CHECK_THAT(error_of(R"({"model": "gpt2", "knobs": {"microbatches": []}})"), Catch::Contains("non-empty"));
+  CHECK_THAT(error_of(R"({"model": "gpt2", "space": {"area_budget_mm2": 10}})"),
+             Catch::Contains("holds no design"));
+}
