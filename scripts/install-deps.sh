@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake clang-format
   libboost-dev librange-v3-dev liblemon-dev libglpk-dev catch2 libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libtbb-dev libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev libcli11-dev libfmt-dev libtbb-dev libopenmpi-dev openmpi-bin libtinyxml2-dev
 )
 
 missing=()

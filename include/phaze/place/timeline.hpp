@@ -227,10 +227,9 @@ inline pipeline_timeline build_timeline(const step_estimate& e, train::pipeline_
   const double drawn = t.makespan.value();
   if (schedule != train::pipeline_schedule::interleaved &&
       std::abs(drawn - estimate) > 1e-9 * std::max(std::abs(estimate), 1e-300)) {
-    t.note =
-        "uneven stages: the simulation gives each stage its own time, the estimate charges every stage the "
-        "slowest one's, so the drawn iteration ends at " +
-        std::string(drawn < estimate ? "less" : "more") + " than the estimate's time per batch";
+    t.note = std::string{"uneven stages: each stage drawn with its own time, so the iteration ends "} +
+             (drawn < estimate ? "before" : "after") +
+             " the estimate's, which charges every stage the slowest one's time";
   }
   return t;
 }

@@ -1,0 +1,866 @@
+/// @file
+/// The reports of a co-search (docs/search-report.md): pareto.csv, pareto.svg (throughput vs die area),
+/// timeline.svg (the best plan's pipeline), report.md and report.html (self-contained XHTML). Numbers are
+/// formatted with fixed precision and no locale, so the same summary always gives the same bytes.
+#pragma once
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "phaze/core/error.hpp"
+#include "phaze/hw/area.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/hw/space.hpp"
+#include "phaze/io/svg.hpp"
+#include "phaze/io/table.hpp"
+#include "phaze/model/layer.hpp"
+#include "phaze/place/step_time.hpp"
+#include "phaze/place/timeline.hpp"
+#include "phaze/search/result.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::io {
+
+/// What the reports include besides the search's results.
+struct search_report_options {
+  /// Wall time, threads x processes and configurations per second in report.md / report.html. Turn off to
+  /// compare reports of runs that differ only in how they ran (the other files never hold these).
+  bool run_statistics = true;
+};
+
+namespace detail::report {
+
+/// `v` with `decimals` decimals, never "-0".
+inline std::string fixed(double v, int decimals) {
+  std::string s = fmt::format("{:.{}f}", v, decimals);
+  if (s.find_first_not_of("-0.") == std::string::npos && s.front() == '-') s.erase(0, 1);
+  return s;
+}
+
+/// A value for a CSV cell: ten significant digits (enough to read back to 1e-9 relative).
+inline std::string precise(double v) {
+  std::string s = fmt::format("{:.10g}", v);
+  if (s == "-0") s = "0";
+  return s;
+}
+
+/// Samples per second: two decimals from 1 up, four significant digits below.
+inline std::string throughput(double samples_per_s) {
+  const double a = std::fabs(samples_per_s);
+  const int decimals =
+      a >= 1.0 || a == 0.0 ? 2 : std::min(12, 3 - static_cast<int>(std::floor(std::log10(a))));
+  return fixed(samples_per_s, decimals) + " samples/s";
+}
+
+/// A duration with about four significant digits in s, ms or µs.
+inline std::string duration(seconds t) {
+  const double v = t.value();
+  const double a = std::fabs(v);
+  if (a >= 100.0) return fixed(v, 1) + " s";
+  if (a >= 1.0) return fixed(v, 3) + " s";
+  if (a >= 1e-3) return fixed(v * 1e3, 3) + " ms";
+  return fixed(v * 1e6, 3) + " µs";
+}
+
+inline std::string area_text(hw::area a) {
+  return a.value() > 0.0 ? fixed(a.value(), 1) + " mm²" : "n/a";
+}
+
+inline std::string energy_text(hw::energy e) {
+  const double v = e.value();
+  if (v <= 0.0) return "n/a";
+  if (v >= 1.0) return fixed(v, 3) + " J";
+  if (v >= 1e-3) return fixed(v * 1e3, 3) + " mJ";
+  return fixed(v * 1e6, 3) + " µJ";
+}
+
+inline bool placed(const search::design_result& r) {
+  return r.status == search::outcome::evaluated && !r.estimate.stages.empty();
+}
+
+/// "8x128x128 2x128 128M 32G" for a design of the template, the device's name otherwise.
+inline std::string design_text(const hw::device& d) {
+  if (d.kind == hw::device_kind::systolic && d.systolic.num_tc > 0) {
+    return hw::design_label(d.systolic, d.hbm).str();
+  }
+  return d.name.str();
+}
+
+inline std::string recompute_text(const search::design_result& r) {
+  std::string s{model::to_string(r.knobs.recompute)};
+  if (r.knobs.sequence_parallel && r.parallel.tp > 1) s += "+SP";
+  return s;
+}
+
+/// "tp 2, pp 4, dp 8, mb 2, selective+SP"
+inline std::string plan_text(const search::design_result& r) {
+  if (!placed(r)) return std::string{search::to_string(r.status)};
+  return fmt::format("tp {}, pp {}, dp {}, mb {}, {}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
+                     r.knobs.microbatch, recompute_text(r));
+}
+
+inline std::string blocks_per_stage(const search::design_result& r) {
+  std::string s;
+  for (std::size_t i = 0; i < r.estimate.stages.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += fmt::format("{}", r.estimate.stages[i].blocks);
+  }
+  return s;
+}
+
+/// Ticks 0, step, ..., top covering [0, max] with a 1-2-5 step and about five intervals.
+struct axis_ticks {
+  double step = 1.0;
+  double top = 1.0;
+  int decimals = 0;
+};
+
+inline axis_ticks nice_ticks(double max) {
+  axis_ticks t;
+  if (!(max > 0.0) || !std::isfinite(max)) return t;
+  const double raw = max / 5.0;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / magnitude;
+  t.step = (norm <= 1.0 ? 1.0 : norm <= 2.0 ? 2.0 : norm <= 5.0 ? 5.0 : 10.0) * magnitude;
+  t.top = std::ceil(max / t.step - 1e-9) * t.step;
+  t.decimals = std::max(0, -static_cast<int>(std::floor(std::log10(t.step) + 1e-9)));
+  return t;
+}
+
+// --- colours (Tableau 10) ------------------------------------------------------------------------------
+
+inline std::string_view colour_of(place::segment_kind k) {
+  switch (k) {
+    case place::segment_kind::forward:
+      return "#4e79a7";
+    case place::segment_kind::backward:
+      return "#f28e2b";
+    case place::segment_kind::recompute:
+      return "#e15759";
+    case place::segment_kind::communication:
+      return "#76b7b2";
+    case place::segment_kind::bubble:
+      return "#e6e6e6";
+    case place::segment_kind::gradient_sync:
+      return "#59a14f";
+    case place::segment_kind::optimizer:
+      return "#b07aa1";
+  }
+  return "#000000";
+}
+
+inline constexpr std::array<std::string_view, 4> baseline_colours{"#d62728", "#9467bd", "#8c564b", "#17becf"};
+
+/// Baseline symbols, cycled: square, triangle, diamond, inverted triangle.
+inline void baseline_symbol(svg::drawing& d, std::size_t i, double x, double y, const svg::attributes& a,
+                            std::string_view tooltip) {
+  constexpr double r = 6.0;
+  switch (i % 4) {
+    case 0:
+      d.rect(x - r, y - r, 2 * r, 2 * r, a, tooltip);
+      break;
+    case 1:
+      d.polygon({{x, y - r * 1.2}, {x + r * 1.1, y + r * 0.8}, {x - r * 1.1, y + r * 0.8}}, a, tooltip);
+      break;
+    case 2:
+      d.polygon({{x, y - r * 1.3}, {x + r * 1.3, y}, {x, y + r * 1.3}, {x - r * 1.3, y}}, a, tooltip);
+      break;
+    default:
+      d.polygon({{x, y + r * 1.2}, {x + r * 1.1, y - r * 0.8}, {x - r * 1.1, y - r * 0.8}}, a, tooltip);
+      break;
+  }
+}
+
+inline const svg::attributes axis_style{{"stroke", "#333333"}, {"stroke-width", "1"}};
+inline const svg::attributes grid_style{{"stroke", "#dddddd"}, {"stroke-width", "1"}};
+inline const svg::attributes label_style{
+    {"font-family", "sans-serif"}, {"font-size", "12"}, {"fill", "#222222"}};
+
+/// `a` with `more` added; an attribute `a` already has takes the value from `more` (XML forbids duplicates).
+inline svg::attributes with(svg::attributes a, const svg::attributes& more) {
+  for (const svg::attribute& m : more) {
+    auto same = std::find_if(a.begin(), a.end(), [&](const svg::attribute& x) { return x.name == m.name; });
+    if (same != a.end()) {
+      same->value = m.value;
+    } else {
+      a.push_back(m);
+    }
+  }
+  return a;
+}
+
+}  // namespace detail::report
+
+/// pareto.csv: a header and one row per Pareto design, by ascending die area. Columns: index, area_mm2,
+/// throughput_samples_per_s, energy_per_sample_j, tensor_cores, tc_width, tc_depth, vector_cores, vc_width,
+/// global_buffer_mib, hbm_gib, tp, pp, dp, microbatch, recompute (template columns empty for datasheet
+/// devices).
+inline std::string pareto_csv(const search::summary& s) {
+  namespace r = detail::report;
+  std::string out =
+      "index,area_mm2,throughput_samples_per_s,energy_per_sample_j,tensor_cores,tc_width,tc_depth,"
+      "vector_cores,vc_width,global_buffer_mib,hbm_gib,tp,pp,dp,microbatch,recompute\n";
+  for (const search::design_result& d : s.pareto) {
+    const hw::device& dev = d.device;
+    const bool systolic = dev.kind == hw::device_kind::systolic;
+    out += fmt::format("{},{},{},{},", d.index, r::precise(d.die_area.value()), r::precise(d.samples_per_s),
+                       r::precise(d.energy_per_sample.value()));
+    if (systolic) {
+      out += fmt::format("{},{},{},{},{},{},", dev.systolic.num_tc, dev.systolic.tc_width,
+                         dev.systolic.tc_depth, dev.systolic.num_vc, dev.systolic.vc_width,
+                         r::precise(dev.systolic.glb.value() / (1024.0 * 1024.0)));
+    } else {
+      out += ",,,,,,";
+    }
+    out += fmt::format("{},{},{},{},{},{}\n", r::precise(dev.hbm.value() / (1024.0 * 1024.0 * 1024.0)),
+                       d.parallel.tp, d.parallel.pp, d.parallel.dp, d.knobs.microbatch,
+                       model::to_string(d.knobs.recompute));
+  }
+  return out;
+}
+
+/// The drawing of pareto.svg: throughput (y) against die area (x); the Pareto front as filled circles
+/// (class "pareto") joined by a step line, the top designs as hollow circles (class "top"), each placed
+/// baseline with its own symbol (class "baseline") and label (class "baseline-label"); a baseline without a
+/// die area (a datasheet device) as a dashed horizontal line at its throughput.
+inline svg::drawing pareto_drawing(const search::summary& s) {
+  namespace r = detail::report;
+  constexpr double width = 900.0;
+  constexpr double height = 540.0;
+  constexpr double left = 80.0;
+  constexpr double right = 220.0;
+  constexpr double top = 50.0;
+  constexpr double bottom = 60.0;
+  constexpr double plot_w = width - left - right;
+  constexpr double plot_h = height - top - bottom;
+  svg::drawing d(width, height, {{"class", "phaze-pareto"}});
+  d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
+  d.text(width / 2 - right / 2, 28, fmt::format("{}, {} devices: throughput vs die area", s.model, s.devices),
+         r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
+
+  double x_max = 0.0;
+  double y_max = 0.0;
+  auto extend = [&](const search::design_result& dr) {
+    if (!r::placed(dr)) return;
+    x_max = std::max(x_max, dr.die_area.value());
+    y_max = std::max(y_max, dr.samples_per_s);
+  };
+  for (const auto& p : s.pareto) extend(p);
+  for (const auto& t : s.top) extend(t);
+  for (const auto& b : s.baselines) extend(b.result);
+  const r::axis_ticks xt = r::nice_ticks(x_max * 1.05);
+  const r::axis_ticks yt = r::nice_ticks(y_max * 1.08);
+  auto px = [&](double area) { return left + plot_w * std::clamp(area, 0.0, xt.top) / xt.top; };
+  auto py = [&](double rate) { return top + plot_h - plot_h * std::clamp(rate, 0.0, yt.top) / yt.top; };
+
+  // Grid, axes, ticks.
+  for (double v = 0.0; v <= xt.top * (1 + 1e-9); v += xt.step) {
+    d.line(px(v), top, px(v), top + plot_h, r::grid_style);
+    d.line(px(v), top + plot_h, px(v), top + plot_h + 5, r::axis_style);
+    d.text(px(v), top + plot_h + 18, r::fixed(v, xt.decimals),
+           r::with(r::label_style, {{"text-anchor", "middle"}}));
+  }
+  for (double v = 0.0; v <= yt.top * (1 + 1e-9); v += yt.step) {
+    d.line(left, py(v), left + plot_w, py(v), r::grid_style);
+    d.line(left - 5, py(v), left, py(v), r::axis_style);
+    d.text(left - 8, py(v) + 4, r::fixed(v, yt.decimals), r::with(r::label_style, {{"text-anchor", "end"}}));
+  }
+  d.line(left, top + plot_h, left + plot_w, top + plot_h, r::axis_style);
+  d.line(left, top, left, top + plot_h, r::axis_style);
+  d.text(left + plot_w / 2, height - 15, "die area (mm²)",
+         r::with(r::label_style, {{"text-anchor", "middle"}}));
+  d.text(20, top + plot_h / 2, "throughput (samples/s)",
+         r::with(r::label_style, {{"text-anchor", "middle"},
+                                  {"transform", "rotate(-90 20 " + svg::number(top + plot_h / 2) + ")"}}));
+
+  if (x_max <= 0.0 || y_max <= 0.0) {
+    d.text(left + plot_w / 2, top + plot_h / 2, "no feasible design",
+           r::with(r::label_style, {{"text-anchor", "middle"}}));
+  }
+
+  // Top designs under the front.
+  for (const auto& t : s.top) {
+    if (!r::placed(t)) continue;
+    d.circle(px(t.die_area.value()), py(t.samples_per_s), 4.5,
+             {{"class", "top"}, {"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}},
+             fmt::format("#{} {}: {} mm², {}", t.index, r::design_text(t.device),
+                         r::fixed(t.die_area.value(), 1), r::throughput(t.samples_per_s)));
+  }
+  // The front: a step line (the best throughput reachable within a die area), then its points.
+  std::vector<svg::point> steps;
+  for (std::size_t i = 0; i < s.pareto.size(); ++i) {
+    const auto& p = s.pareto[i];
+    if (i > 0) steps.push_back({px(p.die_area.value()), py(s.pareto[i - 1].samples_per_s)});
+    steps.push_back({px(p.die_area.value()), py(p.samples_per_s)});
+  }
+  if (!steps.empty()) {
+    steps.push_back({left + plot_w, steps.back().y});
+    d.polyline(steps,
+               {{"class", "pareto-front"}, {"fill", "none"}, {"stroke", "#4e79a7"}, {"stroke-width", "1.5"}});
+  }
+  for (const auto& p : s.pareto) {
+    d.circle(px(p.die_area.value()), py(p.samples_per_s), 4.0,
+             {{"class", "pareto"}, {"fill", "#4e79a7"}, {"stroke", "#ffffff"}, {"stroke-width", "0.5"}},
+             fmt::format("#{} {}: {} mm², {}", p.index, r::design_text(p.device),
+                         r::fixed(p.die_area.value(), 1), r::throughput(p.samples_per_s)));
+  }
+  // Baselines.
+  for (std::size_t i = 0; i < s.baselines.size(); ++i) {
+    const auto& b = s.baselines[i];
+    if (!r::placed(b.result)) continue;
+    const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
+    const double y = py(b.result.samples_per_s);
+    const std::string tip = b.name + ": " + r::throughput(b.result.samples_per_s);
+    if (b.result.die_area.value() > 0.0) {
+      const double x = px(b.result.die_area.value());
+      r::baseline_symbol(d, i, x, y, {{"class", "baseline"}, {"fill", colour}, {"stroke", "#222222"}}, tip);
+      d.text(x + 9, y - 8, b.name, r::with(r::label_style, {{"class", "baseline-label"}, {"fill", colour}}));
+    } else {
+      d.line(
+          left, y, left + plot_w, y,
+          {{"class", "baseline"}, {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "6 4"}});
+      d.text(
+          left + plot_w - 4, y - 5, b.name + " (no die area)",
+          r::with(r::label_style, {{"class", "baseline-label"}, {"fill", colour}, {"text-anchor", "end"}}));
+    }
+  }
+
+  // Legend.
+  const double lx = left + plot_w + 20;
+  double ly = top + 10;
+  d.open_group({{"class", "legend"}});
+  d.circle(lx + 6, ly, 4.0, {{"fill", "#4e79a7"}});
+  d.text(lx + 18, ly + 4, fmt::format("Pareto front ({})", s.pareto.size()), r::label_style);
+  ly += 20;
+  d.circle(lx + 6, ly, 4.5, {{"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}});
+  d.text(lx + 18, ly + 4, fmt::format("top designs ({})", s.top.size()), r::label_style);
+  for (std::size_t i = 0; i < s.baselines.size(); ++i) {
+    const auto& b = s.baselines[i];
+    ly += 20;
+    const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
+    r::baseline_symbol(d, i, lx + 6, ly, {{"fill", colour}, {"stroke", "#222222"}}, {});
+    d.text(
+        lx + 18, ly + 4,
+        r::placed(b.result) ? b.name : b.name + " (" + std::string{search::to_string(b.result.status)} + ")",
+        r::label_style);
+  }
+  d.close_group();
+  return d;
+}
+
+/// pareto.svg as a standalone file.
+inline std::string pareto_svg(const search::summary& s) {
+  return pareto_drawing(s).document();
+}
+
+/// The drawing of timeline.svg: the best plan's pipeline (place::build_timeline) with one row per stage (a
+/// group of class "stage" with data-stage and data-end-s, the end of its last segment), a colour per segment
+/// kind with a legend, a time axis in seconds and a dashed line (class "estimate") at the estimate's time
+/// per batch. Segments narrower than a pixel are merged into one rectangle coloured by the kind that takes
+/// most of it.
+inline svg::drawing timeline_drawing(const search::summary& s) {
+  namespace r = detail::report;
+  constexpr double width = 1000.0;
+  constexpr double left = 80.0;
+  constexpr double right = 30.0;
+  constexpr double top = 50.0;
+  constexpr double row_h = 24.0;
+  constexpr double row_gap = 6.0;
+  constexpr double plot_w = width - left - right;
+  const search::design_result& best = s.best;
+  if (!r::placed(best)) {
+    svg::drawing d(width, 120.0, {{"class", "phaze-timeline"}});
+    d.rect(0, 0, width, 120.0, {{"fill", "#ffffff"}});
+    d.text(width / 2, 60, "no feasible design: no timeline",
+           r::with(r::label_style, {{"text-anchor", "middle"}, {"class", "title"}}));
+    return d;
+  }
+  const place::pipeline_timeline t = place::build_timeline(best.estimate, best.knobs.schedule);
+  const auto stages = static_cast<double>(t.stages.size());
+  const double plot_h = stages * (row_h + row_gap);
+  const double height = top + plot_h + 100.0;
+  svg::drawing d(width, height, {{"class", "phaze-timeline"}});
+  d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
+  d.text(width / 2, 28,
+         fmt::format("{}: best design's iteration ({}, {} stages, {} microbatches per replica)", s.model,
+                     train::to_string(t.schedule), t.stages.size(), t.microbatches),
+         r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
+
+  const double estimate = best.estimate.time_per_batch.value();
+  // The axis spans the iteration plus 2%, with 1-2-5 ticks inside it.
+  const double span = std::max(t.makespan.value(), estimate) * 1.02;
+  const r::axis_ticks xt = r::nice_ticks(span);
+  auto px = [&](double time) { return left + plot_w * time / span; };
+
+  for (double v = 0.0; v <= span; v += xt.step) {
+    d.line(px(v), top - 4, px(v), top + plot_h, r::grid_style);
+    d.line(px(v), top + plot_h, px(v), top + plot_h + 5, r::axis_style);
+    d.text(px(v), top + plot_h + 18, r::fixed(v, xt.decimals),
+           r::with(r::label_style, {{"text-anchor", "middle"}}));
+  }
+  d.line(left, top + plot_h, left + plot_w, top + plot_h, r::axis_style);
+  d.text(left + plot_w / 2, top + plot_h + 36, "time (s)",
+         r::with(r::label_style, {{"text-anchor", "middle"}}));
+
+  std::size_t segments = 0;
+  for (const auto& row : t.stages) segments += row.size();
+  const bool tooltips = segments <= 4000;
+  std::array<bool, place::all_segment_kinds.size()> used{};
+  for (std::size_t si = 0; si < t.stages.size(); ++si) {
+    const auto& row = t.stages[si];
+    const double y = top + static_cast<double>(si) * (row_h + row_gap) + row_gap / 2;
+    d.text(left - 8, y + row_h / 2 + 4, fmt::format("stage {}", si),
+           r::with(r::label_style, {{"text-anchor", "end"}, {"class", "stage-label"}}));
+    d.open_group({{"class", "stage"},
+                  {"data-stage", fmt::format("{}", si)},
+                  {"data-end-s", fmt::format("{:.12e}", row.empty() ? 0.0 : row.back().end.value())}});
+    // A run of segments each narrower than a pixel becomes one rectangle.
+    std::size_t run_begin = 0;
+    std::size_t run_end = 0;
+    auto flush = [&] {
+      if (run_end == run_begin) return;
+      std::array<double, place::all_segment_kinds.size()> share{};
+      for (std::size_t i = run_begin; i < run_end; ++i) {
+        share[static_cast<std::size_t>(row[i].kind)] += row[i].duration().value();
+      }
+      const auto kind_index =
+          static_cast<std::size_t>(std::max_element(share.begin(), share.end()) - share.begin());
+      const auto kind = place::all_segment_kinds[kind_index];
+      used[kind_index] = true;
+      const double x0 = px(row[run_begin].start.value());
+      const double x1 = px(row[run_end - 1].end.value());
+      std::string tip;
+      if (tooltips) {
+        const auto& first = row[run_begin];
+        tip = run_end - run_begin == 1
+                  ? fmt::format("{}{}: {:.6f}-{:.6f} s", place::to_string(first.kind),
+                                first.microbatch >= 0 ? fmt::format(" microbatch {}", first.microbatch) : "",
+                                first.start.value(), first.end.value())
+                  : fmt::format("{} segments: {:.6f}-{:.6f} s", run_end - run_begin, first.start.value(),
+                                row[run_end - 1].end.value());
+      }
+      d.rect(x0, y, x1 - x0, row_h,
+             {{"class", std::string{place::to_string(kind)}}, {"fill", std::string{r::colour_of(kind)}}},
+             tip);
+      run_begin = run_end;
+    };
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const double w = px(row[i].end.value()) - px(row[i].start.value());
+      if (w >= 1.0) {
+        flush();
+        run_begin = i;
+        run_end = i + 1;
+        flush();
+        continue;
+      }
+      run_end = i + 1;
+      if (px(row[i].end.value()) - px(row[run_begin].start.value()) >= 1.0) flush();
+    }
+    flush();
+    d.close_group();
+  }
+  d.line(px(estimate), top - 6, px(estimate), top + plot_h,
+         {{"class", "estimate"},
+          {"data-time-s", fmt::format("{:.12e}", estimate)},
+          {"stroke", "#222222"},
+          {"stroke-width", "1.5"},
+          {"stroke-dasharray", "5 3"}});
+  d.text(px(estimate), top - 10, "estimate " + r::duration(best.estimate.time_per_batch),
+         r::with(r::label_style, {{"text-anchor", "end"}, {"font-size", "11"}}));
+
+  // Legend.
+  double lx = left;
+  const double ly = top + plot_h + 58;
+  d.open_group({{"class", "legend"}});
+  for (std::size_t k = 0; k < place::all_segment_kinds.size(); ++k) {
+    if (!used[k]) continue;
+    const auto kind = place::all_segment_kinds[k];
+    d.rect(lx, ly - 10, 12, 12, {{"fill", std::string{r::colour_of(kind)}}, {"stroke", "#999999"}});
+    const std::string name{place::to_string(kind)};
+    d.text(lx + 16, ly, name, r::label_style);
+    lx += 30.0 + 7.0 * static_cast<double>(name.size());
+  }
+  d.close_group();
+  if (!t.note.empty()) {
+    d.text(left, ly + 24, "note: " + t.note,
+           r::with(r::label_style, {{"font-size", "11"}, {"class", "note"}}));
+  }
+  return d;
+}
+
+/// timeline.svg as a standalone file.
+inline std::string timeline_svg(const search::summary& s) {
+  return timeline_drawing(s).document();
+}
+
+namespace detail::report {
+
+/// A report as data, rendered as Markdown or XHTML.
+struct item {
+  std::string label;
+  std::string value;
+  std::string id;  ///< XHTML id of the value's cell ("" for none)
+};
+struct table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string id;
+};
+struct block {
+  enum class kind : std::uint8_t { paragraph, items, table, figure } type = kind::paragraph;
+  std::string text;  ///< paragraph; figure: its caption
+  std::vector<item> items;
+  report::table grid;
+  std::string file;  ///< figure: the SVG file next to the report
+  std::string svg;   ///< figure: the `<svg>` element
+};
+struct section {
+  std::string heading;
+  std::vector<block> blocks;
+};
+struct document {
+  std::string title;
+  std::vector<section> sections;
+};
+
+inline block paragraph(std::string text) {
+  block b;
+  b.text = std::move(text);
+  return b;
+}
+inline block items(std::vector<item> list) {
+  block b;
+  b.type = block::kind::items;
+  b.items = std::move(list);
+  return b;
+}
+inline block grid(report::table t) {
+  block b;
+  b.type = block::kind::table;
+  b.grid = std::move(t);
+  return b;
+}
+inline block figure(std::string file, std::string svg_element, std::string caption) {
+  block b;
+  b.type = block::kind::figure;
+  b.file = std::move(file);
+  b.svg = std::move(svg_element);
+  b.text = std::move(caption);
+  return b;
+}
+
+inline std::vector<item> design_items(const search::design_result& r) {
+  const hw::device& d = r.device;
+  std::vector<item> list{{"Design", design_text(d), ""}};
+  if (d.kind == hw::device_kind::systolic) {
+    list.push_back({"Index in the space", fmt::format("{}", r.index), ""});
+    list.push_back(
+        {"Tensor cores",
+         fmt::format("{} of {}×{} MACs", d.systolic.num_tc, d.systolic.tc_width, d.systolic.tc_depth), ""});
+    list.push_back(
+        {"Vector cores", fmt::format("{} of {} lanes", d.systolic.num_vc, d.systolic.vc_width), ""});
+    list.push_back({"Global buffer", format_bytes(d.systolic.glb), ""});
+    list.push_back({"Clock", fixed(d.systolic.clock.value() / 1e9, 3) + " GHz", ""});
+  }
+  list.push_back(
+      {"HBM", format_bytes(d.hbm) + " at " + fixed(d.hbm_bandwidth.value() / 1e9, 0) + " GB/s", ""});
+  list.push_back({"Die area", area_text(r.die_area), "best-area"});
+  return list;
+}
+
+inline std::vector<item> plan_items(const search::design_result& r) {
+  const place::step_estimate& e = r.estimate;
+  std::string schedule{train::to_string(r.knobs.schedule)};
+  if (r.knobs.schedule == train::pipeline_schedule::interleaved) {
+    schedule += fmt::format(" (v {})", r.knobs.virtual_stages);
+  }
+  return {
+      {"Tensor / pipeline / data parallel",
+       fmt::format("tp {}, pp {}, dp {}", r.parallel.tp, r.parallel.pp, r.parallel.dp), "best-plan"},
+      {"Microbatch",
+       fmt::format("{} sequence{}, {} microbatches per replica", r.knobs.microbatch,
+                   r.knobs.microbatch == 1 ? "" : "s", e.microbatches),
+       ""},
+      {"Recomputation", std::string{model::to_string(r.knobs.recompute)}, ""},
+      {"Sequence parallelism", r.knobs.sequence_parallel && r.parallel.tp > 1 ? "on" : "off", ""},
+      {"Schedule", schedule, ""},
+      {"Optimizer",
+       std::string{train::to_string(r.knobs.opt)} + (r.knobs.distributed_optimizer ? ", distributed" : "") +
+           ", " + std::string{hw::to_string(r.knobs.precision)},
+       ""},
+      {"Blocks per stage", blocks_per_stage(r), ""},
+      {"Time per batch", duration(e.time_per_batch), "best-time"},
+      {"Throughput", throughput(r.samples_per_s), "best-throughput"},
+      {"Tokens per second", fixed(e.tokens_per_s, 0), ""},
+      {"MFU", fixed(e.mfu * 100.0, 1) + "%", "best-mfu"},
+      {"Peak memory",
+       format_bytes(e.peak_memory) + " of " + format_bytes(r.device.hbm) + " (stage " +
+           fmt::format("{}", e.peak_stage) + ")",
+       "best-memory"},
+      {"Energy per sample", energy_text(r.energy_per_sample), ""},
+  };
+}
+
+inline std::string ratio(const search::design_result& best, const search::design_result& other) {
+  if (!placed(best) || !placed(other) || !(other.samples_per_s > 0.0)) return "n/a";
+  return fixed(best.samples_per_s / other.samples_per_s, 2) + "×";
+}
+
+inline document build(const search::summary& s, const search_report_options& o) {
+  document doc;
+  doc.title = fmt::format("phaze search: {} on {} devices", s.model, s.devices);
+
+  section searched{"What was searched", {}};
+  std::vector<item> run{
+      {"Model", s.model, "model"},
+      {"Devices", fmt::format("{}", s.devices), ""},
+      {"Global batch", fmt::format("{} sequences of {} tokens", s.global_batch, s.sequence), ""},
+      {"Space", s.space, ""},
+      {"Designs", fmt::format("{}", s.designs), "designs"},
+      {"Evaluated", fmt::format("{}", s.evaluated), ""},
+      {"Pruned by the throughput bound", fmt::format("{}", s.pruned), ""},
+      {"Infeasible (nothing fits)", fmt::format("{}", s.infeasible), ""},
+      {"Configurations placed", fmt::format("{}", s.configurations), "configurations"},
+  };
+  if (o.run_statistics) {
+    run.push_back({"Wall time", fixed(s.seconds, 2) + " s", ""});
+    run.push_back({"Threads × processes", fmt::format("{} × {}", s.threads, s.processes), ""});
+    run.push_back({"Configurations per second",
+                   s.seconds > 0.0 ? fixed(static_cast<double>(s.configurations) / s.seconds, 1) : "n/a",
+                   ""});
+  }
+  searched.blocks.push_back(items(std::move(run)));
+  doc.sections.push_back(std::move(searched));
+
+  section best{"Best design", {}};
+  if (!placed(s.best)) {
+    best.blocks.push_back(paragraph("No design of the space has a plan that fits its memory."));
+  } else {
+    best.blocks.push_back(items(design_items(s.best)));
+    best.blocks.push_back(paragraph("Its best plan:"));
+    best.blocks.push_back(items(plan_items(s.best)));
+  }
+  doc.sections.push_back(std::move(best));
+
+  section against{"Against the baselines", {}};
+  if (s.baselines.empty()) {
+    against.blocks.push_back(paragraph("No baselines."));
+  } else {
+    table t{{"baseline", "device", "die area", "plan", "time per batch", "throughput", "best / baseline"},
+            {},
+            "baselines"};
+    for (const auto& b : s.baselines) {
+      const auto& r = b.result;
+      t.rows.push_back({b.name, design_text(r.device), area_text(r.die_area), plan_text(r),
+                        placed(r) ? duration(r.estimate.time_per_batch) : "n/a",
+                        placed(r) ? throughput(r.samples_per_s) : "n/a", ratio(s.best, r)});
+    }
+    against.blocks.push_back(grid(std::move(t)));
+    std::vector<item> how;
+    for (const auto& b : s.baselines) how.push_back({b.name, b.description, ""});
+    against.blocks.push_back(items(std::move(how)));
+  }
+  doc.sections.push_back(std::move(against));
+
+  section top{"Top designs", {}};
+  table t{{"rank", "index", "design", "die area", "tp", "pp", "dp", "microbatch", "recompute",
+           "time per batch", "throughput", "energy per sample"},
+          {},
+          "top"};
+  for (std::size_t i = 0; i < s.top.size(); ++i) {
+    const auto& r = s.top[i];
+    t.rows.push_back(
+        {fmt::format("{}", i + 1), fmt::format("{}", r.index), design_text(r.device), area_text(r.die_area),
+         fmt::format("{}", r.parallel.tp), fmt::format("{}", r.parallel.pp), fmt::format("{}", r.parallel.dp),
+         fmt::format("{}", r.knobs.microbatch), recompute_text(r), duration(r.estimate.time_per_batch),
+         throughput(r.samples_per_s), energy_text(r.energy_per_sample)});
+  }
+  top.blocks.push_back(grid(std::move(t)));
+  doc.sections.push_back(std::move(top));
+
+  section front{"Pareto front", {}};
+  front.blocks.push_back(paragraph(fmt::format(
+      "{} designs on the throughput vs die area front, by ascending area (every one in pareto.csv).",
+      s.pareto.size())));
+  front.blocks.push_back(figure("pareto.svg", pareto_drawing(s).element(), "Throughput vs die area"));
+  doc.sections.push_back(std::move(front));
+
+  section timeline{"Timeline of the best plan", {}};
+  timeline.blocks.push_back(figure("timeline.svg", timeline_drawing(s).element(),
+                                   "One iteration of the best plan, per pipeline stage"));
+  if (placed(s.best)) {
+    const auto& b = s.best.estimate.breakdown;
+    timeline.blocks.push_back(items({{"Compute", duration(b.compute), ""},
+                                     {"Pipeline bubble", duration(b.bubble), ""},
+                                     {"Recomputation", duration(b.recompute), ""},
+                                     {"Tensor-parallel communication", duration(b.tp_comm), ""},
+                                     {"Pipeline communication", duration(b.pp_comm), ""},
+                                     {"Gradient synchronization", duration(b.dp_comm), ""},
+                                     {"Optimizer step", duration(b.optimizer), ""}}));
+    const place::pipeline_timeline tl = place::build_timeline(s.best.estimate, s.best.knobs.schedule);
+    if (!tl.note.empty()) {
+      timeline.blocks.push_back(paragraph("Note: " + tl.note +
+                                          fmt::format(" (drawn {}, estimate {}).", duration(tl.makespan),
+                                                      duration(s.best.estimate.time_per_batch))));
+    }
+  }
+  doc.sections.push_back(std::move(timeline));
+  return doc;
+}
+
+inline std::string markdown_cell(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+inline std::string markdown(const document& doc) {
+  std::string out = "# " + doc.title + "\n";
+  for (const section& sec : doc.sections) {
+    out += "\n## " + sec.heading + "\n";
+    for (const block& b : sec.blocks) {
+      out += "\n";
+      switch (b.type) {
+        case block::kind::paragraph:
+          out += b.text + "\n";
+          break;
+        case block::kind::items:
+          for (const item& i : b.items) out += "- **" + i.label + "**: " + i.value + "\n";
+          break;
+        case block::kind::table: {
+          auto line = [&](const std::vector<std::string>& cells) {
+            out += "|";
+            for (const auto& c : cells) out += " " + markdown_cell(c) + " |";
+            out += "\n";
+          };
+          line(b.grid.header);
+          out += "|";
+          for (std::size_t i = 0; i < b.grid.header.size(); ++i) out += "---|";
+          out += "\n";
+          for (const auto& row : b.grid.rows) line(row);
+          break;
+        }
+        case block::kind::figure:
+          out += "![" + b.text + "](" + b.file + ")\n\n[" + b.file + "](" + b.file + ")\n";
+          break;
+      }
+    }
+  }
+  return out;
+}
+
+inline constexpr std::string_view html_style =
+    "body{font-family:sans-serif;max-width:1040px;margin:2em auto;color:#222}"
+    "table{border-collapse:collapse;margin:0.5em 0}"
+    "th,td{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+    "th{background:#f2f2f2}"
+    "table.items th{font-weight:normal;background:#fafafa}"
+    "figure{margin:1em 0}svg{max-width:100%;height:auto}";
+
+inline std::string html(const document& doc) {
+  using svg::escape;
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE html>\n"
+      "<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\" xml:lang=\"en\">\n<head>\n"
+      "<meta charset=\"UTF-8\"/>\n<title>" +
+      escape(doc.title) + "</title>\n<style>" + std::string{html_style} + "</style>\n</head>\n<body>\n<h1>" +
+      escape(doc.title) + "</h1>\n";
+  auto id_attr = [](const std::string& id) {
+    return id.empty() ? std::string{} : " id=\"" + escape(id) + "\"";
+  };
+  for (const section& sec : doc.sections) {
+    out += "<h2>" + escape(sec.heading) + "</h2>\n";
+    for (const block& b : sec.blocks) {
+      switch (b.type) {
+        case block::kind::paragraph:
+          out += "<p>" + escape(b.text) + "</p>\n";
+          break;
+        case block::kind::items:
+          out += "<table class=\"items\">\n";
+          for (const item& i : b.items) {
+            out += "<tr><th>" + escape(i.label) + "</th><td" + id_attr(i.id) + ">" + escape(i.value) +
+                   "</td></tr>\n";
+          }
+          out += "</table>\n";
+          break;
+        case block::kind::table:
+          out += "<table" + id_attr(b.grid.id) + ">\n<tr>";
+          for (const auto& h : b.grid.header) out += "<th>" + escape(h) + "</th>";
+          out += "</tr>\n";
+          for (const auto& row : b.grid.rows) {
+            out += "<tr>";
+            for (const auto& c : row) out += "<td>" + escape(c) + "</td>";
+            out += "</tr>\n";
+          }
+          out += "</table>\n";
+          break;
+        case block::kind::figure:
+          out += "<figure>\n" + b.svg + "<figcaption>" + escape(b.text) + " (<a href=\"" + escape(b.file) +
+                 "\">" + escape(b.file) + "</a>)</figcaption>\n</figure>\n";
+          break;
+      }
+    }
+  }
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+inline void write_file(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    throw input_error("cannot write the report file '" + path.string() + "': " + std::strerror(errno) +
+                      "; give a writable output directory");
+  }
+  f.write(content.data(), static_cast<std::streamsize>(content.size()));
+  f.close();
+  if (!f) throw input_error("cannot write the report file '" + path.string() + "' (disk full?)");
+}
+
+}  // namespace detail::report
+
+/// report.md: what was searched, the best design and plan, the baselines with throughput ratios, the top
+/// designs, and links to pareto.svg and timeline.svg.
+inline std::string search_report_markdown(const search::summary& s, const search_report_options& o = {}) {
+  return detail::report::markdown(detail::report::build(s, o));
+}
+
+/// report.html: the same content as self-contained XHTML (the SVGs inline, minimal inline CSS).
+inline std::string search_report_html(const search::summary& s, const search_report_options& o = {}) {
+  return detail::report::html(detail::report::build(s, o));
+}
+
+/// Writes pareto.csv, pareto.svg, timeline.svg, report.md and report.html into `dir` (created if missing).
+/// A directory that cannot be created or written is an input_error naming it.
+inline void write_search_report(const std::filesystem::path& dir, const search::summary& s,
+                                const search_report_options& o = {}) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw input_error("cannot create the report directory '" + dir.string() +
+                      "': " + (ec ? ec.message() : std::string{"not a directory"}) +
+                      "; give a writable output directory");
+  }
+  namespace r = detail::report;
+  r::write_file(dir / "pareto.csv", pareto_csv(s));
+  r::write_file(dir / "pareto.svg", pareto_svg(s));
+  r::write_file(dir / "timeline.svg", timeline_svg(s));
+  r::write_file(dir / "report.md", search_report_markdown(s, o));
+  r::write_file(dir / "report.html", search_report_html(s, o));
+}
+
+}  // namespace phaze::io
