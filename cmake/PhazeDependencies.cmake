@@ -12,6 +12,12 @@ if(PHAZE_BUILD_APP OR PHAZE_BUILD_TESTS OR PHAZE_BUILD_EXAMPLES OR PHAZE_BUILD_B
   endif()
 endif()
 
+# The co-search program: threads (oneTBB, libtbb-dev) and processes (Open MPI, libopenmpi-dev).
+if(PHAZE_BUILD_APP)
+  find_package(TBB REQUIRED)
+  find_package(MPI REQUIRED COMPONENTS CXX)
+endif()
+
 # Debian's Lemon ships no CMake target: wrap liblemon.a and GLPK in one imported target (DESIGN.md section 3).
 find_library(PHAZE_LEMON_LIBRARY NAMES liblemon.a lemon)
 find_library(PHAZE_GLPK_LIBRARY NAMES glpk)

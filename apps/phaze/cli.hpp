@@ -68,5 +68,6 @@ command add_devices_command(CLI::App& root);
 command add_schedule_command(CLI::App& root);
 command add_estimate_command(CLI::App& root);
 command add_plan_command(CLI::App& root);
+command add_search_command(CLI::App& root);
 
 }  // namespace phaze::cli

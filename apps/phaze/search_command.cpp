@@ -1,0 +1,359 @@
+// `phaze search [MODEL] [--spec FILE] [--devices N] [--global-batch B] [--seq S] [--vocab V]
+// [--microbatches LIST] [--recompute LIST] [--tp LIST] [--hbm LIST] [--threads N]
+// [--exhaustive] [--out DIR] [--resume] [--no-baselines] [--top K] [--quiet] [--format table|json]`:
+// the accelerator x training-plan co-search (DESIGN.md section 8; docs/search.md). Threads with oneTBB;
+// processes with Open MPI when started by mpirun.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "phaze/core/error.hpp"
+#include "phaze/io/model_source.hpp"
+#include "phaze/io/search_json.hpp"
+#include "phaze/io/search_report.hpp"
+#include "phaze/io/table.hpp"
+#include "phaze/search/baselines.hpp"
+#include "phaze/search/engine.hpp"
+
+namespace phaze::cli {
+
+namespace {
+/// The model a search runs when none is given: the headline of the README's first command.
+constexpr const char* default_model = "gpt3-175b";
+
+struct search_options {
+  std::string model;
+  std::string spec;
+  int devices = 0;
+  std::int64_t global_batch = 0;
+  std::int64_t sequence = 0;
+  std::int64_t vocab = 0;
+  std::vector<std::int64_t> microbatches;
+  std::vector<std::string> recompute;
+  std::vector<int> tp;
+  std::vector<double> hbm_gib;
+  int threads = 0;
+  bool exhaustive = false;
+  std::string out = "phaze-search";
+  bool resume = false;
+  bool no_baselines = false;
+  std::size_t top = 10;
+  bool quiet = false;
+  std::string format = "table";
+};
+
+/// MPI when the program was started by mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE; other launchers PMI_*).
+class mpi_session {
+ public:
+  mpi_session() {
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr) return;
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    active_ = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  ~mpi_session() {
+    if (active_) MPI_Finalize();
+  }
+  mpi_session(const mpi_session&) = delete;
+  mpi_session& operator=(const mpi_session&) = delete;
+  [[nodiscard]] int rank() const { return rank_; }
+  [[nodiscard]] int size() const { return size_; }
+  [[nodiscard]] bool active() const { return active_; }
+
+  /// Every rank's strings, concatenated in rank order.
+  [[nodiscard]] std::vector<std::string> all_gather(const std::vector<std::string>& mine) const {
+    std::string packed;
+    for (const auto& s : mine) packed += s + '\n';
+    int length = static_cast<int>(packed.size());
+    std::vector<int> lengths(static_cast<std::size_t>(size_));
+    MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    std::vector<int> offsets(lengths.size(), 0);
+    for (std::size_t i = 1; i < lengths.size(); ++i) offsets[i] = offsets[i - 1] + lengths[i - 1];
+    std::string all(static_cast<std::size_t>(offsets.back() + lengths.back()), '\0');
+    MPI_Allgatherv(packed.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                   MPI_COMM_WORLD);
+    std::vector<std::string> out;
+    std::istringstream lines(all);
+    for (std::string line; std::getline(lines, line);) out.push_back(line);
+    return out;
+  }
+
+ private:
+  bool active_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+search::spec make_spec(const search_options& o) {
+  search::spec s;
+  if (!o.spec.empty()) {
+    std::ifstream in(o.spec);
+    if (!in) throw input_error("cannot read the search spec '" + o.spec + "'");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw input_error("search spec '" + o.spec + "' is not valid JSON: " + e.what());
+    }
+    if (!o.model.empty()) j["model"] = o.model;
+    if (!j.contains("model")) j["model"] = default_model;
+    s = io::spec_from_json(j);
+  } else {
+    s.model = io::load_model(o.model.empty() ? default_model : o.model);
+  }
+  if (o.vocab > 0) s.model = model::with_vocab(s.model, o.vocab);
+  if (o.devices > 0) s.devices = o.devices;
+  if (o.global_batch > 0) s.global_batch = o.global_batch;
+  if (o.sequence > 0) s.sequence = o.sequence;
+  if (!o.microbatches.empty()) s.knobs.microbatches = o.microbatches;
+  if (!o.recompute.empty()) {
+    s.knobs.recompute.clear();
+    for (const auto& r : o.recompute) s.knobs.recompute.push_back(train::parse_recompute(r));
+  }
+  if (!o.tp.empty()) s.knobs.tensor_parallel = o.tp;
+  if (!o.hbm_gib.empty()) {
+    hw::space::values_type values;
+    for (const double g : o.hbm_gib) values.push_back(g * 1024.0 * 1024.0 * 1024.0);
+    s.space.set_values(hw::axis::hbm, values);
+  }
+  search::validate(s);
+  return s;
+}
+
+std::string design_text(const hw::device& d) {
+  const auto& s = d.systolic;
+  return fmt::format("{}x{}x{} TC, {}x{} VC, {:g} MiB, {:g} GiB", s.num_tc, s.tc_width, s.tc_depth, s.num_vc,
+                     s.vc_width, s.glb.value() / (1024.0 * 1024.0),
+                     d.hbm.value() / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string plan_text(const search::design_result& r) {
+  return fmt::format("tp {} pp {} dp {} mb {} {}{}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
+                     r.knobs.microbatch, model::to_string(r.knobs.recompute),
+                     r.knobs.sequence_parallel ? " +SP" : "");
+}
+
+/// Reads results.jsonl of an earlier run of the same spec (a torn last line, from a kill, is skipped).
+std::vector<search::design_result> read_results(const std::filesystem::path& file, const search::spec& s) {
+  std::vector<search::design_result> out;
+  std::ifstream in(file);
+  std::string line;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) {
+      if (in.peek() == std::char_traits<char>::eof()) break;  // torn last line
+      throw input_error(
+          fmt::format("{} line {} is not JSON; delete the folder to start afresh", file.string(), number));
+    }
+    auto r = io::result_from_json(j, s);
+    search::restore_estimate(s, r);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int run_search(const search_options& o) {
+  mpi_session mpi;
+  const bool root = mpi.rank() == 0;
+  search::spec s = make_spec(o);
+  const std::filesystem::path dir = o.out;
+  const auto results_file = dir / "results.jsonl";
+  const auto spec_file = dir / "spec.json";
+  const nlohmann::ordered_json spec_json = io::spec_to_json(s);
+  std::vector<search::design_result> resumed;
+  if (root) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
+    if (o.resume && std::filesystem::exists(spec_file)) {
+      std::ifstream in(spec_file);
+      const auto before = nlohmann::ordered_json::parse(in, nullptr, false);
+      if (before != spec_json) {
+        throw input_error("--resume: '" + dir.string() +
+                          "' holds results of a different search (spec.json differs); give another --out or "
+                          "drop --resume");
+      }
+      resumed = read_results(results_file, s);
+    } else {
+      std::ofstream(spec_file) << spec_json.dump(2) << '\n';
+      std::ofstream(results_file, std::ios::trunc);
+    }
+  }
+  if (mpi.active()) {
+    // Every rank resumes from the same records.
+    std::vector<std::string> lines;
+    if (root)
+      for (const auto& r : resumed) lines.push_back(io::result_json(r).dump());
+    const auto all = mpi.all_gather(lines);
+    if (!root) {
+      for (const auto& line : all) {
+        auto r = io::result_from_json(nlohmann::json::parse(line), s);
+        search::restore_estimate(s, r);
+        resumed.push_back(std::move(r));
+      }
+    }
+  }
+
+  std::optional<oneapi::tbb::global_control> limit;
+  if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
+  const int threads = o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency();
+
+  std::mutex writing;
+  std::ofstream results;
+  if (root) results.open(results_file, std::ios::app);
+  auto write = [&](const search::design_result& r) {
+    if (!root) return;
+    const std::string line = io::result_json(r).dump() + '\n';
+    const std::lock_guard lock(writing);
+    results << line << std::flush;
+  };
+  const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
+
+  search::hooks h;
+  h.finished = write;
+  h.map = [&](std::size_t n, const std::function<search::design_result(std::size_t)>& f) {
+    std::vector<search::design_result> out(n);
+    std::vector<std::size_t> mine;
+    for (std::size_t i = static_cast<std::size_t>(mpi.rank()); i < n;
+         i += static_cast<std::size_t>(mpi.size()))
+      mine.push_back(i);
+    oneapi::tbb::parallel_for(std::size_t{0}, mine.size(), [&](std::size_t t) { out[mine[t]] = f(mine[t]); });
+    if (!mpi.active()) return out;
+    std::vector<std::string> lines;
+    for (const std::size_t i : mine) lines.push_back(io::result_json(out[i]).dump());
+    const auto all = mpi.all_gather(lines);
+    // Positions of rank q's results: q, q + size, ... in order; `all` lists rank 0's, then rank 1's, ...
+    std::size_t k = 0;
+    for (int q = 0; q < mpi.size(); ++q) {
+      for (std::size_t i = static_cast<std::size_t>(q); i < n;
+           i += static_cast<std::size_t>(mpi.size()), ++k) {
+        if (q == mpi.rank()) continue;
+        auto r = io::result_from_json(nlohmann::json::parse(all[k]), s);
+        search::restore_estimate(s, r);
+        write(r);
+        out[i] = std::move(r);
+      }
+    }
+    return out;
+  };
+  h.report = [&](const search::progress& p) {
+    if (!show) return;
+    const double rate = p.seconds > 0 ? static_cast<double>(p.done - resumed.size()) / p.seconds : 0.0;
+    const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : 0.0;
+    std::fprintf(stderr, "\r[%llu/%llu designs] %llu configurations, %.1f designs/s, ETA %.0f s   ",
+                 static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total),
+                 static_cast<unsigned long long>(p.configurations), rate, eta);
+    if (p.done == p.total) std::fprintf(stderr, "\n");
+  };
+
+  search::options opt;
+  opt.exhaustive = o.exhaustive;
+  opt.top = o.top;
+  search::summary sum = search::run(s, opt, h, resumed);
+  sum.threads = threads;
+  sum.processes = mpi.size();
+  sum.space = search::describe(s);
+  if (!o.no_baselines) sum.baselines = search::baselines(s, sum.best, h.map);
+  if (!root) return 0;
+
+  std::ofstream(dir / "best.json") << search::best_json(s, sum).dump(2) << '\n';
+  io::write_search_report(dir, sum);
+
+  if (parse_format(o.format) == output_format::json) {
+    print_json(search::best_json(s, sum));
+    return 0;
+  }
+  io::text_table t{{"#", "design", "area mm2", "plan", "samples/s", "MFU", "vs tpuv4-like"},
+                   {io::align::right, io::align::left, io::align::right, io::align::left, io::align::right,
+                    io::align::right, io::align::right}};
+  double reference = 0.0;
+  for (const auto& b : sum.baselines)
+    if (b.name == "tpuv4-like") reference = b.result.samples_per_s;
+  auto ratio = [&](double x) {
+    return reference > 0 ? fmt::format("{:.2f}x", x / reference) : std::string{"-"};
+  };
+  for (std::size_t i = 0; i < sum.top.size(); ++i) {
+    const auto& r = sum.top[i];
+    t.add_row({std::to_string(i + 1), design_text(r.device), fmt::format("{:.0f}", r.die_area.value()),
+               plan_text(r), fmt::format("{:.2f}", r.samples_per_s),
+               fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), ratio(r.samples_per_s)});
+  }
+  for (const auto& b : sum.baselines) {
+    const auto& r = b.result;
+    const bool placed = r.status == search::outcome::evaluated;
+    t.add_row({b.name, design_text(r.device), fmt::format("{:.0f}", r.die_area.value()),
+               placed ? plan_text(r) : std::string{"does not fit"},
+               placed ? fmt::format("{:.2f}", r.samples_per_s) : "-",
+               placed ? fmt::format("{:.1f}%", 100.0 * r.estimate.mfu) : "-", ratio(r.samples_per_s)});
+  }
+  print_text(
+      fmt::format("{} on {} accelerators, global batch {}: {} designs, {} evaluated, {} pruned by the "
+                  "bound, {} do not fit; {} configurations in {:.1f} s ({} threads, {} processes)\n",
+                  sum.model, sum.devices, sum.global_batch, sum.designs, sum.evaluated, sum.pruned,
+                  sum.infeasible, sum.configurations, sum.seconds, sum.threads, sum.processes));
+  print_text(t.render());
+  print_text(
+      fmt::format("\nreports in {}/ (best.json, results.jsonl, pareto.csv, report.md, report.html, "
+                  "pareto.svg, timeline.svg)\n",
+                  dir.string()));
+  return 0;
+}
+}  // namespace
+
+command add_search_command(CLI::App& root) {
+  auto o = std::make_shared<search_options>();
+  CLI::App* parser = root.add_subcommand(
+      "search", "Co-search accelerator designs and training plans (PHAZE's setting by default)");
+  parser->add_option("MODEL", o->model, "a zoo name or a HuggingFace config.json (default: gpt3-175b)");
+  parser->add_option("--spec", o->spec,
+                     "a JSON search spec (docs/search.md); options given here override it");
+  parser->add_option("--devices", o->devices, "accelerators in the cluster (default 1024)")
+      ->check(positive_integer);
+  parser->add_option("--global-batch", o->global_batch, "sequences per iteration (default 4096)")
+      ->check(positive_integer);
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
+  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
+  parser->add_option("--microbatches", o->microbatches, "microbatch sizes to try (default 1,2,4,8)")
+      ->delimiter(',');
+  parser->add_option("--recompute", o->recompute, "recomputation modes to try (default none,selective,full)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  parser->add_option("--tp", o->tp, "tensor-parallel widths to try (default: all that fit a node)")
+      ->delimiter(',');
+  parser->add_option("--hbm", o->hbm_gib, "HBM sizes in GiB (default 32,64,80)")->delimiter(',');
+  parser->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(positive_integer);
+  parser->add_flag("--exhaustive", o->exhaustive, "evaluate every design (no pruning by the sound bound)");
+  parser->add_option("--out", o->out, "output folder (default phaze-search)");
+  parser->add_flag("--resume", o->resume, "continue the search whose results are in --out");
+  parser->add_flag("--no-baselines", o->no_baselines, "skip the baselines");
+  parser->add_option("--top", o->top, "designs listed (default 10)")->check(positive_integer);
+  parser->add_flag("--quiet", o->quiet, "no progress on stderr");
+  add_format_option(*parser, o->format);
+  return {parser, [o] { return run_search(*o); }};
+}
+
+}  // namespace phaze::cli
