@@ -198,6 +198,9 @@ int run_search(const search_options& o) {
                           "drop --resume");
       }
       resumed = read_results(results_file, s);
+      // Rewrite the file with the records read, dropping a line torn by the kill.
+      std::ofstream rewrite(results_file, std::ios::trunc);
+      for (const auto& r : resumed) rewrite << io::result_json(r).dump() << '\n';
     } else {
       std::ofstream(spec_file) << spec_json.dump(2) << '\n';
       std::ofstream(results_file, std::ios::trunc);
@@ -235,31 +238,38 @@ int run_search(const search_options& o) {
 
   search::hooks h;
   h.finished = write;
-  h.map = [&](std::size_t n, const std::function<search::design_result(std::size_t)>& f) {
-    std::vector<search::design_result> out(n);
-    std::vector<std::size_t> mine;
-    for (std::size_t i = static_cast<std::size_t>(mpi.rank()); i < n;
-         i += static_cast<std::size_t>(mpi.size()))
-      mine.push_back(i);
-    oneapi::tbb::parallel_for(std::size_t{0}, mine.size(), [&](std::size_t t) { out[mine[t]] = f(mine[t]); });
-    if (!mpi.active()) return out;
-    std::vector<std::string> lines;
-    for (const std::size_t i : mine) lines.push_back(io::result_json(out[i]).dump());
-    const auto all = mpi.all_gather(lines);
-    // Positions of rank q's results: q, q + size, ... in order; `all` lists rank 0's, then rank 1's, ...
-    std::size_t k = 0;
-    for (int q = 0; q < mpi.size(); ++q) {
-      for (std::size_t i = static_cast<std::size_t>(q); i < n;
-           i += static_cast<std::size_t>(mpi.size()), ++k) {
-        if (q == mpi.rank()) continue;
-        auto r = io::result_from_json(nlohmann::json::parse(all[k]), s);
-        search::restore_estimate(s, r);
-        write(r);
-        out[i] = std::move(r);
+  // The map of a round: this rank's share on the thread pool, then (under MPI) every rank's results. With
+  // `record`, rank 0 also writes the other ranks' results to results.jsonl (its own are written as they
+  // finish, by `finished`).
+  auto make_map = [&](bool record) {
+    return [&, record](std::size_t n, const std::function<search::design_result(std::size_t)>& f) {
+      std::vector<search::design_result> out(n);
+      std::vector<std::size_t> mine;
+      for (std::size_t i = static_cast<std::size_t>(mpi.rank()); i < n;
+           i += static_cast<std::size_t>(mpi.size()))
+        mine.push_back(i);
+      oneapi::tbb::parallel_for(std::size_t{0}, mine.size(),
+                                [&](std::size_t t) { out[mine[t]] = f(mine[t]); });
+      if (!mpi.active()) return out;
+      std::vector<std::string> lines;
+      for (const std::size_t i : mine) lines.push_back(io::result_json(out[i]).dump());
+      const auto all = mpi.all_gather(lines);
+      // Positions of rank q's results: q, q + size, ... in order; `all` lists rank 0's, then rank 1's, ...
+      std::size_t k = 0;
+      for (int q = 0; q < mpi.size(); ++q) {
+        for (std::size_t i = static_cast<std::size_t>(q); i < n;
+             i += static_cast<std::size_t>(mpi.size()), ++k) {
+          if (q == mpi.rank()) continue;
+          auto r = io::result_from_json(nlohmann::json::parse(all[k]), s);
+          search::restore_estimate(s, r);
+          if (record) write(r);
+          out[i] = std::move(r);
+        }
       }
-    }
-    return out;
+      return out;
+    };
   };
+  h.map = make_map(true);
   h.report = [&](const search::progress& p) {
     if (!show) return;
     const double rate = p.seconds > 0 ? static_cast<double>(p.done - resumed.size()) / p.seconds : 0.0;
@@ -277,7 +287,7 @@ int run_search(const search_options& o) {
   sum.threads = threads;
   sum.processes = mpi.size();
   sum.space = search::describe(s);
-  if (!o.no_baselines) sum.baselines = search::baselines(s, sum.best, h.map);
+  if (!o.no_baselines) sum.baselines = search::baselines(s, sum.best, make_map(false));
   if (!root) return 0;
 
   std::ofstream(dir / "best.json") << search::best_json(s, sum).dump(2) << '\n';

@@ -58,15 +58,20 @@ inline std::vector<baseline> baselines(
   // Spotlight-style: lowest layer latency over the whole space (ties: the lower index).
   const model::model run = model_of(s);
   const std::uint64_t n = s.space.count();
+  // Each design's 1 / latency travels in upper_bound_samples_per_s of a record that is otherwise a pruned
+  // design's, so the same map (threads, or MPI's exchange of results.jsonl lines) evaluates it.
   const auto latencies = map(n, [&](std::size_t i) {
     design_result r;
     r.index = i;
-    r.samples_per_s = 1.0 / layer_latency(run, s.space.at(i)).value();  // reused as 1 / latency
+    r.device = s.space.at(i);
+    r.die_area = hw::area_of(r.device.systolic, s.space.tech());
+    r.status = outcome::pruned;
+    r.upper_bound_samples_per_s = 1.0 / layer_latency(run, r.device).value();
     return r;
   });
   std::uint64_t fastest = 0;
   for (std::uint64_t i = 1; i < n; ++i)
-    if (latencies[i].samples_per_s > latencies[fastest].samples_per_s) fastest = i;
+    if (latencies[i].upper_bound_samples_per_s > latencies[fastest].upper_bound_samples_per_s) fastest = i;
   out.push_back({"spotlight-style",
                  "the design with the lowest single-accelerator layer latency (forward + backward of one "
                  "sequence), then placed",

@@ -1,0 +1,173 @@
+// End-to-end tests of `phaze search`: the same best.json for one thread, several threads and two MPI
+// processes; a search killed midway and resumed gives the same best.json without evaluating any design twice;
+// the outputs are written; mistakes in a spec exit 2 naming them.
+#include <catch2/catch.hpp>
+
+#include "run_phaze.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+using namespace phaze::e2e;
+
+namespace {
+/// A space of a few hundred designs on a small cluster: a search takes about a second.
+const char* const small_spec = R"({"model": "gpt2", "devices": 16, "global_batch": 64,
+ "space": {"tensor_cores": {"pow2": [1, 16]}, "tc_width": {"pow2": [16, 256]}, "tc_depth": {"same_as": "tc_width"},
+           "vector_cores": {"pow2": [1, 8]}, "vc_width": {"same_as": "tc_width"},
+           "global_buffer_mib": {"pow2": [16, 64]}, "min_area_mm2": 180},
+ "knobs": {"microbatches": [1, 2]}})";
+
+/// Lines of a file.
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::vector<std::string> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+/// The design indices in results.jsonl, each once.
+std::set<std::uint64_t> indices(const fs::path& file, std::size_t* count) {
+  std::set<std::uint64_t> out;
+  *count = 0;
+  for (const auto& line : lines_of(file)) {
+    out.insert(nlohmann::json::parse(line).at("index").get<std::uint64_t>());
+    ++*count;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("phaze search gives the same best.json for 1 thread, 2 threads and 2 MPI processes",
+          "[e2e][search]") {
+  const fs::path spec = write_temp("spec.json", small_spec);
+  const fs::path one = temp_path("one"), two = temp_path("two"), mpi = temp_path("mpi");
+  const std::string args = "search --spec '" + spec.string() + "' --quiet --out ";
+  const auto a = run_phaze(args + "'" + one.string() + "' --threads 1");
+  REQUIRE(a.status == 0);
+  CHECK(contains(a.out, "tpuv4-like"));
+  CHECK(contains(a.out, "spotlight-style"));
+  const auto b = run_phaze(args + "'" + two.string() + "' --threads 2");
+  REQUIRE(b.status == 0);
+  const std::string best = read_file(one / "best.json");
+  CHECK(read_file(two / "best.json") == best);
+  for (const char* file : {"results.jsonl", "pareto.csv", "report.md", "report.html", "pareto.svg",
+                           "timeline.svg", "spec.json"}) {
+    CHECK(fs::file_size(one / file) > 0);
+  }
+  // The best design beats or equals the reference, and best.json names every baseline.
+  const auto j = nlohmann::json::parse(best);
+  for (const char* name : {"tpuv4-like", "spotlight-style", "megatron-uniform"}) {
+    CHECK(j.at("baselines").contains(name));
+  }
+  CHECK(j.at("throughput_samples_per_s").get<double>() >=
+        j.at("baselines").at("tpuv4-like").at("throughput_samples_per_s").get<double>());
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("mpirun not found: the MPI part is skipped (Debian package openmpi-bin)");
+    return;
+  }
+  // Open MPI refuses root without these; ASan builds would report Open MPI's own leaks.
+  const std::string launch =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "
+      "--oversubscribe '" +
+      std::string{PHAZE_EXECUTABLE} + "' " + args + "'" + mpi.string() + "' --threads 1 >/dev/null 2>&1";
+  REQUIRE(std::system(launch.c_str()) == 0);
+  CHECK(read_file(mpi / "best.json") == best);
+  std::size_t n1 = 0, n2 = 0;
+  CHECK(indices(one / "results.jsonl", &n1) == indices(mpi / "results.jsonl", &n2));
+  CHECK(n1 == n2);
+}
+
+TEST_CASE("phaze search killed midway and resumed gives the same best.json and redoes nothing",
+          "[e2e][search]") {
+  const fs::path spec = write_temp("spec.json", small_spec);
+  const fs::path whole = temp_path("whole"), killed = temp_path("killed");
+  const std::string common = "search --spec '" + spec.string() + "' --quiet --exhaustive --threads 1 --out ";
+  REQUIRE(run_phaze(common + "'" + whole.string() + "'").status == 0);
+  std::size_t designs = 0;
+  const auto all = indices(whole / "results.jsonl", &designs);
+  REQUIRE(designs == all.size());
+  REQUIRE(designs > 100);
+
+  // Start the same search, kill it (SIGKILL) once a tenth of the designs are written.
+  const std::string exe = PHAZE_EXECUTABLE;
+  std::vector<std::string> argv_text{exe,       "search",       "--spec",    spec.string(),
+                                     "--quiet", "--exhaustive", "--threads", "1",
+                                     "--out",   killed.string()};
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  bool interrupted = false;
+  for (int wait = 0; wait < 60000; wait += 5) {
+    if (fs::exists(killed / "results.jsonl") && lines_of(killed / "results.jsonl").size() >= designs / 10) {
+      ::kill(pid, SIGKILL);
+      interrupted = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(interrupted);
+  REQUIRE(WIFSIGNALED(status));
+  std::size_t written = 0;
+  const auto before = indices(killed / "results.jsonl", &written);
+  CHECK(written < designs);
+  CHECK_FALSE(fs::exists(killed / "best.json"));
+
+  const auto resumed = run_phaze(common + "'" + killed.string() + "' --resume");
+  INFO(resumed.err);
+  REQUIRE(resumed.status == 0);
+  CHECK(read_file(killed / "best.json") == read_file(whole / "best.json"));
+  // Every design once: the finished ones were not evaluated again.
+  std::size_t after_count = 0;
+  const auto after = indices(killed / "results.jsonl", &after_count);
+  CHECK(after_count == designs);
+  CHECK(after == all);
+
+  // A resume of another search into the same folder is refused.
+  const fs::path other = write_temp("other.json", R"({"model": "gpt2", "devices": 8, "global_batch": 64,
+      "space": {"tensor_cores": {"pow2": [1, 4]}, "min_area_mm2": 100}})");
+  const auto refused =
+      run_phaze("search --spec '" + other.string() + "' --quiet --out '" + killed.string() + "' --resume");
+  CHECK(refused.status == 2);
+  CHECK(contains(refused.err, "different search"));
+}
+
+TEST_CASE("phaze search: a spec with a mistake exits 2 with a clear message", "[e2e][search]") {
+  const fs::path out = temp_path("bad");
+  auto run_spec = [&](const std::string& text) {
+    return run_phaze("search --spec '" + write_temp("bad.json", text).string() + "' --quiet --out '" +
+                     out.string() + "'");
+  };
+  const auto unknown = run_spec(R"({"model": "gpt2", "knobs": {"microbatch": [1]}})");
+  CHECK(unknown.status == 2);
+  CHECK(contains(unknown.err, "did you mean 'microbatches'"));
+  const auto empty = run_spec(R"({"model": "gpt2", "space": {"tensor_cores": {"one_of": []}}})");
+  CHECK(empty.status == 2);
+  CHECK(contains(empty.err, "non-empty"));
+  const auto tiny = run_spec(R"({"model": "gpt2", "space": {"area_budget_mm2": 50}})");
+  CHECK(tiny.status == 2);
+  CHECK(contains(tiny.err, "holds no design"));
+  const auto model = run_phaze("search gpt5 --quiet --out '" + out.string() + "'");
+  CHECK(model.status == 2);
+  CHECK(contains(model.err, "did you mean"));
+}
