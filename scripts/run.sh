@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target phaze_cli
 if [ $# -eq 0 ]; then
-  set -- describe gpt3-175b
+  set -- search
 fi
 exec ./build/phaze "$@"
