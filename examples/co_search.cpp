@@ -25,11 +25,7 @@ static_assert(space.count() > 0, "the area budget leaves designs to search");
 // [readme-search-example]
 
 int main() {
-  phaze::search::spec s;
-  s.model = model;
-  s.devices = 64;
-  s.global_batch = 512;
-  s.space = space;
+  phaze::search::spec s{.model = model, .devices = 64, .global_batch = 512, .space = space};
   s.knobs.microbatches = {1, 2, 4};
   const phaze::search::summary result = phaze::search::run(s, {});
   const auto& best = result.best;
