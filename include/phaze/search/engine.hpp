@@ -382,8 +382,18 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
     if (r.status == outcome::evaluated) ranked.push_back(r);
   std::sort(ranked.begin(), ranked.end(), ranks_before);
   if (ranked.empty()) {
+    double leanest = 0.0;
+    for (const auto& r : all) {
+      const double need = r.smallest_memory_need.value();
+      if (need > 0 && (leanest == 0 || need < leanest)) leanest = need;
+    }
     throw infeasible_error("no design of the space fits the model on " + std::to_string(s.devices) +
-                           " devices with any knob setting; allow more HBM, more devices or recomputation");
+                           " devices with any knob setting" +
+                           (leanest > 0 ? "; the leanest plan needs " +
+                                              std::to_string(static_cast<long long>(leanest / (1 << 30))) +
+                                              " GiB per device"
+                                        : std::string{}) +
+                           "; allow more HBM, more devices or recomputation");
   }
   out.best = ranked.front();
   ranked.resize(std::min(ranked.size(), o.top));
