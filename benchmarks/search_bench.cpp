@@ -29,7 +29,8 @@ void evaluate_design(benchmark::State& state, const char* model) {
   std::size_t next = 0;
   std::uint64_t configurations = 0;
   for (auto _ : state) {
-    const auto r = search::evaluate_design(s, designs[next++ % designs.size()], 0, &configurations);
+    const auto r = search::evaluate_design(s, designs[next++ % designs.size()], 0);
+    configurations += r.configurations;
     benchmark::DoNotOptimize(r.samples_per_s);
   }
   state.counters["designs/s"] =

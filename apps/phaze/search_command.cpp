@@ -169,21 +169,60 @@ std::vector<search::design_result> read_results(const std::filesystem::path& fil
       throw input_error(
           fmt::format("{} line {} is not JSON; delete the folder to start afresh", file.string(), number));
     }
-    auto r = io::result_from_json(j, s);
+    search::design_result r;
+    try {
+      r = io::result_from_json(j, s);
+    } catch (const input_error& e) {
+      throw input_error(
+          fmt::format("{} line {}: {}; delete the folder to start afresh", file.string(), number, e.what()));
+    }
     search::restore_estimate(s, r);
     out.push_back(std::move(r));
   }
   return out;
 }
 
+/// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
+void write_atomically(const std::filesystem::path& file, const std::string& text) {
+  const auto temporary = std::filesystem::path{file.string() + ".tmp"};
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
+  }
+  std::filesystem::rename(temporary, file);
+}
+
+int search_with(const search_options& o, mpi_session& mpi);
+
 int run_search(const search_options& o) {
   mpi_session mpi;
+  if (!mpi.active()) return search_with(o, mpi);
+  // Under mpirun an error on one rank would leave the others waiting in a collective forever: report it and
+  // end the whole job with the error's exit code.
+  try {
+    return search_with(o, mpi);
+  } catch (const error& e) {
+    std::fprintf(stderr, "phaze: error: %s\n", e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(e.code()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "phaze: error: %s\n", e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(exit_code::internal_error));
+  }
+  return static_cast<int>(exit_code::internal_error);
+}
+
+int search_with(const search_options& o, mpi_session& mpi) {
   const bool root = mpi.rank() == 0;
   search::spec s = make_spec(o);
   const std::filesystem::path dir = o.out;
   const auto results_file = dir / "results.jsonl";
   const auto spec_file = dir / "spec.json";
-  const nlohmann::ordered_json spec_json = io::spec_to_json(s);
+  nlohmann::ordered_json spec_json = io::spec_to_json(s);
+  spec_json["exhaustive"] = o.exhaustive;  // a resume must prune as the run it continues
   std::vector<search::design_result> resumed;
   if (root) {
     std::error_code ec;
@@ -199,10 +238,11 @@ int run_search(const search_options& o) {
       }
       resumed = read_results(results_file, s);
       // Rewrite the file with the records read, dropping a line torn by the kill.
-      std::ofstream rewrite(results_file, std::ios::trunc);
-      for (const auto& r : resumed) rewrite << io::result_json(r).dump() << '\n';
+      std::string kept;
+      for (const auto& r : resumed) kept += io::result_json(r).dump() + '\n';
+      write_atomically(results_file, kept);
     } else {
-      std::ofstream(spec_file) << spec_json.dump(2) << '\n';
+      write_atomically(spec_file, spec_json.dump(2) + '\n');
       std::ofstream(results_file, std::ios::trunc);
     }
   }
@@ -272,7 +312,8 @@ int run_search(const search_options& o) {
   h.map = make_map(true);
   h.report = [&](const search::progress& p) {
     if (!show) return;
-    const double rate = p.seconds > 0 ? static_cast<double>(p.done - resumed.size()) / p.seconds : 0.0;
+    const std::uint64_t fresh = p.done > resumed.size() ? p.done - resumed.size() : 0;
+    const double rate = p.seconds > 0 ? static_cast<double>(fresh) / p.seconds : 0.0;
     const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : 0.0;
     std::fprintf(stderr, "\r[%llu/%llu designs] %llu configurations, %.1f designs/s, ETA %.0f s   ",
                  static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total),
@@ -290,7 +331,9 @@ int run_search(const search_options& o) {
   if (!o.no_baselines) sum.baselines = search::baselines(s, sum.best, make_map(false));
   if (!root) return 0;
 
-  std::ofstream(dir / "best.json") << search::best_json(s, sum).dump(2) << '\n';
+  results.flush();
+  if (!results) throw error("cannot write '" + results_file.string() + "' (disk full or not writable?)");
+  write_atomically(dir / "best.json", search::best_json(s, sum).dump(2) + '\n');
   io::write_search_report(dir, sum);
 
   if (parse_format(o.format) == output_format::json) {

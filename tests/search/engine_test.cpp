@@ -55,6 +55,11 @@ std::vector<search::design_result> threaded_map(std::size_t n,
 void same_results(const search::summary& a, const search::summary& b) {
   CHECK(a.best.index == b.best.index);
   CHECK(a.best.samples_per_s == b.best.samples_per_s);
+  REQUIRE(a.top.size() == b.top.size());
+  for (std::size_t i = 0; i < a.top.size(); ++i) {
+    CHECK(a.top[i].index == b.top[i].index);
+    CHECK(a.top[i].samples_per_s == b.top[i].samples_per_s);
+  }
   REQUIRE(a.pareto.size() == b.pareto.size());
   for (std::size_t i = 0; i < a.pareto.size(); ++i) {
     CHECK(a.pareto[i].index == b.pareto[i].index);
@@ -68,7 +73,8 @@ TEST_CASE("Pruned and exhaustive searches agree on the best design and the Paret
     const auto s = small_spec(model);
     REQUIRE(s.space.count() > 50);
     search::options pruned;
-    search::options exhaustive;
+    pruned.top = 30;  // the top list is exact too: a long one keeps more designs from being pruned
+    search::options exhaustive = pruned;
     exhaustive.exhaustive = true;
     const auto a = search::run(s, pruned);
     const auto b = search::run(s, exhaustive);
@@ -170,4 +176,14 @@ TEST_CASE("Search specs in JSON: the PHAZE space, and mistakes named", "[search]
   CHECK_THAT(error_of(R"({"model": "gpt2", "knobs": {"microbatches": []}})"), Catch::Contains("non-empty"));
   CHECK_THAT(error_of(R"({"model": "gpt2", "space": {"area_budget_mm2": 10}})"),
              Catch::Contains("holds no design"));
+}
+
+TEST_CASE("A spec that admits no plan at all is bad input, found before the search", "[search]") {
+  auto s = small_spec("gpt2-xl");
+  s.knobs.tensor_parallel = {3};  // divides nothing
+  CHECK_THROWS_WITH(search::run(s, {}), Catch::Contains("no admissible plan"));
+  s = small_spec("gpt2");
+  s.devices = 13;  // prime: pp 13 exceeds gpt2's 12 blocks and dp 13 does not divide the batch
+  s.global_batch = 64;
+  CHECK_THROWS_WITH(search::run(s, {}), Catch::Contains("no admissible plan"));
 }

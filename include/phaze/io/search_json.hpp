@@ -4,6 +4,8 @@
 /// and best.json.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -20,6 +22,7 @@
 #include "phaze/hw/space.hpp"
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/model_source.hpp"
+#include "phaze/place/memory.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
 #include "phaze/train/knobs.hpp"
@@ -228,10 +231,16 @@ inline nlohmann::ordered_json spec_to_json(const search::spec& s) {
   space["exempt_single_core"] = s.space.exempts_single_core();
   auto modes = nlohmann::ordered_json::array();
   for (const auto m : s.knobs.recompute) modes.push_back(std::string{model::to_string(m)});
-  return {{"model", std::string{s.model.config.name.view()}},
-          {"layers", s.model.config.layers},
-          {"hidden", s.model.config.hidden},
-          {"vocab", s.model.config.vocab},
+  const auto& c = s.model.config;
+  return {{"model", std::string{c.name.view()}},
+          {"layers", c.layers},
+          {"hidden", c.hidden},
+          {"heads", c.heads},
+          {"kv_heads", c.kv_heads_or_default()},
+          {"ffn", c.ffn},
+          {"vocab", c.vocab},
+          {"tied_embeddings", c.tied_embeddings},
+          {"parameters", model::parameter_count(s.model)},
           {"devices", s.devices},
           {"global_batch", s.global_batch},
           {"sequence", s.sequence > 0 ? s.sequence : s.model.config.sequence},
@@ -264,7 +273,8 @@ inline nlohmann::ordered_json result_json(const search::design_result& r) {
                            {"status", std::string{search::to_string(r.status)}},
                            {"design", design_json(r.device)},
                            {"area_mm2", r.die_area.value()},
-                           {"upper_bound_samples_per_s", r.upper_bound_samples_per_s}};
+                           {"upper_bound_samples_per_s", r.upper_bound_samples_per_s},
+                           {"configurations", r.configurations}};
   if (r.status == search::outcome::infeasible)
     j["smallest_memory_need_bytes"] = r.smallest_memory_need.value();
   if (r.status != search::outcome::evaluated) return j;
@@ -299,6 +309,7 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     }
     r.die_area = hw::area{j.at("area_mm2").get<double>()};
     r.upper_bound_samples_per_s = j.at("upper_bound_samples_per_s").get<double>();
+    r.configurations = j.value("configurations", std::uint64_t{0});
     const std::string status = j.at("status").get<std::string>();
     if (status == "pruned") {
       r.status = search::outcome::pruned;
@@ -321,12 +332,16 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     r.knobs.opt = s.knobs.opt;
     r.knobs.schedule = s.knobs.schedule;
     r.knobs.distributed_optimizer = s.knobs.distributed_optimizer;
-    const auto& blocks = p.at("stage_blocks");
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      r.split.push_back({blocks[i].get<std::int64_t>(), i == 0, i + 1 == blocks.size()});
+    // The plan must be one the search could have made: the degrees use the cluster, the knobs are the
+    // spec's, the split covers the model (checked as `phaze estimate` checks a plan).
+    const model::model run = s.sequence > 0 ? model::with_sequence(s.model, s.sequence) : s.model;
+    train::validate(run, r.parallel, r.knobs, s.devices);
+    const auto& mbs = s.knobs.microbatches;
+    if (std::find(mbs.begin(), mbs.end(), r.knobs.microbatch) == mbs.end()) {
+      throw input_error("microbatch not in the spec's list");
     }
-    if (static_cast<int>(r.split.size()) != r.parallel.pp)
-      throw input_error("stage_blocks does not match pp");
+    r.split =
+        place::split_of_blocks(run, p.at("stage_blocks").get<std::vector<std::int64_t>>(), r.parallel.pp);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string{"malformed result: "} + e.what());

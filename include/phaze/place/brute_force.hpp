@@ -75,7 +75,8 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
           extend(extend);
         });
     if (configs == 0) detail::place::no_configuration(s, this->fixed_);
-    if (best.feasible) return best;
+    if (best.feasible && best.time_per_batch.value() < this->cutoff_) return best;
+    if (best.feasible) return this->above_cutoff();
     return detail::place::infeasible_plan(s, need);
   }
 

@@ -60,8 +60,13 @@ void for_each_knob_setting(const train::training_knobs& base, const plan_choices
   std::vector<model::recompute> modes{model::recompute::none, model::recompute::selective,
                                       model::recompute::full};
   if (fixed.recompute) modes = {*fixed.recompute};
-  for (std::int64_t mb = 1; mb <= (fixed.microbatch ? *fixed.microbatch : fixed.max_microbatch); mb *= 2) {
-    if (fixed.microbatch && mb != *fixed.microbatch) continue;
+  std::vector<std::int64_t> sizes;
+  if (fixed.microbatch) {
+    sizes.push_back(*fixed.microbatch);
+  } else {
+    for (std::int64_t mb = 1; mb <= fixed.max_microbatch; mb *= 2) sizes.push_back(mb);
+  }
+  for (const std::int64_t mb : sizes) {
     for (model::recompute mode : modes) {
       for (bool sp : {false, true}) {
         if (fixed.sequence_parallel ? sp != *fixed.sequence_parallel : (sp && tp == 1)) continue;

@@ -75,7 +75,8 @@ class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
           "uniform: no admissible (tp, pp, dp) splits the blocks evenly; choose pp dividing the number of "
           "blocks (nodes between the pinned embedding and head), and tp * pp * dp within the devices");
     }
-    if (best.feasible) return best;
+    if (best.feasible && best.time_per_batch.value() < this->cutoff_) return best;
+    if (best.feasible) return this->above_cutoff();
     return detail::place::infeasible_plan(s, need);
   }
 

@@ -77,11 +77,10 @@ inline std::vector<baseline> baselines(
                  "sequence), then placed",
                  evaluate_design(s, s.space.at(fastest), fastest)});
 
-  // Megatron-uniform: the best design with uniform stages only.
+  // Megatron-uniform: the best design with uniform stages only, over the spec's own knobs.
   design_result uniform = best;
-  place::plan_choices choices;
-  choices.placement = place::stage_placement::uniform;
-  choices.max_microbatch = *std::max_element(s.knobs.microbatches.begin(), s.knobs.microbatches.end());
+  uniform.status = outcome::infeasible;
+  uniform.samples_per_s = 0.0;
   train::training_knobs base;
   base.global_batch = s.global_batch;
   base.precision = s.knobs.precision;
@@ -89,29 +88,40 @@ inline std::vector<baseline> baselines(
   base.schedule = s.knobs.schedule;
   base.distributed_optimizer = s.knobs.distributed_optimizer;
   sched::schedule_cache cache;
-  uniform.status = outcome::infeasible;
-  uniform.samples_per_s = 0.0;
-  try {
-    const auto found = place::search_plans(run, best.device, s.devices, base, choices, cache);
-    for (const auto& r : found.feasible) {
-      const bool allowed = std::find(s.knobs.microbatches.begin(), s.knobs.microbatches.end(),
-                                     r.knobs.microbatch) != s.knobs.microbatches.end() &&
-                           std::find(s.knobs.recompute.begin(), s.knobs.recompute.end(), r.knobs.recompute) !=
-                               s.knobs.recompute.end() &&
-                           std::find(s.knobs.sequence_parallel.begin(), s.knobs.sequence_parallel.end(),
-                                     r.knobs.sequence_parallel) != s.knobs.sequence_parallel.end();
-      if (!allowed) continue;
-      uniform.status = outcome::evaluated;
-      uniform.parallel = r.parallel;
-      uniform.knobs = r.knobs;
-      uniform.split = r.split;
-      uniform.estimate = r.estimate;
-      uniform.samples_per_s = r.estimate.samples_per_s;
-      uniform.energy_per_sample = energy_per_sample(run, best.device, r.parallel, r.knobs, s.space.tech());
-      break;
+  for (const int tp : detail::widths_for(s, run, best.device)) {
+    for (const std::int64_t mb : s.knobs.microbatches) {
+      for (const model::recompute mode : s.knobs.recompute) {
+        for (const bool sp : s.knobs.sequence_parallel) {
+          if (sp && tp == 1) continue;  // as the search: sequence parallelism needs tensor parallelism
+          place::plan_choices choices;
+          choices.placement = place::stage_placement::uniform;
+          choices.tp = tp;
+          choices.microbatch = mb;
+          choices.max_microbatch = mb;
+          choices.recompute = mode;
+          choices.sequence_parallel = sp;
+          place::plan_search_result found;
+          try {
+            found = place::search_plans(run, best.device, s.devices, base, choices, cache);
+          } catch (const input_error&) {
+            continue;  // no uniform plan is admissible with these knobs
+          }
+          if (found.feasible.empty()) continue;
+          const auto& r = found.feasible.front();
+          if (r.estimate.samples_per_s <= uniform.samples_per_s) continue;
+          uniform.status = outcome::evaluated;
+          uniform.parallel = r.parallel;
+          uniform.knobs = r.knobs;
+          uniform.split = r.split;
+          uniform.estimate = r.estimate;
+          uniform.samples_per_s = r.estimate.samples_per_s;
+        }
+      }
     }
-  } catch (const input_error&) {
-    // no uniform plan is admissible: reported as not fitting
+  }
+  if (uniform.status == outcome::evaluated) {
+    uniform.energy_per_sample =
+        energy_per_sample(run, best.device, uniform.parallel, uniform.knobs, s.space.tech());
   }
   out.push_back({"megatron-uniform",
                  "the best design with Megatron-style uniform stages only (PHAZE's fixed plans)", uniform});

@@ -5,7 +5,8 @@
 ///
 /// Exact by default: a design is skipped only when a sound upper bound on its throughput (its peak matrix
 /// rate on every device running the model's training FLOPs, nothing else) is below the throughput of a design
-/// already evaluated with no larger area; such a design can be neither the best nor on the front. Designs go
+/// already evaluated with no larger area and below the top-th best throughput found; such a design can be
+/// neither the best, nor on the front, nor among the top designs. Designs go
 /// in a fixed order (highest bound first) in fixed-size rounds, and a round prunes only with the rounds
 /// before it, so which designs are evaluated, and every result, is the same for any number of threads or
 /// processes and after any resume.
@@ -117,12 +118,41 @@ inline std::vector<int> widths_for(const spec& s, const model::model& run, const
 }
 }  // namespace detail
 
+/// Whether any knob setting, tensor-parallel width, pipeline depth and data-parallel degree can run the
+/// spec's model on its cluster at all (widths as the space's base design admits them: every design of a
+/// space shares its links). A spec that admits none is bad input, found before the search.
+inline bool any_admissible_plan(const spec& s) {
+  const model::model run = model_of(s);
+  for (const std::int64_t mb : s.knobs.microbatches) {
+    if (mb < 1 || s.global_batch % mb != 0) continue;
+    for (const bool sp : s.knobs.sequence_parallel) {
+      for (const int tp : detail::widths_for(s, run, s.space.base())) {
+        if (sp && tp == 1) continue;
+        train::training_knobs k;
+        k.global_batch = s.global_batch;
+        k.microbatch = mb;
+        k.sequence_parallel = sp;
+        try {
+          train::validate(run, train::parallelism{tp, 1, 1}, k, tp);
+        } catch (const input_error&) {
+          continue;
+        }
+        for (std::int64_t pp = 1; pp <= run.config.layers; ++pp) {
+          if (s.devices % (tp * pp) != 0) continue;
+          const std::int64_t dp = s.devices / (tp * pp);
+          if ((s.global_batch / mb) % dp == 0) return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 /// The best plan of one design over every knob setting of the spec: for each (microbatch, recomputation,
 /// sequence parallelism) chain_dp places the model under step_policy over every width, pipeline depth and
 /// data-parallel degree using all devices, with the best time found so far as its cutoff. `configurations`
 /// counts the knob settings placed.
-inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index,
-                                     std::uint64_t* configurations = nullptr) {
+inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index) {
   const model::model run = model_of(s);
   design_result r;
   r.index = index;
@@ -170,7 +200,7 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
         } catch (const input_error&) {
           continue;  // no (tp, pp, dp) uses every device with this batch
         }
-        if (configurations != nullptr) ++*configurations;
+        ++r.configurations;
         if (!found.feasible) {
           if (!found.above_cutoff)
             smallest_need = std::min(smallest_need, found.smallest_memory_need.value());
@@ -310,6 +340,13 @@ inline std::vector<std::pair<std::uint64_t, double>> design_order(const spec& s)
 inline summary run(const spec& s, const options& o, const hooks& h = {},
                    const std::vector<design_result>& resumed = {}) {
   validate(s);
+  if (!any_admissible_plan(s)) {
+    throw input_error(
+        "no admissible plan: no tensor-parallel width (dividing the heads and MLP, within a node), pipeline "
+        "depth and data-parallel degree use the " +
+        std::to_string(s.devices) + " devices with a microbatch that divides the global batch " +
+        std::to_string(s.global_batch) + "; check --devices, --global-batch, --tp and --microbatches");
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto order = design_order(s);
   std::vector<std::optional<design_result>> known(order.size());
@@ -326,6 +363,9 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   std::vector<design_result> all;
   all.reserve(order.size());
   front_bound front;
+  // Throughputs of the designs evaluated in earlier rounds, best first, at most `top`: a design may also be
+  // skipped only when its bound is below the top-th of them, so the top list is exact too.
+  std::vector<double> leaders;
   progress p;
   p.total = order.size();
   for (std::size_t first = 0; first < order.size(); first += o.round) {
@@ -341,7 +381,8 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
       }
       const hw::device d = s.space.at(index);
       const double area = hw::area_of(d.systolic, s.space.tech()).value();
-      if (!o.exhaustive && front.dominates(area, bound)) {
+      const bool below_top = o.top == 0 || (leaders.size() >= o.top && leaders.back() > bound);
+      if (!o.exhaustive && below_top && front.dominates(area, bound)) {
         design_result r;
         r.index = index;
         r.device = d;
@@ -354,21 +395,23 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
       }
       todo.push_back(j);
     }
-    std::vector<std::uint64_t> counts(todo.size(), 0);
     const auto results = map(todo.size(), [&](std::size_t t) {
       const std::uint64_t index = order[todo[t]].first;
-      design_result r = evaluate_design(s, s.space.at(index), index, &counts[t]);
+      design_result r = evaluate_design(s, s.space.at(index), index);
       if (h.finished) h.finished(r);
       return r;
     });
-    for (std::size_t t = 0; t < todo.size(); ++t) {
-      round[todo[t] - first] = results[t];
-      p.configurations += counts[t];
-    }
+    for (std::size_t t = 0; t < todo.size(); ++t) round[todo[t] - first] = results[t];
     for (auto& r : round) {
-      if (r.status == outcome::evaluated) ++out.evaluated;
+      if (r.status == outcome::evaluated) {
+        ++out.evaluated;
+        leaders.insert(std::upper_bound(leaders.begin(), leaders.end(), r.samples_per_s, std::greater<>()),
+                       r.samples_per_s);
+        if (leaders.size() > o.top) leaders.pop_back();
+      }
       if (r.status == outcome::pruned) ++out.pruned;
       if (r.status == outcome::infeasible) ++out.infeasible;
+      p.configurations += r.configurations;
       front.add(r);
       all.push_back(std::move(r));
     }

@@ -50,6 +50,7 @@ struct design_result {
   double samples_per_s = 0.0;         ///< estimate.samples_per_s, 0 unless evaluated
   hw::energy energy_per_sample{0.0};  ///< dynamic energy of one training sample over all devices
   bytes smallest_memory_need{0.0};    ///< infeasible: the leanest plan's peak memory per device
+  std::uint64_t configurations = 0;   ///< knob settings placed for this design
 };
 
 /// A reference point the report compares the best design against.
