@@ -171,3 +171,30 @@ TEST_CASE("phaze search: a spec with a mistake exits 2 with a clear message", "[
   CHECK(model.status == 2);
   CHECK(contains(model.err, "did you mean"));
 }
+
+TEST_CASE("phaze search shows progress on a terminal only, and not with --quiet", "[e2e][search]") {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    WARN("util-linux 'script' not found: the terminal part is skipped");
+    return;
+  }
+  const fs::path spec = write_temp("spec.json", small_spec);
+  const std::string args = std::string{"'"} + PHAZE_EXECUTABLE + "' search --spec '" + spec.string() +
+                           "' --threads 1 --no-baselines --out '";
+  // `script` runs the program on a pseudo-terminal: stderr is a TTY there.
+  auto on_terminal = [&](const std::string& extra) {
+    const fs::path log = temp_path("tty.txt");
+    const std::string command = "script -qec \"" + args + temp_path("tty").string() + "'" + extra + "\" '" +
+                                log.string() + "' >/dev/null 2>&1";
+    REQUIRE(std::system(command.c_str()) == 0);
+    return read_file(log);
+  };
+  const std::string shown = on_terminal("");
+  CHECK(contains(shown, "designs]"));
+  CHECK(contains(shown, "designs/s, ETA"));
+  CHECK_FALSE(contains(on_terminal(" --quiet"), "designs/s, ETA"));
+  // Not a terminal: no progress.
+  const auto piped = run_phaze("search --spec '" + spec.string() + "' --threads 1 --no-baselines --out '" +
+                               temp_path("pipe").string() + "'");
+  REQUIRE(piped.status == 0);
+  CHECK_FALSE(contains(piped.err, "designs/s"));
+}
