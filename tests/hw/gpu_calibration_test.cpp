@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "../support/csv.hpp"
 #include "phaze/cost/gemm.hpp"
 #include "phaze/cost/op_cost.hpp"
 #include "phaze/hw/presets.hpp"
@@ -27,33 +28,9 @@ namespace {
 
 const std::string data_dir = std::string{PHAZE_TEST_DATA_DIR} + "/gpu/";
 
-/// Splits a CSV line (no quoting: measure.py writes none; Python's csv module ends lines with \r\n).
-std::vector<std::string> fields(std::string line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string f;
-  while (std::getline(ss, f, ',')) out.push_back(f);
-  return out;
-}
-
-/// Rows of a CSV file by column name; the file must exist and have rows.
+/// Rows of a measurement CSV of tests/data/gpu by column name.
 std::vector<std::map<std::string, std::string>> read_csv(const std::string& file) {
-  std::ifstream in(data_dir + file);
-  REQUIRE(in.good());
-  std::string line;
-  REQUIRE(std::getline(in, line));
-  const auto header = fields(line);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    const auto f = fields(line);
-    REQUIRE(f.size() == header.size());
-    std::map<std::string, std::string> row;
-    for (std::size_t i = 0; i < f.size(); ++i) row[header[i]] = f[i];
-    rows.push_back(row);
-  }
-  REQUIRE_FALSE(rows.empty());
-  return rows;
+  return phaze::testing::read_csv(data_dir + file);
 }
 
 struct measured_gemm {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/csv.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/zoo.hpp"
 #include "phaze/place/step_time.hpp"
@@ -29,16 +30,6 @@ using namespace phaze;
 namespace {
 
 const std::string data_dir = std::string{PHAZE_TEST_DATA_DIR} + "/gpu/";
-
-/// Splits a CSV line (no quoting; a trailing \r is dropped).
-std::vector<std::string> fields(std::string line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string f;
-  while (std::getline(ss, f, ',')) out.push_back(f);
-  return out;
-}
 
 struct measured_step {
   std::string model;
@@ -51,22 +42,12 @@ struct measured_step {
 };
 
 std::vector<measured_step> read_steps(const std::string& file) {
-  std::ifstream in(data_dir + file);
-  REQUIRE(in.good());
-  std::string line;
-  REQUIRE(std::getline(in, line));
-  const auto header = fields(line);
   std::vector<measured_step> rows;
-  while (std::getline(in, line)) {
-    const auto f = fields(line);
-    REQUIRE(f.size() == header.size());
-    std::map<std::string, std::string> r;
-    for (std::size_t i = 0; i < f.size(); ++i) r[header[i]] = f[i];
+  for (const auto& r : phaze::testing::read_csv(data_dir + file)) {
     rows.push_back({r.at("model"), std::stoll(r.at("seq")), std::stoll(r.at("microbatch")),
                     std::stoll(r.at("global_batch")), r.at("recompute") == "full",
                     std::stod(r.at("iteration_s")), std::stod(r.at("peak_mem_bytes"))});
   }
-  REQUIRE_FALSE(rows.empty());
   return rows;
 }
 
