@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -430,12 +431,12 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
       const double need = r.smallest_memory_need.value();
       if (need > 0 && (leanest == 0 || need < leanest)) leanest = need;
     }
+    char need[64] = "";
+    if (leanest > 0) {
+      std::snprintf(need, sizeof need, "; the leanest plan needs %.1f GiB per device", leanest / (1 << 30));
+    }
     throw infeasible_error("no design of the space fits the model on " + std::to_string(s.devices) +
-                           " devices with any knob setting" +
-                           (leanest > 0 ? "; the leanest plan needs " +
-                                              std::to_string(static_cast<long long>(leanest / (1 << 30))) +
-                                              " GiB per device"
-                                        : std::string{}) +
+                           " devices with any knob setting" + need +
                            "; allow more HBM, more devices or recomputation");
   }
   out.best = ranked.front();
