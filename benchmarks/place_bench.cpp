@@ -9,8 +9,11 @@
 #include <cstdio>
 
 #include "phaze/core/quantity.hpp"
+#include "phaze/hw/presets.hpp"
+#include "phaze/model/zoo.hpp"
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/downset_dp.hpp"
+#include "phaze/place/model_placement.hpp"
 #include "phaze/place/uniform.hpp"
 
 namespace {
@@ -120,5 +123,27 @@ void uniform_gpt3_175b_tp8_pp16_dp8(benchmark::State& state) {
   state.counters["feasible"] = best.feasible ? 1.0 : 0.0;
 }
 BENCHMARK(uniform_gpt3_175b_tp8_pp16_dp8)->Unit(benchmark::kMillisecond);
+
+/// `phaze plan`'s uneven placement on a real model: GPT-3 175B's tables for TP 1..8 on 1024 A100-80GB from
+/// layer_times, then chain_dp under step_policy (the step-time model) over every pp and dp = 1024 / (tp pp),
+/// global batch 1536, microbatch 1, selective recomputation with SP. Tables are built once (outside the
+/// loop).
+void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
+  train::training_knobs k;
+  k.global_batch = 1536;
+  k.recompute = model::recompute::selective;
+  k.sequence_parallel = true;
+  const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
+  const auto d = *hw::find_preset("a100-80gb");
+  sched::schedule_cache cache;
+  const auto mp = model_tables(m, d, 1024, k, {1, 2, 4, 8}, cache);
+  plan best;
+  for (auto _ : state) {
+    best = chain_dp(mp.problem, mp.policy).max_pp(96).use_all_devices(true).run();
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+}
+BENCHMARK(chain_dp_step_policy_gpt3_175b)->Unit(benchmark::kMillisecond);
 
 }  // namespace
