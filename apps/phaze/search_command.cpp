@@ -141,19 +141,6 @@ search::spec make_spec(const search_options& o) {
   return s;
 }
 
-std::string design_text(const hw::device& d) {
-  const auto& s = d.systolic;
-  return fmt::format("{}x{}x{} TC, {}x{} VC, {:g} MiB, {:g} GiB", s.num_tc, s.tc_width, s.tc_depth, s.num_vc,
-                     s.vc_width, s.glb.value() / (1024.0 * 1024.0),
-                     d.hbm.value() / (1024.0 * 1024.0 * 1024.0));
-}
-
-std::string plan_text(const search::design_result& r) {
-  return fmt::format("tp {} pp {} dp {} mb {} {}{}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
-                     r.knobs.microbatch, model::to_string(r.knobs.recompute),
-                     r.knobs.sequence_parallel ? " +SP" : "");
-}
-
 /// Reads results.jsonl of an earlier run of the same spec (a torn last line, from a kill, is skipped).
 std::vector<search::design_result> read_results(const std::filesystem::path& file, const search::spec& s) {
   std::vector<search::design_result> out;
@@ -351,15 +338,14 @@ int search_with(const search_options& o, mpi_session& mpi) {
   };
   for (std::size_t i = 0; i < sum.top.size(); ++i) {
     const auto& r = sum.top[i];
-    t.add_row({std::to_string(i + 1), design_text(r.device), fmt::format("{:.0f}", r.die_area.value()),
-               plan_text(r), fmt::format("{:.2f}", r.samples_per_s),
+    t.add_row({std::to_string(i + 1), io::design_text(r.device), fmt::format("{:.0f}", r.die_area.value()),
+               io::plan_text(r), fmt::format("{:.2f}", r.samples_per_s),
                fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), ratio(r.samples_per_s)});
   }
   for (const auto& b : sum.baselines) {
     const auto& r = b.result;
-    const bool placed = r.status == search::outcome::evaluated;
-    t.add_row({b.name, design_text(r.device), fmt::format("{:.0f}", r.die_area.value()),
-               placed ? plan_text(r) : std::string{"does not fit"},
+    const bool placed = io::placed(r);
+    t.add_row({b.name, io::design_text(r.device), fmt::format("{:.0f}", r.die_area.value()), io::plan_text(r),
                placed ? fmt::format("{:.2f}", r.samples_per_s) : "-",
                placed ? fmt::format("{:.1f}%", 100.0 * r.estimate.mfu) : "-", ratio(r.samples_per_s)});
   }

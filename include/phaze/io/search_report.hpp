@@ -40,6 +40,32 @@ struct search_report_options {
   bool run_statistics = true;
 };
 
+/// Whether a design result holds a placed plan with its estimate.
+inline bool placed(const search::design_result& r) {
+  return r.status == search::outcome::evaluated && !r.estimate.stages.empty();
+}
+
+/// "8x128x128 2x128 128M 32G" for a design of the template, the device's name otherwise.
+inline std::string design_text(const hw::device& d) {
+  if (d.kind == hw::device_kind::systolic && d.systolic.num_tc > 0) {
+    return hw::design_label(d.systolic, d.hbm).str();
+  }
+  return d.name.str();
+}
+
+inline std::string recompute_text(const search::design_result& r) {
+  std::string s{model::to_string(r.knobs.recompute)};
+  if (r.knobs.sequence_parallel && r.parallel.tp > 1) s += "+SP";
+  return s;
+}
+
+/// "tp 2, pp 4, dp 8, mb 2, selective+SP"
+inline std::string plan_text(const search::design_result& r) {
+  if (!placed(r)) return std::string{search::to_string(r.status)};
+  return fmt::format("tp {}, pp {}, dp {}, mb {}, {}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
+                     r.knobs.microbatch, recompute_text(r));
+}
+
 namespace detail::report {
 
 /// `v` with `decimals` decimals, never "-0".
@@ -84,31 +110,6 @@ inline std::string energy_text(hw::energy e) {
   if (v >= 1.0) return fixed(v, 3) + " J";
   if (v >= 1e-3) return fixed(v * 1e3, 3) + " mJ";
   return fixed(v * 1e6, 3) + " µJ";
-}
-
-inline bool placed(const search::design_result& r) {
-  return r.status == search::outcome::evaluated && !r.estimate.stages.empty();
-}
-
-/// "8x128x128 2x128 128M 32G" for a design of the template, the device's name otherwise.
-inline std::string design_text(const hw::device& d) {
-  if (d.kind == hw::device_kind::systolic && d.systolic.num_tc > 0) {
-    return hw::design_label(d.systolic, d.hbm).str();
-  }
-  return d.name.str();
-}
-
-inline std::string recompute_text(const search::design_result& r) {
-  std::string s{model::to_string(r.knobs.recompute)};
-  if (r.knobs.sequence_parallel && r.parallel.tp > 1) s += "+SP";
-  return s;
-}
-
-/// "tp 2, pp 4, dp 8, mb 2, selective+SP"
-inline std::string plan_text(const search::design_result& r) {
-  if (!placed(r)) return std::string{search::to_string(r.status)};
-  return fmt::format("tp {}, pp {}, dp {}, mb {}, {}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
-                     r.knobs.microbatch, recompute_text(r));
 }
 
 inline std::string blocks_per_stage(const search::design_result& r) {
@@ -253,7 +254,7 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
   double x_max = 0.0;
   double y_max = 0.0;
   auto extend = [&](const search::design_result& dr) {
-    if (!r::placed(dr)) return;
+    if (!placed(dr)) return;
     x_max = std::max(x_max, dr.die_area.value());
     y_max = std::max(y_max, dr.samples_per_s);
   };
@@ -292,10 +293,10 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
 
   // Top designs under the front.
   for (const auto& t : s.top) {
-    if (!r::placed(t)) continue;
+    if (!placed(t)) continue;
     d.circle(px(t.die_area.value()), py(t.samples_per_s), 4.5,
              {{"class", "top"}, {"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}},
-             fmt::format("#{} {}: {} mm², {}", t.index, r::design_text(t.device),
+             fmt::format("#{} {}: {} mm², {}", t.index, design_text(t.device),
                          r::fixed(t.die_area.value(), 1), r::throughput(t.samples_per_s)));
   }
   // The front: a step line (the best throughput reachable within a die area), then its points.
@@ -313,13 +314,13 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
   for (const auto& p : s.pareto) {
     d.circle(px(p.die_area.value()), py(p.samples_per_s), 4.0,
              {{"class", "pareto"}, {"fill", "#4e79a7"}, {"stroke", "#ffffff"}, {"stroke-width", "0.5"}},
-             fmt::format("#{} {}: {} mm², {}", p.index, r::design_text(p.device),
+             fmt::format("#{} {}: {} mm², {}", p.index, design_text(p.device),
                          r::fixed(p.die_area.value(), 1), r::throughput(p.samples_per_s)));
   }
   // Baselines.
   for (std::size_t i = 0; i < s.baselines.size(); ++i) {
     const auto& b = s.baselines[i];
-    if (!r::placed(b.result)) continue;
+    if (!placed(b.result)) continue;
     const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
     const double y = py(b.result.samples_per_s);
     const std::string tip = b.name + ": " + r::throughput(b.result.samples_per_s);
@@ -353,7 +354,7 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
     r::baseline_symbol(d, i, lx + 6, ly, {{"fill", colour}, {"stroke", "#222222"}}, {});
     d.text(
         lx + 18, ly + 4,
-        r::placed(b.result) ? b.name : b.name + " (" + std::string{search::to_string(b.result.status)} + ")",
+        placed(b.result) ? b.name : b.name + " (" + std::string{search::to_string(b.result.status)} + ")",
         r::label_style);
   }
   d.close_group();
@@ -380,7 +381,7 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   constexpr double row_gap = 6.0;
   constexpr double plot_w = width - left - right;
   const search::design_result& best = s.best;
-  if (!r::placed(best)) {
+  if (!placed(best)) {
     svg::drawing d(width, 120.0, {{"class", "phaze-timeline"}});
     d.rect(0, 0, width, 120.0, {{"fill", "#ffffff"}});
     d.text(width / 2, 60, "no feasible design: no timeline",
