@@ -55,16 +55,11 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
           const prefix& pre = prefixes[ti];
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
-          const double p = static_cast<double>(pp);
-          const stage_load average{pre.work.back() / p, 0.0, pre.params.back() / p, 0.0};
-          const double lower =
-              std::max(policy.stage_cost_s(s, average, c), pre.heaviest_node_cost(policy, s, c));
-          const double least_parameters = std::max(pre.params.back() / p, pre.heaviest_parameters);
-          if (policy.batch_time_s(s, lower, least_parameters, c) >= best) return;
-          const stage_load average_params{0.0, 0.0, pre.params.back() / p, 0.0};
-          if (policy.stage_memory(s, average_params, pp - 1, c) > s.memory_per_device.value()) return;
+          const auto least_parameters = detail::place::configuration_bound(
+              policy, s, c, pre.work.back(), pre.params.back(), pre.single, best);
+          if (!least_parameters) return;
           detail::place::minimize_batch_time(
-              policy, s, c, best, pre.caps, least_parameters,
+              policy, s, c, best, pre.caps, *least_parameters,
               [&](double cost_cap, double parameter_cap) {
                 const double cost = solve<false>(policy, s, pre, c, cost_cap, parameter_cap, work);
                 double largest = 0.0;
@@ -109,16 +104,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<double> params{0.0};
     std::vector<double> activations{0.0};
     std::vector<double> boundary{0.0};
-    std::vector<stage_load> single;    ///< each node's own load, without boundary: a lower bound
-    double heaviest_parameters = 0.0;  ///< of one node
-    std::vector<double> caps;          ///< every range's parameter bytes, ascending, distinct
-
-    [[nodiscard]] double heaviest_node_cost(const Policy& policy, const placement_settings& s,
-                                            const stage_context& c) const {
-      double worst = 0.0;
-      for (const auto& l : single) worst = std::max(worst, policy.stage_cost_s(s, l, c));
-      return worst;
-    }
+    std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
+    std::vector<double> caps;        ///< every range's parameter bytes, ascending, distinct
   };
 
   struct scratch {
@@ -142,7 +129,6 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       // No boundary: a stage holding v may end past v's outgoing edge, so only work and parameters bound it.
       pre.single.push_back({pre.work[v + 1] - pre.work[v], 0.0, pre.params[v + 1] - pre.params[v],
                             pre.activations[v + 1] - pre.activations[v]});
-      pre.heaviest_parameters = std::max(pre.heaviest_parameters, pre.params[v + 1] - pre.params[v]);
     }
     if constexpr (Policy::allreduce_of_largest_stage) {
       for (std::size_t i = 1; i <= n; ++i) {

@@ -54,20 +54,11 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
         detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
           const lattice& lat = lattices[ti];
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
-          const double p = static_cast<double>(pp);
-          const stage_load average{lat.total.work_s / p, 0.0, lat.total.parameter_bytes / p, 0.0};
-          double lower = policy.stage_cost_s(s, average, c);
-          double heaviest_parameters = 0.0;
-          for (const auto& l : lat.single) {
-            lower = std::max(lower, policy.stage_cost_s(s, l, c));
-            heaviest_parameters = std::max(heaviest_parameters, l.parameter_bytes);
-          }
-          const double least_parameters = std::max(lat.total.parameter_bytes / p, heaviest_parameters);
-          if (policy.batch_time_s(s, lower, least_parameters, c) >= best) return;
-          const stage_load average_params{0.0, 0.0, lat.total.parameter_bytes / p, 0.0};
-          if (policy.stage_memory(s, average_params, pp - 1, c) > s.memory_per_device.value()) return;
+          const auto least_parameters = detail::place::configuration_bound(
+              policy, s, c, lat.total.work_s, lat.total.parameter_bytes, lat.single, best);
+          if (!least_parameters) return;
           detail::place::minimize_batch_time(
-              policy, s, c, best, lat.caps, least_parameters,
+              policy, s, c, best, lat.caps, *least_parameters,
               [&](double cost_cap, double parameter_cap) {
                 const double cost = solve<false>(policy, s, lat, c, cost_cap, parameter_cap, work);
                 return std::pair<double, double>{cost < cost_cap ? cost : detail::place::infinity,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -295,6 +296,30 @@ std::size_t for_each_config(const placement_settings& s, const std::vector<Table
     }
   }
   return visited;
+}
+
+/// The bounds of one (tp, pp, dp) that the DPs prune with, from a table's totals and each node's own load
+/// (`singles`, without boundary): the largest stage cost is at least the average load's and any single
+/// node's; the largest stage holds at least the average and the heaviest node's parameter bytes. Returns that
+/// parameter bound, or nothing when the configuration cannot beat `best` or even an even split of the
+/// parameters does not fit.
+template <class Policy>
+std::optional<double> configuration_bound(const Policy& policy, const placement_settings& s,
+                                          const stage_context& c, double total_work, double total_parameters,
+                                          const std::vector<stage_load>& singles, double best) {
+  const double p = static_cast<double>(c.stages);
+  double lower = policy.stage_cost_s(s, stage_load{total_work / p, 0.0, total_parameters / p, 0.0}, c);
+  double least_parameters = total_parameters / p;
+  for (const auto& l : singles) {
+    lower = std::max(lower, policy.stage_cost_s(s, l, c));
+    least_parameters = std::max(least_parameters, l.parameter_bytes);
+  }
+  if (policy.batch_time_s(s, lower, least_parameters, c) >= best) return std::nullopt;
+  const stage_load average_parameters{0.0, 0.0, total_parameters / p, 0.0};
+  if (policy.stage_memory(s, average_parameters, c.stages - 1, c) > s.memory_per_device.value()) {
+    return std::nullopt;
+  }
+  return least_parameters;
 }
 
 /// Minimizes Policy::batch_time_s over the partitions of one (tp, pp, dp), lowering `best` and calling
