@@ -141,8 +141,10 @@ search::spec make_spec(const search_options& o) {
   return s;
 }
 
-/// Reads results.jsonl of an earlier run of the same spec (a torn last line, from a kill, is skipped).
-std::vector<search::design_result> read_results(const std::filesystem::path& file, const search::spec& s) {
+/// Reads results.jsonl of an earlier run of the same spec (a torn last line, from a kill, is skipped) into
+/// records, and keeps the lines read in `lines`.
+std::vector<search::design_result> read_results(const std::filesystem::path& file, const search::spec& s,
+                                                std::vector<std::string>& lines) {
   std::vector<search::design_result> out;
   std::ifstream in(file);
   std::string line;
@@ -163,8 +165,8 @@ std::vector<search::design_result> read_results(const std::filesystem::path& fil
       throw input_error(
           fmt::format("{} line {}: {}; delete the folder to start afresh", file.string(), number, e.what()));
     }
-    search::restore_estimate(s, r);
     out.push_back(std::move(r));
+    lines.push_back(line);
   }
   return out;
 }
@@ -211,6 +213,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   nlohmann::ordered_json spec_json = io::spec_to_json(s);
   spec_json["exhaustive"] = o.exhaustive;  // a resume must prune as the run it continues
   std::vector<search::design_result> resumed;
+  std::vector<std::string> resumed_lines;
   if (root) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -223,10 +226,10 @@ int search_with(const search_options& o, mpi_session& mpi) {
                           "' holds results of a different search (spec.json differs); give another --out or "
                           "drop --resume");
       }
-      resumed = read_results(results_file, s);
-      // Rewrite the file with the records read, dropping a line torn by the kill.
+      resumed = read_results(results_file, s, resumed_lines);
+      // Rewrite the file with the lines read, dropping a line torn by the kill.
       std::string kept;
-      for (const auto& r : resumed) kept += io::result_json(r).dump() + '\n';
+      for (const auto& line : resumed_lines) kept += line + '\n';
       write_atomically(results_file, kept);
     } else {
       write_atomically(spec_file, spec_json.dump(2) + '\n');
@@ -235,16 +238,9 @@ int search_with(const search_options& o, mpi_session& mpi) {
   }
   if (mpi.active()) {
     // Every rank resumes from the same records.
-    std::vector<std::string> lines;
-    if (root)
-      for (const auto& r : resumed) lines.push_back(io::result_json(r).dump());
-    const auto all = mpi.all_gather(lines);
+    const auto all = mpi.all_gather(root ? resumed_lines : std::vector<std::string>{});
     if (!root) {
-      for (const auto& line : all) {
-        auto r = io::result_from_json(nlohmann::json::parse(line), s);
-        search::restore_estimate(s, r);
-        resumed.push_back(std::move(r));
-      }
+      for (const auto& line : all) resumed.push_back(io::result_from_json(nlohmann::json::parse(line), s));
     }
   }
 
@@ -255,12 +251,12 @@ int search_with(const search_options& o, mpi_session& mpi) {
   std::mutex writing;
   std::ofstream results;
   if (root) results.open(results_file, std::ios::app);
-  auto write = [&](const search::design_result& r) {
+  auto write_line = [&](const std::string& line) {
     if (!root) return;
-    const std::string line = io::result_json(r).dump() + '\n';
     const std::lock_guard lock(writing);
-    results << line << std::flush;
+    results << line << '\n' << std::flush;
   };
+  auto write = [&](const search::design_result& r) { write_line(io::result_json(r).dump()); };
   const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
 
   search::hooks h;
@@ -287,10 +283,9 @@ int search_with(const search_options& o, mpi_session& mpi) {
         for (std::size_t i = static_cast<std::size_t>(q); i < n;
              i += static_cast<std::size_t>(mpi.size()), ++k) {
           if (q == mpi.rank()) continue;
-          auto r = io::result_from_json(nlohmann::json::parse(all[k]), s);
-          search::restore_estimate(s, r);
-          if (record) write(r);
-          out[i] = std::move(r);
+          // The estimate is recomputed only for the designs the summary reports (search::run).
+          out[i] = io::result_from_json(nlohmann::json::parse(all[k]), s);
+          if (record) write_line(all[k]);
         }
       }
       return out;

@@ -296,8 +296,8 @@ inline nlohmann::ordered_json result_json(const search::design_result& r) {
 }
 
 /// A results.jsonl line back into a design result of `s` (the device from the space by index; the estimate
-/// is left for search::restore_estimate). Throws input_error on a malformed line or a design that does not
-/// match the space.
+/// is left for search::restore_estimate; the throughput and energy are read back exactly). Throws input_error
+/// on a malformed line or a design that does not match the space.
 inline search::design_result result_from_json(const nlohmann::json& j, const search::spec& s) {
   try {
     search::design_result r;
@@ -322,6 +322,8 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     }
     if (status != "evaluated") throw input_error("unknown status '" + status + "'");
     r.status = search::outcome::evaluated;
+    r.samples_per_s = j.at("throughput_samples_per_s").get<double>();
+    r.energy_per_sample = hw::energy{j.at("energy_per_sample_j").get<double>()};
     const auto& p = j.at("plan");
     r.parallel = {p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>()};
     r.knobs.global_batch = s.global_batch;

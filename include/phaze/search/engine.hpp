@@ -233,7 +233,8 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
   return r;
 }
 
-/// Recomputes a design's estimate from its plan (resume reads plans, not estimates, from results.jsonl).
+/// Recomputes a design's estimate from its plan: results.jsonl (resume, MPI) carries plans and throughputs,
+/// not estimates; search::run restores them for the designs its summary reports.
 inline void restore_estimate(const spec& s, design_result& r) {
   if (r.status != outcome::evaluated) return;
   sched::schedule_cache cache;
@@ -443,6 +444,14 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   ranked.resize(std::min(ranked.size(), o.top));
   out.top = ranked;
   out.pareto = pareto_front(std::move(all));
+  // Designs read back (resumed, or evaluated by another process) carry no estimate: restore the reported
+  // ones.
+  auto restore = [&](design_result& r) {
+    if (r.status == outcome::evaluated && r.estimate.stages.empty()) restore_estimate(s, r);
+  };
+  restore(out.best);
+  for (auto& r : out.top) restore(r);
+  for (auto& r : out.pareto) restore(r);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
