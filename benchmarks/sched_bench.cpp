@@ -6,6 +6,7 @@
 #include <phaze/hw/presets.hpp>
 #include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
+#include <phaze/sched/ilp.hpp>
 #include <phaze/sched/layer_problem.hpp>
 
 #include <algorithm>

@@ -16,6 +16,7 @@
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/place/step_time.hpp"
+#include "phaze/sched/ilp.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace phaze::cli {
@@ -66,11 +67,11 @@ int run_estimate(const estimate_options& o) {
   k.virtual_stages = o.vp;
   train::validate(m, p, k, o.devices);
 
-  sched::schedule_cache cache;
-  const auto how = o.solver == "ilp" ? sched::solver::ilp : sched::solver::list;
+  sched::schedule_cache cache =
+      o.solver == "ilp" ? sched::schedule_cache{sched::ilp_scheduler{}} : sched::schedule_cache{};
   std::vector<place::stage_layers> split;
   if (!o.stage_blocks.empty()) split = place::split_of_blocks(m, o.stage_blocks, p.pp);
-  const place::step_estimate e = place::estimate_step(m, d, p, k, cache, how, split);
+  const place::step_estimate e = place::estimate_step(m, d, p, k, cache, split);
 
   if (parse_format(o.format) == output_format::json) {
     print_json(io::estimate_json(m, d, p, k, e));

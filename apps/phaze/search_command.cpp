@@ -315,11 +315,11 @@ int search_with(const search_options& o, mpi_session& mpi) {
 
   results.flush();
   if (!results) throw error("cannot write '" + results_file.string() + "' (disk full or not writable?)");
-  write_atomically(dir / "best.json", search::best_json(s, sum).dump(2) + '\n');
+  write_atomically(dir / "best.json", io::best_json(s, sum).dump(2) + '\n');
   io::write_search_report(dir, sum);
 
   if (parse_format(o.format) == output_format::json) {
-    print_json(search::best_json(s, sum));
+    print_json(io::best_json(s, sum));
     return 0;
   }
   io::text_table t{{"#", "design", "area mm2", "plan", "samples/s", "MFU", "vs tpuv4-like"},

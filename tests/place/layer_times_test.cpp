@@ -5,6 +5,7 @@
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/place/layer_times.hpp>
+#include <phaze/sched/ilp.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -36,10 +37,10 @@ TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", 
 
 TEST_CASE("On the PHAZE template the schedule overlaps ops: never slower than the serial sum",
           "[place][layer_times]") {
-  sched::schedule_cache cache;
+  sched::schedule_cache cache{sched::ilp_scheduler{}};
   for (const char* name : {"gpt3-175b", "llama2-7b", "bert-large"}) {
     const auto l = model::block_layer(zoo::get(name).config, {1, 0, 1, false, 2});
-    const auto t = place::time_layer(l, hw::tpuv4_like, cache, sched::solver::list);
+    const auto t = place::time_layer(l, hw::tpuv4_like, cache);
     const auto table = cost::layer_costs(l, hw::tpuv4_like);
     INFO(name);
     CHECK(t.forward.value() <= table.forward_total.value() * (1 + 1e-9));

@@ -82,7 +82,7 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
               } else {
                 split = random_split(rng, m.config.layers, pp);
               }
-              const auto e = place::estimate_step(m, d, p, k, cache, sched::solver::list, split);
+              const auto e = place::estimate_step(m, d, p, k, cache, split);
               const auto planned = place::evaluate(mp.problem, table, dp, node_sets(split), mp.policy);
               CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
               REQUIRE(planned.stages.size() == e.stages.size());
@@ -165,8 +165,7 @@ TEST_CASE("Uneven placement is never slower than the best uniform plan and its t
   CHECK(blocks == m.config.layers);
   CHECK(best.split.front().embedding);
   CHECK(best.split.back().head);
-  const auto again =
-      place::estimate_step(m, d, best.parallel, best.knobs, cache, sched::solver::list, best.split);
+  const auto again = place::estimate_step(m, d, best.parallel, best.knobs, cache, best.split);
   CHECK(again.time_per_batch.value() == Approx(best.estimate.time_per_batch.value()).epsilon(1e-12));
   CHECK(best.parallel.devices() == 64);
 }

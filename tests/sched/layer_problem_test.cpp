@@ -6,6 +6,7 @@
 #include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/sched/bounds.hpp>
+#include <phaze/sched/ilp.hpp>
 #include <phaze/sched/layer_problem.hpp>
 #include <phaze/sched/validator.hpp>
 
@@ -30,7 +31,7 @@ TEST_CASE("Every zoo layer schedules optimally on the reference and a dozen PHAZ
   // The check is the issue's: proven optimal, or a gap of at most 1% at the time limit.
   sched::ilp_options options;
   options.time_limit = seconds{10.0};
-  sched::schedule_cache cache(options);
+  sched::schedule_cache cache{sched::ilp_scheduler{options}};
   int problems = 0;
   const auto all = devices();
   for (std::size_t device = 0; device < all.size(); ++device) {
@@ -45,7 +46,7 @@ TEST_CASE("Every zoo layer schedules optimally on the reference and a dozen PHAZ
         const auto l = model::layer_at(m, static_cast<std::size_t>(kind.first_node), {1, 0, 1, false, 2});
         for (auto which : {sched::pass::forward, sched::pass::backward}) {
           const auto p = sched::layer_problem(l, d, which);
-          const auto s = cache.solve(p, sched::solver::ilp);
+          const auto s = cache.solve(p);
           INFO(entry.name << " " << model::to_string(kind.role) << " " << sched::to_string(which) << " on "
                           << d.systolic.num_tc << " TCs of " << d.systolic.tc_width << "x"
                           << d.systolic.tc_depth);

@@ -137,15 +137,15 @@ TEST_CASE("The best design's plan is estimate_step's and beats the tpuv4-like ba
   const auto sum = search::run(s, {});
   const auto& b = sum.best;
   sched::schedule_cache cache;
-  const auto e =
-      place::estimate_step(s.model, b.device, b.parallel, b.knobs, cache, sched::solver::list, b.split);
+  const auto e = place::estimate_step(s.model, b.device, b.parallel, b.knobs, cache, b.split);
   CHECK(e.samples_per_s == Approx(b.samples_per_s).epsilon(1e-12));
   CHECK(e.fits);
   CHECK(b.die_area <= s.space.area_budget());
   const auto base = search::baselines(s, b);
   REQUIRE(base.size() == 3);
   CHECK(base[0].name == "tpuv4-like");
-  // Not in this space (its 128 MiB GLB is outside 16..64 MiB), yet the co-searched design is at least as fast.
+  // Not in this space (its 128 MiB GLB is outside 16..64 MiB), yet the co-searched design is at least as
+  // fast.
   CHECK(b.samples_per_s >= base[0].result.samples_per_s);
   // Uneven placement is never slower than the uniform plans on the same design.
   CHECK(b.samples_per_s >= base[2].result.samples_per_s * (1 - 1e-12));

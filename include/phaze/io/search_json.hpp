@@ -350,4 +350,33 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
   }
 }
 
+/// best.json: the best design, its plan and metrics (the fields of `phaze plan`), and `baselines` (name ->
+/// design, plan, throughput_samples_per_s), the Pareto front's size and the search's counts.
+inline nlohmann::ordered_json best_json(const search::spec& s, const search::summary& sum) {
+  const model::model run = search::model_of(s);
+  const auto& b = sum.best;
+  nlohmann::ordered_json j = estimate_json(run, b.device, b.parallel, b.knobs, b.estimate);
+  j["design_index"] = b.index;
+  j["design"] = design_json(b.device);
+  j["area_mm2"] = b.die_area.value();
+  j["energy_per_sample_j"] = b.energy_per_sample.value();
+  auto blocks = nlohmann::ordered_json::array();
+  for (const auto& st : b.split) blocks.push_back(st.blocks);
+  j["plan"]["stage_blocks"] = blocks;
+  nlohmann::ordered_json base = nlohmann::ordered_json::object();
+  for (const auto& x : sum.baselines) {
+    nlohmann::ordered_json e = result_json(x.result);
+    e.erase("index");
+    e["description"] = x.description;
+    e["throughput_samples_per_s"] = x.result.samples_per_s;
+    e["best_over_baseline"] = x.result.samples_per_s > 0 ? b.samples_per_s / x.result.samples_per_s : 0.0;
+    base[x.name] = e;
+  }
+  j["baselines"] = base;
+  j["search"] = {
+      {"designs", sum.designs},       {"evaluated", sum.evaluated},          {"pruned", sum.pruned},
+      {"infeasible", sum.infeasible}, {"pareto_designs", sum.pareto.size()}, {"space", sum.space}};
+  return j;
+}
+
 }  // namespace phaze::io

@@ -62,18 +62,17 @@ inline sched::problem attention_core_problem(const model::layer& l, const hw::de
 }
 }  // namespace detail
 
-/// The costs of one layer on a device. Schedules are solved through `cache` (identical layers once) with
-/// `how` (the ILP by default; the list scheduler for fast sweeps).
-inline layer_times time_layer(const model::layer& l, const hw::device& d, sched::schedule_cache& cache,
-                              sched::solver how = sched::solver::ilp) {
+/// The costs of one layer on a device. Schedules are solved through `cache` (identical layers once) by the
+/// cache's scheduler (the ILP for reported numbers; the list scheduler for fast sweeps and bounds).
+inline layer_times time_layer(const model::layer& l, const hw::device& d, sched::schedule_cache& cache) {
   layer_times t;
-  const auto forward = cache.solve(sched::layer_problem(l, d, sched::pass::forward), how);
-  const auto backward = cache.solve(sched::layer_problem(l, d, sched::pass::backward), how);
+  const auto forward = cache.solve(sched::layer_problem(l, d, sched::pass::forward));
+  const auto backward = cache.solve(sched::layer_problem(l, d, sched::pass::backward));
   t.forward = forward.makespan;
   t.backward = backward.makespan;
   t.recompute_full = forward.makespan;
   const auto core = detail::attention_core_problem(l, d);
-  if (!core.tasks.empty()) t.recompute_selective = cache.solve(core, how).makespan;
+  if (!core.tasks.empty()) t.recompute_selective = cache.solve(core).makespan;
   t.params = model::layer_params(l, true);
   t.activations_none = model::activation_bytes(l, model::recompute::none);
   t.activations_selective = model::activation_bytes(l, model::recompute::selective);
@@ -84,12 +83,11 @@ inline layer_times time_layer(const model::layer& l, const hw::device& d, sched:
 
 /// The costs of every node of a model's layer graph for a shape (distinct layers computed once).
 inline std::vector<layer_times> time_model(const model::model& m, const model::layer_shape& shape,
-                                           const hw::device& d, sched::schedule_cache& cache,
-                                           sched::solver how = sched::solver::ilp) {
+                                           const hw::device& d, sched::schedule_cache& cache) {
   std::vector<layer_times> out(m.size());
   for (const auto& kind : model::distinct_layers(m)) {
     const auto times =
-        time_layer(model::layer_at(m, static_cast<std::size_t>(kind.first_node), shape), d, cache, how);
+        time_layer(model::layer_at(m, static_cast<std::size_t>(kind.first_node), shape), d, cache);
     for (std::size_t i = 0; i < m.size(); ++i)
       if (m.nodes[i] == kind.role) out[i] = times;
   }

@@ -116,7 +116,7 @@ struct model_problem {
 /// with the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule).
 inline model_problem model_tables(const model::model& m, const hw::device& d, int devices,
                                   const train::training_knobs& k, const std::vector<int>& widths,
-                                  sched::schedule_cache& cache, sched::solver how = sched::solver::list) {
+                                  sched::schedule_cache& cache) {
   model_problem out;
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
@@ -137,9 +137,9 @@ inline model_problem model_tables(const model::model& m, const hw::device& d, in
   const bool tied = run.config.tied_embeddings;
   for (const int tp : widths) {
     const auto built = detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
-    const auto emb = detail::time_with_shares(built.embedding, d, cache, how, model::recompute::none);
-    const auto block = detail::time_with_shares(built.block, d, cache, how, k.recompute);
-    const auto head = detail::time_with_shares(built.head, d, cache, how, model::recompute::none);
+    const auto emb = detail::time_with_shares(built.embedding, d, cache, model::recompute::none);
+    const auto block = detail::time_with_shares(built.block, d, cache, k.recompute);
+    const auto head = detail::time_with_shares(built.head, d, cache, model::recompute::none);
     auto node = [&](const char* name, const detail::timed_layer& t, const stage_layers& holds, seconds rec) {
       cost_node n;
       n.name = name;
@@ -220,14 +220,13 @@ struct model_placement {
 /// The interleaved schedule is not placed unevenly (its chunks are not contiguous): give 1F1B or GPipe.
 inline model_placement place_model(const model::model& m, const hw::device& d, int devices,
                                    const train::training_knobs& k, const std::vector<int>& widths,
-                                   sched::schedule_cache& cache, fixed_choices fixed = {},
-                                   sched::solver how = sched::solver::list) {
+                                   sched::schedule_cache& cache, fixed_choices fixed = {}) {
   if (k.schedule == train::pipeline_schedule::interleaved) {
     throw input_error(
         "uneven stages need the 1F1B or GPipe schedule; the interleaved schedule is placed "
         "uniformly (use the uniform placer)");
   }
-  const model_problem mp = model_tables(m, d, devices, k, widths, cache, how);
+  const model_problem mp = model_tables(m, d, devices, k, widths, cache);
   auto placer = chain_dp(mp.problem, mp.policy);
   if (fixed.tp != 0) placer.tp(fixed.tp);
   if (fixed.pp != 0) placer.pp(fixed.pp);
@@ -238,7 +237,7 @@ inline model_placement place_model(const model::model& m, const hw::device& d, i
   if (!out.placed.feasible) return out;
   out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp};
   out.split = stage_split(out.placed, mp.problem.tables.front().nodes.size());
-  out.estimate = estimate_step(m, d, out.parallel, k, cache, how, out.split);
+  out.estimate = estimate_step(m, d, out.parallel, k, cache, out.split);
   return out;
 }
 

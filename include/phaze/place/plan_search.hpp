@@ -100,8 +100,7 @@ inline void record(plan_search_result& result, ranked_plan r) {
 /// placed uniformly). The uneven plan of a setting is never slower than its best uniform plan.
 inline plan_search_result search_plans(const model::model& m, const hw::device& d, int devices,
                                        const train::training_knobs& base, const plan_choices& fixed,
-                                       sched::schedule_cache& cache,
-                                       sched::solver how = sched::solver::list) {
+                                       sched::schedule_cache& cache) {
   if (devices < 1) throw input_error("--devices must be at least 1");
   plan_search_result result;
   const auto& c = m.config;
@@ -124,7 +123,7 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
         f.dp = fixed.dp.value_or(0);
         model_placement placed;
         try {
-          placed = place_model(m, d, devices, k, {tp}, cache, f, how);
+          placed = place_model(m, d, devices, k, {tp}, cache, f);
         } catch (const input_error&) {
           return;  // no (pp, dp) uses the devices with this batch: not a plan
         }
@@ -156,7 +155,7 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
         any_admissible = true;
         std::vector<stage_layers> split;
         for (int i = 0; i < pp; ++i) split.push_back(uniform_stage(m, pp, i));
-        detail::record(result, ranked_plan{p, k, estimate_step(m, d, p, k, cache, how), std::move(split)});
+        detail::record(result, ranked_plan{p, k, estimate_step(m, d, p, k, cache), std::move(split)});
       });
     }
   }

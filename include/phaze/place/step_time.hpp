@@ -110,8 +110,8 @@ inline seconds sequence_parallel_regather(const model::layer& l, const hw::devic
 }
 
 inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, sched::schedule_cache& cache,
-                                    sched::solver how, model::recompute mode) {
-  timed_layer r{time_layer(l, d, cache, how), collective_share(l, d, false), collective_share(l, d, true),
+                                    model::recompute mode) {
+  timed_layer r{time_layer(l, d, cache), collective_share(l, d, false), collective_share(l, d, true),
                 recompute_collective_share(l, d, mode)};
   const seconds regather = sequence_parallel_regather(l, d);
   r.t.backward += regather;
@@ -179,7 +179,6 @@ inline int chunks_per_device(const train::training_knobs& k) {
 /// model's tables has exactly this time.
 inline step_estimate estimate_step(const model::model& m, const hw::device& d, const train::parallelism& p,
                                    const train::training_knobs& k, sched::schedule_cache& cache,
-                                   sched::solver how = sched::solver::list,
                                    const std::vector<stage_layers>& split = {}) {
   step_estimate e;
   const model::layer_shape shape = train::layer_shape_of(m, p, k);
@@ -192,9 +191,9 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
     throw input_error("a stage split needs one entry per pipeline stage (" + std::to_string(p.pp) + ")");
   }
   const auto built = detail::build_layers(run, shape);
-  const auto emb = detail::time_with_shares(built.embedding, d, cache, how, model::recompute::none);
-  const auto block = detail::time_with_shares(built.block, d, cache, how, k.recompute);
-  const auto head = detail::time_with_shares(built.head, d, cache, how, model::recompute::none);
+  const auto emb = detail::time_with_shares(built.embedding, d, cache, model::recompute::none);
+  const auto block = detail::time_with_shares(built.block, d, cache, k.recompute);
+  const auto head = detail::time_with_shares(built.head, d, cache, model::recompute::none);
 
   const std::int64_t mb = train::microbatches_per_replica(p, k);
   e.microbatches = mb;

@@ -19,6 +19,7 @@
 #include "phaze/sched/bounds.hpp"
 #include "phaze/sched/list_scheduler.hpp"
 #include "phaze/sched/problem.hpp"
+#include "phaze/sched/scheduler.hpp"
 #include "phaze/sched/validator.hpp"
 
 namespace phaze::sched {
@@ -563,6 +564,14 @@ inline schedule ilp_schedule(const problem& p, const ilp_options& options = {},
   r.solve_time = elapsed();
   return best;
 }
+
+/// The ILP as a Scheduler (sched/scheduler.hpp): `sched::schedule_cache exact{sched::ilp_scheduler{}}`.
+struct ilp_scheduler {
+  ilp_options options{};
+  [[nodiscard]] static constexpr std::string_view name() { return "ilp"; }
+  [[nodiscard]] schedule solve(const problem& p) const { return ilp_schedule(p, options); }
+};
+static_assert(Scheduler<ilp_scheduler>);
 
 /// Writes the ILP of a problem (built around its list schedule) in CPLEX LP text, for
 /// `phaze schedule --emit-lp FILE`.

@@ -1,6 +1,6 @@
 /// @file
-/// The baselines a co-search reports next to its best design (docs/search.md), a one-line description of a
-/// spec, and best.json.
+/// The baselines a co-search reports next to its best design (docs/search.md) and a one-line description of a
+/// spec.
 /// - tpuv4-like: PHAZE's reference accelerator (the TPU v4 chip) with its best plan under the same knobs.
 /// - spotlight-style: the design of the space with the lowest single-accelerator latency of the model's
 ///   layers (one microbatch of one sequence, forward and backward, no parallelism), as a design-space search
@@ -17,10 +17,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "phaze/hw/presets.hpp"
-#include "phaze/io/search_json.hpp"
 #include "phaze/place/layer_times.hpp"
 #include "phaze/place/plan_search.hpp"
 #include "phaze/search/engine.hpp"
@@ -37,8 +35,7 @@ inline seconds layer_latency(const model::model& run, const hw::device& d) {
   const model::layer_shape shape{1, run.config.sequence, 1, false, 2};
   seconds total{0.0};
   for (const auto role : {model::layer_role::embedding, model::layer_role::block, model::layer_role::head}) {
-    const auto t =
-        place::time_layer(model::make_layer(run.config, role, shape), d, cache, sched::solver::list);
+    const auto t = place::time_layer(model::make_layer(run.config, role, shape), d, cache);
     const double copies = role == model::layer_role::block ? static_cast<double>(run.config.layers) : 1.0;
     total += (t.forward + t.backward) * copies;
   }
@@ -144,35 +141,6 @@ inline std::string describe(const spec& s) {
   }
   return fmt::format("{} designs (area budget {:.0f} mm2, minimum {:.0f} mm2) x {}", s.space.count(),
                      s.space.area_budget().value(), s.space.min_area().value(), knobs);
-}
-
-/// best.json: the best design, its plan and metrics (the fields of `phaze plan`), and `baselines` (name ->
-/// design, plan, throughput_samples_per_s), the Pareto front's size and the search's counts.
-inline nlohmann::ordered_json best_json(const spec& s, const summary& sum) {
-  const model::model run = model_of(s);
-  const auto& b = sum.best;
-  nlohmann::ordered_json j = io::estimate_json(run, b.device, b.parallel, b.knobs, b.estimate);
-  j["design_index"] = b.index;
-  j["design"] = io::design_json(b.device);
-  j["area_mm2"] = b.die_area.value();
-  j["energy_per_sample_j"] = b.energy_per_sample.value();
-  auto blocks = nlohmann::ordered_json::array();
-  for (const auto& st : b.split) blocks.push_back(st.blocks);
-  j["plan"]["stage_blocks"] = blocks;
-  nlohmann::ordered_json base = nlohmann::ordered_json::object();
-  for (const auto& x : sum.baselines) {
-    nlohmann::ordered_json e = io::result_json(x.result);
-    e.erase("index");
-    e["description"] = x.description;
-    e["throughput_samples_per_s"] = x.result.samples_per_s;
-    e["best_over_baseline"] = x.result.samples_per_s > 0 ? b.samples_per_s / x.result.samples_per_s : 0.0;
-    base[x.name] = e;
-  }
-  j["baselines"] = base;
-  j["search"] = {
-      {"designs", sum.designs},       {"evaluated", sum.evaluated},          {"pruned", sum.pruned},
-      {"infeasible", sum.infeasible}, {"pareto_designs", sum.pareto.size()}, {"space", sum.space}};
-  return j;
 }
 
 }  // namespace phaze::search

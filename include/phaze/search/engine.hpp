@@ -50,11 +50,6 @@ struct options {
   bool baselines = true;    ///< evaluate the baselines too
 };
 
-/// The model a spec trains (its sequence applied).
-inline model::model model_of(const spec& s) {
-  return s.sequence > 0 ? model::with_sequence(s.model, s.sequence) : s.model;
-}
-
 /// A sound upper bound on a design's throughput (samples/s): every device computing the iteration's model
 /// FLOPs at its peak matrix rate, with no vector work, communication, bubble or recomputation. Every layer's
 /// schedule takes at least its matrix FLOPs over the peak (cost::cost_of's physical limit), so no plan is
@@ -227,7 +222,7 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
   r.parallel = chosen->parallel;
   r.knobs = chosen_knobs;
   r.split = chosen->split;
-  r.estimate = place::estimate_step(run, d, r.parallel, r.knobs, cache, sched::solver::list, r.split);
+  r.estimate = place::estimate_step(run, d, r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, d, r.parallel, r.knobs, s.space.tech());
   return r;
@@ -239,7 +234,7 @@ inline void restore_estimate(const spec& s, design_result& r) {
   if (r.status != outcome::evaluated) return;
   sched::schedule_cache cache;
   const model::model run = model_of(s);
-  r.estimate = place::estimate_step(run, r.device, r.parallel, r.knobs, cache, sched::solver::list, r.split);
+  r.estimate = place::estimate_step(run, r.device, r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
 }

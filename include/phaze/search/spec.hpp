@@ -40,6 +40,11 @@ struct spec {
   knob_space knobs{};
 };
 
+/// The model a spec trains (its sequence applied).
+inline model::model model_of(const spec& s) {
+  return s.sequence > 0 ? model::with_sequence(s.model, s.sequence) : s.model;
+}
+
 namespace rules {
 [[noreturn]] inline void search_needs_devices_and_a_batch() {
   throw input_error("a search needs --devices and --global-batch of at least 1");

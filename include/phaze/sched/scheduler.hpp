@@ -1,0 +1,158 @@
+/// @file
+/// What a layer scheduler is (the `Scheduler` concept), the list scheduler as one, and `schedule_cache`, the
+/// memoizing front every cost table, step estimate and search schedules layers through. The ILP scheduler
+/// (sched/ilp.hpp) is the other one; only translation units that ask for it include Lemon and GLPK.
+///
+///     sched::schedule_cache fast;                              // list schedules
+///     sched::schedule_cache exact{sched::ilp_scheduler{}};     // ILP schedules (include sched/ilp.hpp)
+///     const sched::schedule s = exact.solve(problem);
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+#include "phaze/sched/bounds.hpp"
+#include "phaze/sched/list_scheduler.hpp"
+#include "phaze/sched/problem.hpp"
+
+namespace phaze::sched {
+
+namespace detail::concepts {
+template <class S>
+concept names_itself = requires(const S& s) {
+  { s.name() } -> std::convertible_to<std::string_view>;
+};
+template <class S>
+concept solves_problems = requires(const S& s, const problem& p) {
+  { s.solve(p) } -> std::same_as<schedule>;
+};
+}  // namespace detail::concepts
+
+/// A layer scheduler: a copyable value with `name()` (how reports and cache keys call it) and
+/// `solve(problem) -> schedule` (a schedule that passes sched::check, its makespan, a lower bound and how
+/// it was found). phaze ships `list_scheduler` and `ilp_scheduler`; `explain_scheduler<S>()` says which
+/// requirement a type misses.
+template <class S>
+concept Scheduler =
+    std::copy_constructible<S> && detail::concepts::names_itself<S> && detail::concepts::solves_problems<S>;
+
+/// Stops compilation with one sentence naming the first requirement of Scheduler that `S` misses; true when
+/// it meets them all. Entry points that take a scheduler call it in a static_assert.
+template <class S>
+consteval bool explain_scheduler() {
+  if constexpr (!std::copy_constructible<S>) {
+    static_assert(std::copy_constructible<S>,
+                  "phaze::sched::Scheduler: the scheduler must be copyable (schedule caches keep a copy); "
+                  "give it a copy constructor");
+  } else if constexpr (!detail::concepts::names_itself<S>) {
+    static_assert(detail::concepts::names_itself<S>,
+                  "phaze::sched::Scheduler: 's.name()' is missing; add `std::string_view name() const` "
+                  "returning a short name such as \"list\"");
+  } else if constexpr (!detail::concepts::solves_problems<S>) {
+    static_assert(detail::concepts::solves_problems<S>,
+                  "phaze::sched::Scheduler: 's.solve(problem)' returning sched::schedule is missing; add "
+                  "`sched::schedule solve(const sched::problem&) const`");
+  }
+  return Scheduler<S>;
+}
+
+/// The critical-path list scheduler (list_schedule) as a Scheduler: fast, feasible, optimal whenever it meets
+/// the lower bound (sched/bounds.hpp), which it reports.
+struct list_scheduler {
+  [[nodiscard]] static constexpr std::string_view name() { return "list"; }
+  [[nodiscard]] schedule solve(const problem& p) const {
+    schedule s = list_schedule(p);
+    s.lower_bound = std::min(s.makespan, lower_bounds(p).best());
+    if (s.makespan.value() <= s.lower_bound.value() * (1.0 + 1e-9)) s.status = solve_status::optimal;
+    return s;
+  }
+};
+static_assert(Scheduler<list_scheduler>);
+
+/// Solved schedules by problem, so identical layers (and identical layer x core-configuration problems, from
+/// any device with the same per-op costs) are solved once, by the scheduler the cache was made with. Safe to
+/// share between threads; copies share the memo.
+class schedule_cache {
+ public:
+  /// A cache of list schedules.
+  schedule_cache() : schedule_cache(list_scheduler{}) {}
+  /// A cache of the schedules `s` finds.
+  template <class S>
+  explicit schedule_cache(S s) : state_(std::make_shared<state>()) {
+    static_assert(explain_scheduler<S>());
+    state_->name = std::string{s.name()};
+    state_->solve = [s = std::move(s)](const problem& p) { return s.solve(p); };
+  }
+
+  /// The schedule of `p`, solved on first request.
+  schedule solve(const problem& p) const {
+    const std::string key = key_of(p);
+    {
+      const std::lock_guard lock(state_->mutex);
+      if (const auto it = state_->memo.find(key); it != state_->memo.end()) {
+        ++state_->hits;
+        return it->second;
+      }
+    }
+    schedule s = state_->solve(p);
+    const std::lock_guard lock(state_->mutex);
+    ++state_->misses;
+    state_->memo.emplace(key, s);
+    return s;
+  }
+
+  /// The scheduler's name ("list", "ilp", or a user scheduler's).
+  [[nodiscard]] std::string_view scheduler() const { return state_->name; }
+  [[nodiscard]] std::size_t hits() const {
+    const std::lock_guard lock(state_->mutex);
+    return state_->hits;
+  }
+  [[nodiscard]] std::size_t misses() const {
+    const std::lock_guard lock(state_->mutex);
+    return state_->misses;
+  }
+
+  /// The structural key of a problem: core counts, and per task its kind, both durations (bit-exact) and
+  /// predecessors. Names do not matter.
+  static std::string key_of(const problem& p) {
+    std::string key;
+    auto put = [&key](const void* data, std::size_t size) {
+      key.append(static_cast<const char*>(data), size);
+    };
+    put(&p.tensor_cores, sizeof p.tensor_cores);
+    put(&p.vector_cores, sizeof p.vector_cores);
+    for (const task& t : p.tasks) {
+      const double one = t.one_core.value();
+      const double all = t.all_cores.value();
+      put(&t.kind, sizeof t.kind);
+      put(&one, sizeof one);
+      put(&all, sizeof all);
+      const auto preds = static_cast<std::uint32_t>(t.preds.size());
+      put(&preds, sizeof preds);
+      for (int q : t.preds) put(&q, sizeof q);
+    }
+    return key;
+  }
+
+ private:
+  struct state {
+    std::string name;
+    std::function<schedule(const problem&)> solve;
+    std::mutex mutex;
+    std::unordered_map<std::string, schedule> memo;
+    std::size_t hits = 0;
+    std::size_t misses = 0;
+  };
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace phaze::sched
