@@ -68,7 +68,7 @@ placement_problem<> gpt3_problem() {
   p.state_bytes_per_parameter = 16.0;  // bf16 weights and gradients, fp32 master weights and Adam moments
   p.p2p_bandwidth = 25_GBps;           // one 200 Gb/s InfiniBand link per GPU
   p.dp_bandwidth = 25_GBps;
-  p.schedule = pipeline_schedule::one_f_one_b;
+  p.schedule = train::pipeline_schedule::one_f_one_b;
   p.recompute = true;
   return p;
 }

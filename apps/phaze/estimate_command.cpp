@@ -15,9 +15,9 @@
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/table.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/sched/ilp.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/step.hpp"
 
 namespace phaze::cli {
 
@@ -69,9 +69,9 @@ int run_estimate(const estimate_options& o) {
 
   sched::schedule_cache cache =
       o.solver == "ilp" ? sched::schedule_cache{sched::ilp_scheduler{}} : sched::schedule_cache{};
-  std::vector<place::stage_layers> split;
-  if (!o.stage_blocks.empty()) split = place::split_of_blocks(m, o.stage_blocks, p.pp);
-  const place::step_estimate e = place::estimate_step(m, d, p, k, cache, split);
+  std::vector<train::stage_layers> split;
+  if (!o.stage_blocks.empty()) split = train::split_of_blocks(m, o.stage_blocks, p.pp);
+  const train::step_estimate e = train::estimate_step(m, d, p, k, cache, split);
 
   if (parse_format(o.format) == output_format::json) {
     print_json(io::estimate_json(m, d, p, k, e));

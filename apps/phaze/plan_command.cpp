@@ -140,7 +140,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
     out += fmt::format(" --group-query-attention --num-query-groups {}", c.kv_heads_or_default());
   }
   const auto& split = r.split;
-  const bool uniform = std::all_of(split.begin(), split.end(), [&](const place::stage_layers& s) {
+  const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {
     return s.blocks == split.front().blocks;
   });
   if (split.size() >= 2 && !uniform) {

@@ -8,9 +8,9 @@
 #include <phaze/io/search_report.hpp>
 #include <phaze/io/svg.hpp>
 #include <phaze/model/zoo.hpp>
-#include <phaze/place/step_time.hpp>
-#include <phaze/place/timeline.hpp>
 #include <phaze/search/result.hpp>
+#include <phaze/train/step.hpp>
+#include <phaze/train/timeline.hpp>
 
 #include <fmt/format.h>
 #include <tinyxml2.h>
@@ -48,7 +48,7 @@ search::design_result evaluate(const model::model& m, const hw::device& d, std::
   r.status = search::outcome::evaluated;
   r.parallel = par;
   r.knobs = k;
-  r.estimate = place::estimate_step(m, d, par, k, cache);
+  r.estimate = train::estimate_step(m, d, par, k, cache);
   r.samples_per_s = r.estimate.samples_per_s;
   // A stand-in for the engine's energy model: a fixed energy per model FLOP.
   r.energy_per_sample = hw::energy{model::training_flops_per_iteration(m, k.global_batch).value() /
@@ -243,7 +243,7 @@ TEST_CASE("search report: the files show the summary", "[search_report]") {
     parse(doc, read(dir / "timeline.svg"));
     const auto rows = find_all(doc, "g", "stage");
     REQUIRE(rows.size() == s.best.estimate.stages.size());
-    const auto t = place::build_timeline(s.best.estimate, s.best.knobs.schedule);
+    const auto t = train::build_timeline(s.best.estimate, s.best.knobs.schedule);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       CHECK(rows[i]->IntAttribute("data-stage") == static_cast<int>(i));
       const double end = rows[i]->DoubleAttribute("data-end-s");
@@ -295,7 +295,7 @@ TEST_CASE("search report: a one-stage plan's timeline ends at the time per batch
   train::training_knobs k = s.best.knobs;
   sched::schedule_cache cache;
   s.best.parallel = {4, 1, 8};
-  s.best.estimate = place::estimate_step(m, s.best.device, s.best.parallel, k, cache);
+  s.best.estimate = train::estimate_step(m, s.best.device, s.best.parallel, k, cache);
   s.best.samples_per_s = s.best.estimate.samples_per_s;
   tinyxml2::XMLDocument doc;
   parse(doc, io::timeline_svg(s));

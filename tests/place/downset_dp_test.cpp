@@ -53,7 +53,7 @@ placement_problem<> random_problem(std::mt19937& rng, std::size_t max_nodes, boo
   p.state_bytes_per_parameter = 8.0;
   p.p2p_bandwidth = bytes_per_second{pick(0, 1) == 0 ? 1.0 : 0.5};
   p.dp_bandwidth = bytes_per_second{pick(0, 1) == 0 ? 2.0 : 0.25};
-  p.schedule = pick(0, 1) == 0 ? pipeline_schedule::one_f_one_b : pipeline_schedule::gpipe;
+  p.schedule = pick(0, 1) == 0 ? train::pipeline_schedule::one_f_one_b : train::pipeline_schedule::gpipe;
   p.recompute = pick(0, 1) == 0;
   return p;
 }

@@ -28,7 +28,7 @@ train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch, 
 }
 
 /// Node sets of a split given as blocks per stage (embedding on the first stage, head on the last).
-std::vector<std::vector<std::size_t>> node_sets(const std::vector<place::stage_layers>& split) {
+std::vector<std::vector<std::size_t>> node_sets(const std::vector<train::stage_layers>& split) {
   std::vector<std::vector<std::size_t>> out;
   std::size_t next = 0;
   for (std::size_t i = 0; i < split.size(); ++i) {
@@ -42,9 +42,9 @@ std::vector<std::vector<std::size_t>> node_sets(const std::vector<place::stage_l
 }
 
 /// A random split of `blocks` blocks into `stages` stages, each with at least one block.
-std::vector<place::stage_layers> random_split(std::mt19937& rng, std::int64_t blocks, int stages) {
-  std::vector<place::stage_layers> split(static_cast<std::size_t>(stages),
-                                         place::stage_layers{1, false, false});
+std::vector<train::stage_layers> random_split(std::mt19937& rng, std::int64_t blocks, int stages) {
+  std::vector<train::stage_layers> split(static_cast<std::size_t>(stages),
+                                         train::stage_layers{1, false, false});
   for (std::int64_t b = stages; b < blocks; ++b) {
     ++split[std::uniform_int_distribution<std::size_t>(0, split.size() - 1)(rng)].blocks;
   }
@@ -76,13 +76,13 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
             const int dp = 1024 / (tp * pp) > 16 ? 16 : 1024 / (tp * pp);
             const train::parallelism p{tp, pp, dp};
             for (int trial = 0; trial < 2; ++trial) {
-              std::vector<place::stage_layers> split;
+              std::vector<train::stage_layers> split;
               if (trial == 0) {
-                for (int i = 0; i < pp; ++i) split.push_back(place::uniform_stage(m, pp, i));
+                for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
               } else {
                 split = random_split(rng, m.config.layers, pp);
               }
-              const auto e = place::estimate_step(m, d, p, k, cache, split);
+              const auto e = train::estimate_step(m, d, p, k, cache, split);
               const auto planned = place::evaluate(mp.problem, table, dp, node_sets(split), mp.policy);
               CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
               REQUIRE(planned.stages.size() == e.stages.size());
@@ -165,7 +165,7 @@ TEST_CASE("Uneven placement is never slower than the best uniform plan and its t
   CHECK(blocks == m.config.layers);
   CHECK(best.split.front().embedding);
   CHECK(best.split.back().head);
-  const auto again = place::estimate_step(m, d, best.parallel, best.knobs, cache, best.split);
+  const auto again = train::estimate_step(m, d, best.parallel, best.knobs, cache, best.split);
   CHECK(again.time_per_batch.value() == Approx(best.estimate.time_per_batch.value()).epsilon(1e-12));
   CHECK(best.parallel.devices() == 64);
 }

@@ -64,7 +64,7 @@ TEST_CASE("evaluate follows the documented formula", "[place]") {
   CHECK(evaluate<bottleneck_policy>(s, heavy, 2, {{0}, {1, 2}}).time_per_batch.value() == Approx(87.5));
   // Recomputation adds its time; GPipe keeps all m microbatches: stage 0 memory 80 + 4 * 4.
   s.recompute = true;
-  s.schedule = pipeline_schedule::gpipe;
+  s.schedule = train::pipeline_schedule::gpipe;
   const plan q = evaluate(s, t, 2, {{0}, {1, 2}});
   CHECK(q.stages[0].time.value() == Approx(9.0));
   CHECK(q.stages[0].memory.value() == Approx(96.0));

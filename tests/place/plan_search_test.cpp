@@ -39,7 +39,7 @@ TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[pl
           } catch (const input_error&) {
             continue;
           }
-          const auto e = place::estimate_step(m, d, p, k, cache);
+          const auto e = train::estimate_step(m, d, p, k, cache);
           if (!e.fits) continue;
           CHECK(best <= e.time_per_batch.value() * (1 + 1e-12));
           ++checked;

@@ -10,8 +10,8 @@
 #include "phaze/hw/device.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/model/model.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/step.hpp"
 
 namespace phaze::io {
 
@@ -19,7 +19,7 @@ namespace phaze::io {
 /// model_flops_per_device_per_s, mfu, peak_memory_bytes, fits, plan{...}, breakdown{...}.
 inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::device& d,
                                             const train::parallelism& p, const train::training_knobs& k,
-                                            const place::step_estimate& e) {
+                                            const train::step_estimate& e) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& s : e.stages) {
     stages.push_back({{"layers", s.layers},
@@ -69,7 +69,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::dev
 
 /// The estimate for people: a summary, the time breakdown and the per-stage table.
 inline std::string estimate_table(const model::model& m, const hw::device& d, const train::parallelism& p,
-                                  const train::training_knobs& k, const place::step_estimate& e) {
+                                  const train::training_knobs& k, const train::step_estimate& e) {
   std::string out = fmt::format(
       "{} on {} x {}: tp {}, pp {}, dp {}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
       "{}{}\n\n",

@@ -191,9 +191,9 @@ inline place::placement_problem<> layer_table_from_json(const nlohmann::json& js
   p.dp_bandwidth = bytes_per_second{o.number("dp_bandwidth_bytes_per_s", true)};
   if (const auto* sch = o.find("schedule")) {
     if (*sch == "1f1b") {
-      p.schedule = place::pipeline_schedule::one_f_one_b;
+      p.schedule = train::pipeline_schedule::one_f_one_b;
     } else if (*sch == "gpipe") {
-      p.schedule = place::pipeline_schedule::gpipe;
+      p.schedule = train::pipeline_schedule::gpipe;
     } else {
       o.fail("schedule", "must be \"1f1b\" or \"gpipe\", got " + detail::layer_table_file::shown(*sch));
     }
@@ -248,7 +248,7 @@ inline nlohmann::json layer_table_to_json(const place::placement_problem<>& p) {
   out["state_bytes_per_parameter"] = p.state_bytes_per_parameter;
   out["p2p_bandwidth_bytes_per_s"] = p.p2p_bandwidth.value();
   out["dp_bandwidth_bytes_per_s"] = p.dp_bandwidth.value();
-  out["schedule"] = p.schedule == place::pipeline_schedule::gpipe ? "gpipe" : "1f1b";
+  out["schedule"] = p.schedule == train::pipeline_schedule::gpipe ? "gpipe" : "1f1b";
   out["recompute"] = p.recompute;
   out["tables"] = nlohmann::json::array();
   for (const auto& t : p.tables) {

@@ -22,10 +22,10 @@
 #include "phaze/hw/space.hpp"
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/model_source.hpp"
-#include "phaze/place/memory.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/memory.hpp"
 
 namespace phaze::io {
 
@@ -343,7 +343,7 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
       throw input_error("microbatch not in the spec's list");
     }
     r.split =
-        place::split_of_blocks(run, p.at("stage_blocks").get<std::vector<std::int64_t>>(), r.parallel.pp);
+        train::split_of_blocks(run, p.at("stage_blocks").get<std::vector<std::int64_t>>(), r.parallel.pp);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string{"malformed result: "} + e.what());

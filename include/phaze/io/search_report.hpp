@@ -26,10 +26,10 @@
 #include "phaze/io/svg.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/model/layer.hpp"
-#include "phaze/place/step_time.hpp"
-#include "phaze/place/timeline.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/step.hpp"
+#include "phaze/train/timeline.hpp"
 
 namespace phaze::io {
 
@@ -142,21 +142,21 @@ inline axis_ticks nice_ticks(double max) {
 
 // --- colours (Tableau 10) ------------------------------------------------------------------------------
 
-inline std::string_view colour_of(place::segment_kind k) {
+inline std::string_view colour_of(train::segment_kind k) {
   switch (k) {
-    case place::segment_kind::forward:
+    case train::segment_kind::forward:
       return "#4e79a7";
-    case place::segment_kind::backward:
+    case train::segment_kind::backward:
       return "#f28e2b";
-    case place::segment_kind::recompute:
+    case train::segment_kind::recompute:
       return "#e15759";
-    case place::segment_kind::communication:
+    case train::segment_kind::communication:
       return "#76b7b2";
-    case place::segment_kind::bubble:
+    case train::segment_kind::bubble:
       return "#e6e6e6";
-    case place::segment_kind::gradient_sync:
+    case train::segment_kind::gradient_sync:
       return "#59a14f";
-    case place::segment_kind::optimizer:
+    case train::segment_kind::optimizer:
       return "#b07aa1";
   }
   return "#000000";
@@ -352,10 +352,9 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
     ly += 20;
     const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
     r::baseline_symbol(d, i, lx + 6, ly, {{"fill", colour}, {"stroke", "#222222"}}, {});
-    d.text(
-        lx + 18, ly + 4,
-        placed(b.result) ? b.name : b.name + " (" + std::string{search::to_string(b.result.status)} + ")",
-        r::label_style);
+    d.text(lx + 18, ly + 4,
+           placed(b.result) ? b.name : b.name + " (" + std::string{search::to_string(b.result.status)} + ")",
+           r::label_style);
   }
   d.close_group();
   return d;
@@ -366,7 +365,7 @@ inline std::string pareto_svg(const search::summary& s) {
   return pareto_drawing(s).document();
 }
 
-/// The drawing of timeline.svg: the best plan's pipeline (place::build_timeline) with one row per stage (a
+/// The drawing of timeline.svg: the best plan's pipeline (train::build_timeline) with one row per stage (a
 /// group of class "stage" with data-stage and data-end-s, the end of its last segment), a colour per segment
 /// kind with a legend, a time axis in seconds and a dashed line (class "estimate") at the estimate's time
 /// per batch. Segments narrower than a pixel are merged into one rectangle coloured by the kind that takes
@@ -388,7 +387,7 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
            r::with(r::label_style, {{"text-anchor", "middle"}, {"class", "title"}}));
     return d;
   }
-  const place::pipeline_timeline t = place::build_timeline(best.estimate, best.knobs.schedule);
+  const train::pipeline_timeline t = train::build_timeline(best.estimate, best.knobs.schedule);
   const auto stages = static_cast<double>(t.stages.size());
   const double plot_h = stages * (row_h + row_gap);
   const double height = top + plot_h + 100.0;
@@ -418,7 +417,7 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   std::size_t segments = 0;
   for (const auto& row : t.stages) segments += row.size();
   const bool tooltips = segments <= 4000;
-  std::array<bool, place::all_segment_kinds.size()> used{};
+  std::array<bool, train::all_segment_kinds.size()> used{};
   for (std::size_t si = 0; si < t.stages.size(); ++si) {
     const auto& row = t.stages[si];
     const double y = top + static_cast<double>(si) * (row_h + row_gap) + row_gap / 2;
@@ -432,13 +431,13 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
     std::size_t run_end = 0;
     auto flush = [&] {
       if (run_end == run_begin) return;
-      std::array<double, place::all_segment_kinds.size()> share{};
+      std::array<double, train::all_segment_kinds.size()> share{};
       for (std::size_t i = run_begin; i < run_end; ++i) {
         share[static_cast<std::size_t>(row[i].kind)] += row[i].duration().value();
       }
       const auto kind_index =
           static_cast<std::size_t>(std::max_element(share.begin(), share.end()) - share.begin());
-      const auto kind = place::all_segment_kinds[kind_index];
+      const auto kind = train::all_segment_kinds[kind_index];
       used[kind_index] = true;
       const double x0 = px(row[run_begin].start.value());
       const double x1 = px(row[run_end - 1].end.value());
@@ -446,14 +445,14 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
       if (tooltips) {
         const auto& first = row[run_begin];
         tip = run_end - run_begin == 1
-                  ? fmt::format("{}{}: {:.6f}-{:.6f} s", place::to_string(first.kind),
+                  ? fmt::format("{}{}: {:.6f}-{:.6f} s", train::to_string(first.kind),
                                 first.microbatch >= 0 ? fmt::format(" microbatch {}", first.microbatch) : "",
                                 first.start.value(), first.end.value())
                   : fmt::format("{} segments: {:.6f}-{:.6f} s", run_end - run_begin, first.start.value(),
                                 row[run_end - 1].end.value());
       }
       d.rect(x0, y, x1 - x0, row_h,
-             {{"class", std::string{place::to_string(kind)}}, {"fill", std::string{r::colour_of(kind)}}},
+             {{"class", std::string{train::to_string(kind)}}, {"fill", std::string{r::colour_of(kind)}}},
              tip);
       run_begin = run_end;
     };
@@ -485,11 +484,11 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   double lx = left;
   const double ly = top + plot_h + 58;
   d.open_group({{"class", "legend"}});
-  for (std::size_t k = 0; k < place::all_segment_kinds.size(); ++k) {
+  for (std::size_t k = 0; k < train::all_segment_kinds.size(); ++k) {
     if (!used[k]) continue;
-    const auto kind = place::all_segment_kinds[k];
+    const auto kind = train::all_segment_kinds[k];
     d.rect(lx, ly - 10, 12, 12, {{"fill", std::string{r::colour_of(kind)}}, {"stroke", "#999999"}});
-    const std::string name{place::to_string(kind)};
+    const std::string name{train::to_string(kind)};
     d.text(lx + 16, ly, name, r::label_style);
     lx += 30.0 + 7.0 * static_cast<double>(name.size());
   }
@@ -582,7 +581,7 @@ inline std::vector<item> design_items(const search::design_result& r) {
 }
 
 inline std::vector<item> plan_items(const search::design_result& r) {
-  const place::step_estimate& e = r.estimate;
+  const train::step_estimate& e = r.estimate;
   std::string schedule{train::to_string(r.knobs.schedule)};
   if (r.knobs.schedule == train::pipeline_schedule::interleaved) {
     schedule += fmt::format(" (v {})", r.knobs.virtual_stages);
@@ -710,7 +709,7 @@ inline document build(const search::summary& s, const search_report_options& o) 
                                      {"Pipeline communication", duration(b.pp_comm), ""},
                                      {"Gradient synchronization", duration(b.dp_comm), ""},
                                      {"Optimizer step", duration(b.optimizer), ""}}));
-    const place::pipeline_timeline tl = place::build_timeline(s.best.estimate, s.best.knobs.schedule);
+    const train::pipeline_timeline tl = train::build_timeline(s.best.estimate, s.best.knobs.schedule);
     if (!tl.note.empty()) {
       timeline.blocks.push_back(paragraph("Note: " + tl.note +
                                           fmt::format(" (drawn {}, estimate {}).", duration(tl.makespan),

@@ -12,6 +12,7 @@
 
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
+#include "phaze/train/knobs.hpp"
 
 namespace phaze::place {
 
@@ -58,10 +59,6 @@ concept CostTable = requires(const T& t, std::size_t i) {
   { t.edges[i].boundary } -> std::convertible_to<bytes>;
 };
 
-/// How many microbatches' activations a stage holds: 1F1B (stage i of p holds p - i, at most the
-/// microbatches per replica) or GPipe (all of them).
-enum class pipeline_schedule { one_f_one_b, gpipe };
-
 /// The scalar part of a placement problem: the cluster and the training knobs a placer needs.
 struct placement_settings {
   int devices = 1;                          ///< N: tp * pp * dp <= N
@@ -71,7 +68,9 @@ struct placement_settings {
   double state_bytes_per_parameter = 16.0;  ///< weights + gradients + optimizer state per parameter
   bytes_per_second p2p_bandwidth{1.0};      ///< between adjacent pipeline stages
   bytes_per_second dp_bandwidth{1.0};       ///< of the data-parallel gradient all-reduce
-  pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
+  /// How many microbatches' activations a stage holds: GPipe all of them, 1F1B (and interleaved 1F1B, which
+  /// the generic policies treat as 1F1B) p - i at stage i of p, at most the microbatches per replica.
+  train::pipeline_schedule schedule = train::pipeline_schedule::one_f_one_b;
   bool recompute = false;  ///< whether backward pays each node's recompute time
 };
 

@@ -1,9 +1,9 @@
 /// @file
 /// Placement of a model with uneven stages under the training-step model: the model's layer cost tables (one
-/// per tensor-parallel width, built from layer_times), `step_policy` (the objective of place/step_time.hpp
-/// and the memory of place/memory.hpp as a placer policy) and `place_model`, which runs chain_dp on them and
-/// re-checks the chosen split with estimate_step. One timing and one memory model for `phaze estimate`,
-/// `phaze plan` and the placers (docs/step-time.md, "Uneven stages").
+/// per tensor-parallel width, built from train::layer_times), `step_policy` (the objective of
+/// place/step_time.hpp and the memory of place/memory.hpp as a placer policy) and `place_model`, which runs
+/// chain_dp on them and re-checks the chosen split with train::estimate_step. One timing and one memory model
+/// for `phaze estimate`, `phaze plan` and the placers (docs/step-time.md, "Uneven stages").
 #pragma once
 
 #include <algorithm>
@@ -18,10 +18,10 @@
 #include "phaze/model/model.hpp"
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/cost_table.hpp"
-#include "phaze/place/memory.hpp"
 #include "phaze/place/objective.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/memory.hpp"
+#include "phaze/train/step.hpp"
 
 namespace phaze::place {
 
@@ -34,10 +34,10 @@ struct width_terms {
 };
 
 /// The training-step model as a placer policy: a stage's time per microbatch is its layers' work plus
-/// 2 v pipeline sends (detail::pipeline_send), the iteration (m + (p - 1) / v) t_max plus the largest stage's
-/// gradient synchronization and optimizer step, and a stage's memory the model states and in-flight
+/// 2 v pipeline sends (train::detail::pipeline_send), the iteration (m + (p - 1) / v) t_max plus the largest
+/// stage's gradient synchronization and optimizer step, and a stage's memory the model states and in-flight
 /// activations of place/memory.hpp. For a split of a model's tables, plan::time_per_batch equals
-/// estimate_step's time for that split (tests/place/model_placement_test.cpp holds them together).
+/// train::estimate_step's time for that split (tests/place/model_placement_test.cpp holds them together).
 /// Every cut of a transformer chain carries the same hidden state, so all stages pay the same sends.
 struct step_policy {
   static constexpr bool allreduce_of_largest_stage = true;
@@ -51,7 +51,7 @@ struct step_policy {
       if (w.tp == tp) return w;
     throw input_error("step_policy: no terms for tp " + std::to_string(tp));
   }
-  [[nodiscard]] double chunks() const { return static_cast<double>(detail::chunks_per_device(knobs)); }
+  [[nodiscard]] double chunks() const { return static_cast<double>(train::detail::chunks_per_device(knobs)); }
   [[nodiscard]] double parameters_of(const placement_settings& s, double parameter_bytes,
                                      const stage_context& c) const {
     // A single stage holds the embedding and the head together: no second copy of a tied matrix.
@@ -61,7 +61,7 @@ struct step_policy {
 
   [[nodiscard]] double microbatches_in_flight(const placement_settings&, int stage,
                                               const stage_context& c) const {
-    return place::microbatches_in_flight(knobs.schedule, stage, c.stages, c.microbatches,
+    return train::microbatches_in_flight(knobs.schedule, stage, c.stages, c.microbatches,
                                          knobs.virtual_stages);
   }
   template <class Node>
@@ -72,12 +72,12 @@ struct step_policy {
                                     const stage_context& c) const {
     if (c.stages <= 1) return l.work_s;
     const seconds send =
-        detail::pipeline_send(terms(c.tp).boundary, c.tp, c.dp, knobs.sequence_parallel, device.link);
+        train::detail::pipeline_send(terms(c.tp).boundary, c.tp, c.dp, knobs.sequence_parallel, device.link);
     return l.work_s + 2.0 * chunks() * send.value();
   }
   [[nodiscard]] double allreduce_s(const placement_settings& s, double parameter_bytes,
                                    const stage_context& c) const {
-    return detail::gradient_sync(parameters_of(s, parameter_bytes, c), c.tp, c.dp, knobs, device.link)
+    return train::detail::gradient_sync(parameters_of(s, parameter_bytes, c), c.tp, c.dp, knobs, device.link)
         .value();
   }
   [[nodiscard]] double stage_cost_s(const placement_settings& s, const stage_load& l,
@@ -88,12 +88,12 @@ struct step_policy {
   [[nodiscard]] double batch_time_s(const placement_settings& s, double largest_stage_cost,
                                     double largest_stage_parameters, const stage_context& c) const {
     const double params = parameters_of(s, largest_stage_parameters, c);
-    return largest_stage_cost + detail::gradient_sync(params, c.tp, c.dp, knobs, device.link).value() +
-           detail::optimizer_step(params, c.dp, knobs, device).value();
+    return largest_stage_cost + train::detail::gradient_sync(params, c.tp, c.dp, knobs, device.link).value() +
+           train::detail::optimizer_step(params, c.dp, knobs, device).value();
   }
   [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,
                                     const stage_context& c) const {
-    const bytes_per_parameter per = state_bytes_per_parameter(knobs.precision, knobs.opt);
+    const train::bytes_per_parameter per = train::state_bytes_per_parameter(knobs.precision, knobs.opt);
     const double shard = knobs.distributed_optimizer ? static_cast<double>(c.dp) : 1.0;
     const double states =
         parameters_of(s, l.parameter_bytes, c) * (per.weights + per.gradients + per.optimizer / shard);
@@ -105,8 +105,8 @@ struct step_policy {
 };
 
 /// A model's placement problem: one table per tensor-parallel width (nodes = the layer graph: embedding,
-/// blocks, head; per-rank times from layer_times with TP collectives and recomputation, parameter bytes and
-/// activation bytes as place/memory.hpp counts them) and the matching step_policy.
+/// blocks, head; per-rank times from train::layer_times with TP collectives and recomputation, parameter
+/// bytes and activation bytes as place/memory.hpp counts them) and the matching step_policy.
 struct model_problem {
   placement_problem<cost_table> problem;
   step_policy policy;
@@ -120,7 +120,7 @@ inline model_problem model_tables(const model::model& m, const hw::device& d, in
   model_problem out;
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
-  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  const train::bytes_per_parameter per = train::state_bytes_per_parameter(k.precision, k.opt);
   auto& p = out.problem;
   p.devices = devices;
   p.memory_per_device = d.hbm;
@@ -129,25 +129,27 @@ inline model_problem model_tables(const model::model& m, const hw::device& d, in
   p.state_bytes_per_parameter = per.total();
   p.p2p_bandwidth = d.link.inter_node;
   p.dp_bandwidth = d.link.inter_node;
-  p.schedule = k.schedule == train::pipeline_schedule::gpipe ? pipeline_schedule::gpipe
-                                                             : pipeline_schedule::one_f_one_b;
+  p.schedule = k.schedule;
   p.recompute = k.recompute != model::recompute::none;
   out.policy.device = d;
   out.policy.knobs = k;
   const bool tied = run.config.tied_embeddings;
   for (const int tp : widths) {
-    const auto built = detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
-    const auto emb = detail::time_with_shares(built.embedding, d, cache, model::recompute::none);
-    const auto block = detail::time_with_shares(built.block, d, cache, k.recompute);
-    const auto head = detail::time_with_shares(built.head, d, cache, model::recompute::none);
-    auto node = [&](const char* name, const detail::timed_layer& t, const stage_layers& holds, seconds rec) {
+    const auto built =
+        train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
+    const auto emb = train::detail::time_with_shares(built.embedding, d, cache, model::recompute::none);
+    const auto block = train::detail::time_with_shares(built.block, d, cache, k.recompute);
+    const auto head = train::detail::time_with_shares(built.head, d, cache, model::recompute::none);
+    auto node = [&](const char* name, const train::detail::timed_layer& t, const train::stage_layers& holds,
+                    seconds rec) {
       cost_node n;
       n.name = name;
       n.forward = t.t.forward;
       n.backward = t.t.backward;
       n.recompute = rec;
-      n.parameters = bytes{static_cast<double>(detail::stage_parameters(built, tied, holds)) * weight_bytes};
-      n.activations = detail::stage_activations_per_microbatch(built, holds, k.recompute);
+      n.parameters =
+          bytes{static_cast<double>(train::detail::stage_parameters(built, tied, holds)) * weight_bytes};
+      n.activations = train::detail::stage_activations_per_microbatch(built, holds, k.recompute);
       return n;
     };
     cost_table t;
@@ -163,9 +165,10 @@ inline model_problem model_tables(const model::model& m, const hw::device& d, in
     width_terms w;
     w.tp = tp;
     w.boundary = block.t.boundary;
-    w.tied_copy_parameters = static_cast<double>(detail::stage_parameters(built, tied, {0, true, false}) +
-                                                 detail::stage_parameters(built, tied, {0, false, true}) -
-                                                 detail::stage_parameters(built, tied, {0, true, true}));
+    w.tied_copy_parameters =
+        static_cast<double>(train::detail::stage_parameters(built, tied, {0, true, false}) +
+                            train::detail::stage_parameters(built, tied, {0, false, true}) -
+                            train::detail::stage_parameters(built, tied, {0, true, true}));
     if (k.recompute == model::recompute::full) {
       w.recompute_working_set = model::activation_bytes(built.block, model::recompute::none);
     }
@@ -176,10 +179,10 @@ inline model_problem model_tables(const model::model& m, const hw::device& d, in
 }
 
 /// The layers each stage of a plan on a model's table holds (node 0 is the embedding, the last the head).
-inline std::vector<stage_layers> stage_split(const plan& pl, std::size_t nodes) {
-  std::vector<stage_layers> split;
+inline std::vector<train::stage_layers> stage_split(const plan& pl, std::size_t nodes) {
+  std::vector<train::stage_layers> split;
   for (const auto& st : pl.stages) {
-    stage_layers s;
+    train::stage_layers s;
     for (const std::size_t v : st.nodes) {
       if (v == 0) {
         s.embedding = true;
@@ -208,15 +211,15 @@ inline std::vector<int> admissible_widths(const model::model& m, const hw::devic
 
 /// The outcome of placing a model with fixed knobs.
 struct model_placement {
-  plan placed;                      ///< chain_dp's plan on the model's tables
-  train::parallelism parallel{};    ///< its degrees (when feasible)
-  std::vector<stage_layers> split;  ///< its stages' layers (when feasible)
-  step_estimate estimate;           ///< estimate_step of that split (when feasible)
+  plan placed;                             ///< chain_dp's plan on the model's tables
+  train::parallelism parallel{};           ///< its degrees (when feasible)
+  std::vector<train::stage_layers> split;  ///< its stages' layers (when feasible)
+  train::step_estimate estimate;           ///< train::estimate_step of that split (when feasible)
 };
 
 /// The best placement with uneven stages of `m` for the knobs `k` over tensor-parallel widths `widths`,
 /// pipeline depths up to the block count and dp = devices / (tp * pp) (every device used), by chain_dp under
-/// step_policy. `fixed` may fix tp, pp or dp. The plan's time equals estimate_step's for its split.
+/// step_policy. `fixed` may fix tp, pp or dp. The plan's time equals train::estimate_step's for its split.
 /// The interleaved schedule is not placed unevenly (its chunks are not contiguous): give 1F1B or GPipe.
 inline model_placement place_model(const model::model& m, const hw::device& d, int devices,
                                    const train::training_knobs& k, const std::vector<int>& widths,
@@ -237,7 +240,7 @@ inline model_placement place_model(const model::model& m, const hw::device& d, i
   if (!out.placed.feasible) return out;
   out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp};
   out.split = stage_split(out.placed, mp.problem.tables.front().nodes.size());
-  out.estimate = estimate_step(m, d, out.parallel, k, cache, out.split);
+  out.estimate = train::estimate_step(m, d, out.parallel, k, cache, out.split);
   return out;
 }
 

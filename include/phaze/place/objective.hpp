@@ -51,7 +51,7 @@ struct pipeline_policy {
 
   /// Microbatches whose activations stage `stage` (0-based) holds at once.
   static std::int64_t microbatches_in_flight(const placement_settings& s, int stage, const stage_context& c) {
-    if (s.schedule == pipeline_schedule::gpipe) return c.microbatches;
+    if (s.schedule == train::pipeline_schedule::gpipe) return c.microbatches;
     return std::min<std::int64_t>(c.stages - stage, c.microbatches);
   }
   /// Work of one node for one microbatch.
@@ -407,7 +407,7 @@ class placer_base {
   Derived& devices(int n) { return set(settings_.devices, n); }
   Derived& memory(bytes per_device) { return set(settings_.memory_per_device, per_device); }
   Derived& microbatches(std::int64_t m) { return set(settings_.microbatches, m); }
-  Derived& schedule(pipeline_schedule sch) { return set(settings_.schedule, sch); }
+  Derived& schedule(train::pipeline_schedule sch) { return set(settings_.schedule, sch); }
   Derived& recompute(bool on) { return set(settings_.recompute, on); }
   Derived& tp(int t) { return set(fixed_.tp, t); }
   Derived& pp(int p) { return set(fixed_.pp, p); }

@@ -14,8 +14,8 @@
 #include "phaze/hw/device.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/model_placement.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/step.hpp"
 
 namespace phaze::place {
 
@@ -39,8 +39,8 @@ struct plan_choices {
 struct ranked_plan {
   train::parallelism parallel;
   train::training_knobs knobs;
-  step_estimate estimate;
-  std::vector<stage_layers> split;  ///< each stage's layers (the uniform split when placed uniformly)
+  train::step_estimate estimate;
+  std::vector<train::stage_layers> split;  ///< each stage's layers (the uniform split when placed uniformly)
 };
 
 /// The outcome of a search: the plans that fit, best first, and the smallest memory need of those that do
@@ -153,9 +153,9 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
           return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
         }
         any_admissible = true;
-        std::vector<stage_layers> split;
-        for (int i = 0; i < pp; ++i) split.push_back(uniform_stage(m, pp, i));
-        detail::record(result, ranked_plan{p, k, estimate_step(m, d, p, k, cache), std::move(split)});
+        std::vector<train::stage_layers> split;
+        for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
+        detail::record(result, ranked_plan{p, k, train::estimate_step(m, d, p, k, cache), std::move(split)});
       });
     }
   }

@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 
 #include "phaze/hw/presets.hpp"
-#include "phaze/place/layer_times.hpp"
 #include "phaze/place/plan_search.hpp"
 #include "phaze/search/engine.hpp"
+#include "phaze/train/layer_times.hpp"
 
 namespace phaze::search {
 
@@ -35,7 +35,7 @@ inline seconds layer_latency(const model::model& run, const hw::device& d) {
   const model::layer_shape shape{1, run.config.sequence, 1, false, 2};
   seconds total{0.0};
   for (const auto role : {model::layer_role::embedding, model::layer_role::block, model::layer_role::head}) {
-    const auto t = place::time_layer(model::make_layer(run.config, role, shape), d, cache);
+    const auto t = train::time_layer(model::make_layer(run.config, role, shape), d, cache);
     const double copies = role == model::layer_role::block ? static_cast<double>(run.config.layers) : 1.0;
     total += (t.forward + t.backward) * copies;
   }

@@ -35,10 +35,10 @@
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/model_placement.hpp"
 #include "phaze/place/plan_search.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/sched/layer_problem.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
+#include "phaze/train/step.hpp"
 
 namespace phaze::search {
 
@@ -222,7 +222,7 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
   r.parallel = chosen->parallel;
   r.knobs = chosen_knobs;
   r.split = chosen->split;
-  r.estimate = place::estimate_step(run, d, r.parallel, r.knobs, cache, r.split);
+  r.estimate = train::estimate_step(run, d, r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, d, r.parallel, r.knobs, s.space.tech());
   return r;
@@ -234,7 +234,7 @@ inline void restore_estimate(const spec& s, design_result& r) {
   if (r.status != outcome::evaluated) return;
   sched::schedule_cache cache;
   const model::model run = model_of(s);
-  r.estimate = place::estimate_step(run, r.device, r.parallel, r.knobs, cache, r.split);
+  r.estimate = train::estimate_step(run, r.device, r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
 }

@@ -10,9 +10,9 @@
 
 #include "phaze/hw/area.hpp"
 #include "phaze/hw/device.hpp"
-#include "phaze/place/memory.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/memory.hpp"
+#include "phaze/train/step.hpp"
 
 namespace phaze::search {
 
@@ -45,8 +45,8 @@ struct design_result {
   // The best plan (status == evaluated):
   train::parallelism parallel{};
   train::training_knobs knobs{};
-  std::vector<place::stage_layers> split;
-  place::step_estimate estimate{};
+  std::vector<train::stage_layers> split;
+  train::step_estimate estimate{};
   double samples_per_s = 0.0;         ///< estimate.samples_per_s, 0 unless evaluated
   hw::energy energy_per_sample{0.0};  ///< dynamic energy of one training sample over all devices
   bytes smallest_memory_need{0.0};    ///< infeasible: the leanest plan's peak memory per device

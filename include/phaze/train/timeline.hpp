@@ -1,7 +1,7 @@
 /// @file
 /// The pipeline timeline of a step estimate: an event simulation of the 1F1B (PipeDream-Flush) or GPipe
 /// schedule with each stage's own per-microbatch times, then the data-parallel gradient synchronization and
-/// the optimizer step (docs/search-report.md). It draws what place::estimate_step sums up.
+/// the optimizer step (docs/search-report.md). It draws what train::estimate_step sums up.
 #pragma once
 
 #include <algorithm>
@@ -14,10 +14,10 @@
 
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/step.hpp"
 
-namespace phaze::place {
+namespace phaze::train {
 
 /// What a stage is doing during a segment of the timeline.
 enum class segment_kind : std::uint8_t {
@@ -234,4 +234,4 @@ inline pipeline_timeline build_timeline(const step_estimate& e, train::pipeline_
   return t;
 }
 
-}  // namespace phaze::place
+}  // namespace phaze::train

@@ -17,11 +17,11 @@
 #include "phaze/model/layer.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/op.hpp"
-#include "phaze/place/layer_times.hpp"
-#include "phaze/place/memory.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/layer_times.hpp"
+#include "phaze/train/memory.hpp"
 
-namespace phaze::place {
+namespace phaze::train {
 
 /// One pipeline stage of the estimate: what it holds and what one microbatch costs on each of its devices.
 struct stage_estimate {
@@ -269,4 +269,4 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
   return e;
 }
 
-}  // namespace phaze::place
+}  // namespace phaze::train

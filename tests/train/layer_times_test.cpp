@@ -4,8 +4,8 @@
 #include <phaze/cost/op_cost.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
-#include <phaze/place/layer_times.hpp>
 #include <phaze/sched/ilp.hpp>
+#include <phaze/train/layer_times.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@ TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", 
   const auto d = *hw::find_preset("a100-80gb");
   const auto l = model::block_layer(zoo::gpt3_175b().config, {1, 0, 8, true, 2});
   sched::schedule_cache cache;
-  const auto t = place::time_layer(l, d, cache);
+  const auto t = train::time_layer(l, d, cache);
   const auto table = cost::layer_costs(l, d);
   CHECK(t.forward.value() == Approx(table.forward_total.value()).epsilon(1e-9));
   CHECK(t.backward.value() == Approx(table.backward_total.value()).epsilon(1e-9));
@@ -40,7 +40,7 @@ TEST_CASE("On the PHAZE template the schedule overlaps ops: never slower than th
   sched::schedule_cache cache{sched::ilp_scheduler{}};
   for (const char* name : {"gpt3-175b", "llama2-7b", "bert-large"}) {
     const auto l = model::block_layer(zoo::get(name).config, {1, 0, 1, false, 2});
-    const auto t = place::time_layer(l, hw::tpuv4_like, cache);
+    const auto t = train::time_layer(l, hw::tpuv4_like, cache);
     const auto table = cost::layer_costs(l, hw::tpuv4_like);
     INFO(name);
     CHECK(t.forward.value() <= table.forward_total.value() * (1 + 1e-9));
@@ -53,7 +53,7 @@ TEST_CASE("time_model gives every node its layer's costs, computing each distinc
           "[place][layer_times]") {
   const auto m = zoo::gpt2();
   sched::schedule_cache cache;
-  const auto times = place::time_model(m, {2, 0, 1, false, 2}, *hw::find_preset("h100-sxm"), cache);
+  const auto times = train::time_model(m, {2, 0, 1, false, 2}, *hw::find_preset("h100-sxm"), cache);
   REQUIRE(times.size() == m.size());
   CHECK(times.front().params ==
         model::layer_params(model::embedding_layer(m.config, {2, 0, 1, false, 2}), true));

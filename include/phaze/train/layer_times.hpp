@@ -13,7 +13,7 @@
 #include "phaze/model/model.hpp"
 #include "phaze/sched/layer_problem.hpp"
 
-namespace phaze::place {
+namespace phaze::train {
 
 /// One layer's costs for one microbatch on one tensor-parallel rank.
 struct layer_times {
@@ -94,4 +94,4 @@ inline std::vector<layer_times> time_model(const model::model& m, const model::l
   return out;
 }
 
-}  // namespace phaze::place
+}  // namespace phaze::train

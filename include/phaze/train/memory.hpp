@@ -17,7 +17,7 @@
 #include "phaze/model/transformer.hpp"
 #include "phaze/train/knobs.hpp"
 
-namespace phaze::place {
+namespace phaze::train {
 
 /// Memory one device needs, by what it holds. `total` is the sum of the other four.
 struct memory_breakdown {
@@ -242,4 +242,4 @@ inline constexpr auto fits = [](const memory_breakdown& b, const hw::device& d) 
   return b.total <= d.hbm;
 };
 
-}  // namespace phaze::place
+}  // namespace phaze::train

@@ -1,7 +1,7 @@
 /// @file
 /// Whole training iterations measured on one H100 SXM (tests/data/gpu/h100-sxm-train-step.csv, made by
 /// tools/gpu/train_step.py; docs/gpu-measurements.md, "Whole training iterations on the H100") against
-/// place::estimate_step with the h100-sxm preset. GPT-2 (124M), GPT-2 XL (1.56B) and Megatron's 2.5B GPT at
+/// train::estimate_step with the h100-sxm preset. GPT-2 (124M), GPT-2 XL (1.56B) and Megatron's 2.5B GPT at
 /// sequence 1024, microbatch 1..16, four microbatches per iteration, no or full recomputation, bf16 + Adam on
 /// one GPU. phaze models no host (kernel-launch) overhead, so it is far too fast where eager PyTorch is
 /// launch-bound (small models, small microbatches) and within about 10% where the GPU is busy (1.5B+ at
@@ -22,8 +22,8 @@
 #include "../support/csv.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/zoo.hpp"
-#include "phaze/place/step_time.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/step.hpp"
 
 using namespace phaze;
 
@@ -92,7 +92,7 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
   static bool printed = false;  // Catch2 re-runs the case once per SECTION; print the table once
   const bool print = !printed;
   printed = true;
-  if (print) std::printf("h100-sxm: measured (tools/gpu/train_step.py) vs place::estimate_step\n");
+  if (print) std::printf("h100-sxm: measured (tools/gpu/train_step.py) vs train::estimate_step\n");
   if (print)
     std::printf("%-17s %3s %4s %-5s %10s %10s %8s %10s %10s %7s\n", "model", "mb", "gb", "recomp",
                 "measured s", "estimate s", "error", "meas GiB", "est GiB", "est/meas");
@@ -106,7 +106,7 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     k.opt = train::optimizer::adam;
     k.recompute = r.full ? model::recompute::full : model::recompute::none;
     train::validate(m, par, k, 1);
-    const auto e = place::estimate_step(m, device, par, k, cache);
+    const auto e = train::estimate_step(m, device, par, k, cache);
     compared c{r, e.time_per_batch.value(), e.peak_memory.value(),
                static_cast<double>(model::parameter_count(m))};
     rows.push_back(c);

@@ -4,9 +4,9 @@
 // tick-by-tick simulation on small integer cases.
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
-#include <phaze/place/step_time.hpp>
-#include <phaze/place/timeline.hpp>
 #include <phaze/train/knobs.hpp>
+#include <phaze/train/step.hpp>
+#include <phaze/train/timeline.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -20,7 +20,7 @@
 #include <vector>
 
 using namespace phaze;
-using place::segment_kind;
+using train::segment_kind;
 
 namespace {
 
@@ -31,7 +31,7 @@ bool close(double a, double b) {
 }
 
 // Segments tile [0, makespan] on every stage, in order, without overlap.
-void check_tiling(const place::pipeline_timeline& t) {
+void check_tiling(const train::pipeline_timeline& t) {
   for (const auto& row : t.stages) {
     REQUIRE_FALSE(row.empty());
     CHECK(row.front().start.value() == 0.0);
@@ -50,7 +50,7 @@ struct op_span {
 };
 using op_key = std::pair<std::size_t, std::int64_t>;
 
-std::map<op_key, op_span> spans_of(const place::pipeline_timeline& t, bool backward) {
+std::map<op_key, op_span> spans_of(const train::pipeline_timeline& t, bool backward) {
   std::map<op_key, op_span> spans;
   for (std::size_t s = 0; s < t.stages.size(); ++s) {
     for (const auto& seg : t.stages[s]) {
@@ -69,7 +69,7 @@ std::map<op_key, op_span> spans_of(const place::pipeline_timeline& t, bool backw
 
 // The dependencies of the schedule: forward i on s after forward i on s - 1 (sent), backward i on s after
 // backward i on s + 1 (sent) and after its own forward.
-void check_dependencies(const place::pipeline_timeline& t, const std::vector<place::stage_op_times>& ops) {
+void check_dependencies(const train::pipeline_timeline& t, const std::vector<train::stage_op_times>& ops) {
   const auto fw = spans_of(t, false);
   const auto bw = spans_of(t, true);
   const std::size_t p = t.stages.size();
@@ -90,7 +90,7 @@ void check_dependencies(const place::pipeline_timeline& t, const std::vector<pla
   }
 }
 
-place::stage_op_times stage_of(double f, double b, double r = 0.0, double send = 0.0) {
+train::stage_op_times stage_of(double f, double b, double r = 0.0, double send = 0.0) {
   return {seconds{f}, seconds{b}, seconds{r}, seconds{send}, seconds{send}};
 }
 
@@ -157,11 +157,11 @@ TEST_CASE("equal stages: the makespan is (m + p - 1) t_stage + dp + optimizer", 
   for (const auto schedule : {train::pipeline_schedule::one_f_one_b, train::pipeline_schedule::gpipe}) {
     for (int p : {1, 2, 4, 7}) {
       for (std::int64_t m : {1, 3, 4, 8, 13}) {
-        const std::vector<place::stage_op_times> ops(static_cast<std::size_t>(p),
+        const std::vector<train::stage_op_times> ops(static_cast<std::size_t>(p),
                                                      stage_of(0.013, 0.027, 0.009, 0.0007));
         const seconds dp{0.05};
         const seconds opt{0.011};
-        const auto t = place::simulate_pipeline(ops, m, schedule, dp, opt);
+        const auto t = train::simulate_pipeline(ops, m, schedule, dp, opt);
         const double t_stage = 0.013 + 0.027 + 0.009 + 2 * 0.0007;
         INFO("schedule " << train::to_string(schedule) << " p " << p << " m " << m);
         CHECK(close(t.pipeline_end.value(), static_cast<double>(m + p - 1) * t_stage));
@@ -181,9 +181,9 @@ TEST_CASE("equal stages: the makespan is (m + p - 1) t_stage + dp + optimizer", 
 TEST_CASE("1F1B keeps at most p - s microbatches in flight on stage s", "[timeline]") {
   const int p = 4;
   const std::int64_t m = 8;
-  const std::vector<place::stage_op_times> ops(p, stage_of(1.0, 2.0));
+  const std::vector<train::stage_op_times> ops(p, stage_of(1.0, 2.0));
   const auto t =
-      place::simulate_pipeline(ops, m, train::pipeline_schedule::one_f_one_b, seconds{0.0}, seconds{0.0});
+      train::simulate_pipeline(ops, m, train::pipeline_schedule::one_f_one_b, seconds{0.0}, seconds{0.0});
   for (std::size_t s = 0; s < t.stages.size(); ++s) {
     int in_flight = 0;
     int most = 0;
@@ -207,7 +207,7 @@ TEST_CASE("uneven stages: between the lower bounds and the estimate, equal to a 
     const std::int64_t m = count(rng);
     const bool gpipe = trial % 3 == 0;
     std::vector<std::array<int, 5>> ticks;
-    std::vector<place::stage_op_times> ops;
+    std::vector<train::stage_op_times> ops;
     for (int s = 0; s < p; ++s) {
       const int c = send(rng);
       ticks.push_back({duration(rng), duration(rng), duration(rng) - 1, c, c});
@@ -215,7 +215,7 @@ TEST_CASE("uneven stages: between the lower bounds and the estimate, equal to a 
       ops.push_back(stage_of(k[0], k[1], k[2], k[3]));
     }
     const auto schedule = gpipe ? train::pipeline_schedule::gpipe : train::pipeline_schedule::one_f_one_b;
-    const auto t = place::simulate_pipeline(ops, m, schedule, seconds{0.0}, seconds{0.0});
+    const auto t = train::simulate_pipeline(ops, m, schedule, seconds{0.0}, seconds{0.0});
     INFO("trial " << trial << " p " << p << " m " << m);
     check_tiling(t);
     check_dependencies(t, ops);
@@ -257,11 +257,11 @@ TEST_CASE("the timeline of a real estimate ends at its time per batch when the s
   k.sequence_parallel = true;
   const train::parallelism par{2, 4, 4};
   sched::schedule_cache cache;
-  place::step_estimate e = place::estimate_step(m, d, par, k, cache);
+  train::step_estimate e = train::estimate_step(m, d, par, k, cache);
   REQUIRE(e.stages.size() == 4);
 
   // Uneven (the embedding and the head): no later than the estimate, no earlier than the slowest stage.
-  const auto uneven = place::build_timeline(e, k.schedule);
+  const auto uneven = train::build_timeline(e, k.schedule);
   check_tiling(uneven);
   CHECK(uneven.makespan.value() <= e.time_per_batch.value() * (1 + tolerance));
   double t_max = 0.0;
@@ -269,23 +269,23 @@ TEST_CASE("the timeline of a real estimate ends at its time per batch when the s
   CHECK(uneven.pipeline_end.value() >= static_cast<double>(e.microbatches) * t_max);
 
   // Every stage as the slowest one: exactly the estimate.
-  const place::stage_estimate slowest =
+  const train::stage_estimate slowest =
       *std::max_element(e.stages.begin(), e.stages.end(),
                         [](const auto& a, const auto& b) { return a.per_microbatch() < b.per_microbatch(); });
   for (auto& s : e.stages) s = slowest;
-  const auto equal = place::build_timeline(e, k.schedule);
+  const auto equal = train::build_timeline(e, k.schedule);
   check_tiling(equal);
   CHECK(close(equal.makespan.value(), e.time_per_batch.value()));
   CHECK(equal.note.empty());
   CHECK(close(equal.stages[0].back().end.value(), e.time_per_batch.value()));
-  CHECK_FALSE(place::build_timeline(e, train::pipeline_schedule::interleaved).note.empty());
+  CHECK_FALSE(train::build_timeline(e, train::pipeline_schedule::interleaved).note.empty());
 }
 
 TEST_CASE("a timeline needs stages and microbatches", "[timeline]") {
   CHECK_THROWS_AS(
-      place::simulate_pipeline({}, 4, train::pipeline_schedule::one_f_one_b, seconds{0.0}, seconds{0.0}),
+      train::simulate_pipeline({}, 4, train::pipeline_schedule::one_f_one_b, seconds{0.0}, seconds{0.0}),
       input_error);
-  CHECK_THROWS_AS(place::simulate_pipeline({stage_of(1, 1)}, 0, train::pipeline_schedule::one_f_one_b,
+  CHECK_THROWS_AS(train::simulate_pipeline({stage_of(1, 1)}, 0, train::pipeline_schedule::one_f_one_b,
                                            seconds{0.0}, seconds{0.0}),
                   input_error);
 }
