@@ -4,6 +4,7 @@
 // mapper is at least one million evaluations per second on one core.
 #include <benchmark/benchmark.h>
 
+#include <phaze/cluster/presets.hpp>
 #include <phaze/cost/op_cost.hpp>
 #include <phaze/cost/reference_mapper.hpp>
 #include <phaze/hw/presets.hpp>
@@ -62,11 +63,14 @@ std::vector<hw::device> random_designs(int count) {
   return out;
 }
 
+/// The route of the GPT-3 op mix's tensor-parallel collectives (8 devices in a TPU v4 host's links).
+const cluster::route tp8 = cluster::tensor_parallel_route(cluster::reference_node, 8);
+
 /// cost_of over the GPT-3 op mix on one device.
 void op_cost_gpt3_mix(benchmark::State& state, hw::device d) {
   const auto ops = gpt3_ops();
   for (auto _ : state) {
-    for (const auto& o : ops) benchmark::DoNotOptimize(cost::cost_of(o, d));
+    for (const auto& o : ops) benchmark::DoNotOptimize(cost::cost_of(o, d, tp8));
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(ops.size()));
   state.counters["ops"] = static_cast<double>(ops.size());
@@ -91,7 +95,7 @@ void op_cost_gpt3_mix_random_designs(benchmark::State& state) {
   std::size_t next = 0;
   for (auto _ : state) {
     const hw::device& d = designs[next++ % designs.size()];
-    for (const auto& o : ops) benchmark::DoNotOptimize(cost::cost_of(o, d));
+    for (const auto& o : ops) benchmark::DoNotOptimize(cost::cost_of(o, d, tp8));
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(ops.size()));
 }

@@ -4,6 +4,8 @@
 /// together in at most 50 ms on one core; downset_dp finds the same optimum.
 #include <benchmark/benchmark.h>
 
+#include "../tests/support/clusters.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -136,7 +138,7 @@ void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
   const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
   const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
-  const auto mp = model_tables(m, d, 1024, k, {1, 2, 4, 8}, cache);
+  const auto mp = model_tables(m, phaze::test::cluster_of(d, 1024), k, {1, 2, 4, 8}, cache);
   plan best;
   for (auto _ : state) {
     best = chain_dp(mp.problem, mp.policy).max_pp(96).use_all_devices(true).run();

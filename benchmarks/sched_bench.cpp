@@ -3,6 +3,8 @@
 // Counters report the distribution of per-problem ILP solve times (the goal: median <= 50 ms).
 #include <benchmark/benchmark.h>
 
+#include "../tests/support/clusters.hpp"
+
 #include <phaze/hw/presets.hpp>
 #include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
@@ -31,7 +33,7 @@ std::vector<sched::problem> problems(const std::vector<hw::device>& devices) {
       for (const auto& kind : model::distinct_layers(m)) {
         const auto l = model::layer_at(m, static_cast<std::size_t>(kind.first_node), {1, 0, 1, false, 2});
         for (auto which : {sched::pass::forward, sched::pass::backward})
-          out.push_back(sched::layer_problem(l, d, which));
+          out.push_back(sched::layer_problem(l, d, phaze::test::tp_route(d, l.shape.tp), which));
       }
     }
   return out;

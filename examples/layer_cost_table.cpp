@@ -1,6 +1,7 @@
 // The cost of every op of a GPT-3 175B block on PHAZE's TPUv4-like accelerator, computed at compile time
 // for one sequence of 2048 tokens at tensor-parallel widths 1 and 8, checked by the compiler against the
 // hardware's physical limits, and printed at run time.
+#include <phaze/cluster/presets.hpp>
 #include <phaze/cost/op_cost.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
@@ -11,6 +12,7 @@
 namespace model = phaze::model;
 namespace cost = phaze::cost;
 namespace hw = phaze::hw;
+namespace cluster = phaze::cluster;
 
 // [docs-example]
 constexpr auto gpt3 = phaze::zoo::find("gpt3-175b") -> config;
@@ -18,8 +20,11 @@ constexpr hw::device tpu = hw::tpuv4_like;
 
 constexpr model::layer block_tp1 = model::block_layer(gpt3, {.microbatch = 1, .tp = 1});
 constexpr model::layer block_tp8 = model::block_layer(gpt3, {.microbatch = 1, .tp = 8});
-constexpr cost::layer_cost_table costs_tp1 = cost::layer_costs(block_tp1, tpu);
-constexpr cost::layer_cost_table costs_tp8 = cost::layer_costs(block_tp8, tpu);
+// Tensor-parallel collectives run over the TPU v4 host's links (4 chips per host, ICI between hosts).
+constexpr cost::layer_cost_table costs_tp1 =
+    cost::layer_costs(block_tp1, tpu, cluster::tensor_parallel_route(cluster::reference_node, 1));
+constexpr cost::layer_cost_table costs_tp8 =
+    cost::layer_costs(block_tp8, tpu, cluster::tensor_parallel_route(cluster::reference_node, 8));
 // [docs-example]
 
 /// No op runs faster than the device's peak rate for its unit or than HBM can feed it.

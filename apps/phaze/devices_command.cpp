@@ -32,10 +32,10 @@ int run_devices(const devices_options& options) {
     return 0;
   }
   const auto resolved = io::resolve_device(options.device);
-  const auto summary = io::describe_device(resolved.spec, resolved.source);
+  const auto summary = io::describe_device(resolved.spec, resolved.node, resolved.source);
   if (json) {
     nlohmann::ordered_json j(summary);
-    j["definition"] = io::device_to_json(resolved.spec);  // the device file that gives this device
+    j["definition"] = io::device_to_json(resolved.spec, resolved.node);  // the device file that gives them
     print_json(j);
   } else {
     print_text(io::to_table(summary));

@@ -50,8 +50,7 @@ int run_estimate(const estimate_options& o) {
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
-  hw::device d = io::resolve_device(o.device).spec;
-  if (o.devices_per_node > 0) d.link.devices_per_node = o.devices_per_node;
+  const io::resolved_device d = io::resolve_device(o.device);
 
   train::parallelism p{o.tp, o.pp, o.dp};
   if (p.dp == 0) p.dp = train::data_parallel_degree(o.devices, o.tp, o.pp);
@@ -66,23 +65,25 @@ int run_estimate(const estimate_options& o) {
   k.distributed_optimizer = o.distributed_optimizer;
   k.virtual_stages = o.vp;
   train::validate(m, p, k, o.devices);
+  const cluster::cluster c = io::homogeneous_cluster(d, o.devices, o.devices_per_node);
 
   sched::schedule_cache cache =
       o.solver == "ilp" ? sched::schedule_cache{sched::ilp_scheduler{}} : sched::schedule_cache{};
   std::vector<train::stage_layers> split;
   if (!o.stage_blocks.empty()) split = train::split_of_blocks(m, o.stage_blocks, p.pp);
-  const train::step_estimate e = train::estimate_step(m, d, p, k, cache, split);
+  const train::step_estimate e = train::estimate_step(m, c, p, k, cache, split);
 
   if (parse_format(o.format) == output_format::json) {
-    print_json(io::estimate_json(m, d, p, k, e));
+    print_json(io::estimate_json(m, c, p, k, e));
   } else {
-    print_text(io::estimate_table(m, d, p, k, e));
+    print_text(io::estimate_table(m, c, p, k, e));
   }
   if (!e.fits) {
     throw infeasible_error(fmt::format(
         "the plan does not fit: stage {} needs {} per device but {} holds {}; use more pipeline or tensor "
         "parallelism, a smaller microbatch, recomputation or the distributed optimizer",
-        e.peak_stage, io::format_bytes(e.peak_memory), d.name.view(), io::format_bytes(d.hbm)));
+        e.peak_stage, io::format_bytes(e.peak_memory), d.spec.name.view(),
+        io::format_bytes(e.memory_capacity)));
   }
   return 0;
 }

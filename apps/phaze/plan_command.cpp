@@ -175,8 +175,9 @@ int run_plan(const plan_options& o) {
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
-  hw::device d = io::resolve_device(o.device).spec;
-  if (o.devices_per_node > 0) d.link.devices_per_node = o.devices_per_node;
+  const io::resolved_device device = io::resolve_device(o.device);
+  const hw::device& d = device.spec;
+  const cluster::cluster c = io::homogeneous_cluster(device, o.devices, o.devices_per_node);
   if (o.sequence_parallel && o.no_sequence_parallel) {
     throw input_error("give --sequence-parallel or --no-sequence-parallel, not both");
   }
@@ -206,7 +207,7 @@ int run_plan(const plan_options& o) {
   if (o.no_sequence_parallel) fixed.sequence_parallel = false;
 
   sched::schedule_cache cache;
-  const auto found = place::search_plans(m, d, o.devices, base, fixed, cache);
+  const auto found = place::search_plans(m, c, base, fixed, cache);
   if (found.feasible.empty()) {
     throw infeasible_error(
         fmt::format("no plan fits: of {} plans evaluated, the leanest needs {} per device but {} holds {}; "
@@ -226,7 +227,7 @@ int run_plan(const plan_options& o) {
       return 0;
     }
     fixed.placement = place::stage_placement::uniform;
-    const auto even = place::search_plans(m, d, o.devices, base, fixed, cache);
+    const auto even = place::search_plans(m, c, base, fixed, cache);
     if (even.feasible.empty()) {
       throw infeasible_error(
           "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts); "
@@ -236,14 +237,14 @@ int run_plan(const plan_options& o) {
     return 0;
   }
   if (parse_format(o.format) == output_format::json) {
-    auto j = io::estimate_json(m, d, best.parallel, best.knobs, best.estimate);
+    auto j = io::estimate_json(m, c, best.parallel, best.knobs, best.estimate);
     j["placement"] = o.placer == "uniform" ? "uniform" : "uneven";
     j["plans_evaluated"] = found.evaluated;
     j["plans_feasible"] = found.feasible.size();
     auto top = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& r = found.feasible[i];
-      top.push_back(io::estimate_json(m, d, r.parallel, r.knobs, r.estimate));
+      top.push_back(io::estimate_json(m, c, r.parallel, r.knobs, r.estimate));
     }
     j["top"] = top;
     print_json(j);
@@ -268,7 +269,7 @@ int run_plan(const plan_options& o) {
                          o.placer == "uniform" ? "uniform" : "uneven (chain DP)", found.evaluated,
                          found.feasible.size(), shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
-  print_text(io::estimate_table(m, d, best.parallel, best.knobs, best.estimate));
+  print_text(io::estimate_table(m, c, best.parallel, best.knobs, best.estimate));
   return 0;
 }
 }  // namespace

@@ -47,6 +47,8 @@ int run_schedule(const schedule_options& o) {
   }
   const model::layer_shape shape{o.microbatch, 0, o.tp, o.sequence_parallel, 2};
   const model::layer l = model::layer_at(m, static_cast<std::size_t>(o.layer), shape);
+  // The layer's tensor-parallel collectives run over a group of tp devices of this type, packed into nodes.
+  const cluster::route tp = io::homogeneous_cluster(resolved, o.tp).ring({o.tp, 1}, o.tp);
   sched::ilp_options ilp;
   ilp.time_limit = seconds{o.time_limit};
 
@@ -54,7 +56,7 @@ int run_schedule(const schedule_options& o) {
   bool emitted = false;
   for (auto which : {sched::pass::forward, sched::pass::backward}) {
     if (o.pass != "both" && o.pass != sched::to_string(which)) continue;
-    const auto p = sched::layer_problem(l, resolved.spec, which);
+    const auto p = sched::layer_problem(l, resolved.spec, tp, which);
     if (!o.emit_lp.empty() && !emitted) {
       sched::write_ilp(p, o.emit_lp);  // the first pass scheduled
       emitted = true;

@@ -4,12 +4,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "phaze/cluster/presets.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/zoo.hpp"
 
@@ -39,6 +42,9 @@ std::vector<hw::device> devices_under_test() {
   variant(4096, 4, 4, 4096, 4, 128_MiB, 4000_GBps);
   return out;
 }
+
+using phaze::test::node_of;
+using phaze::test::tp_route;
 
 std::int64_t log_pick(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
   const double x = std::uniform_real_distribution<double>{std::log(static_cast<double>(lo)),
@@ -100,7 +106,7 @@ TEST_CASE("no op beats the device's peak rate or HBM bandwidth, on any device", 
       for (const op_phase phase : phases_of(kind)) {
         for (int trial = 0; trial < 40; ++trial) {
           const model::op o = random_op(rng, kind, phase, eb);
-          const cost::op_cost c = cost::cost_of(o, d);
+          const cost::op_cost c = cost::cost_of(o, d, tp_route(d, o.group));
           INFO(d.name.view() << ": " << model::to_string(kind) << " " << model::to_string(phase) << " gemm "
                              << o.gemm.batch << "x" << o.gemm.m << "x" << o.gemm.k << "x" << o.gemm.n
                              << " out " << o.out_elements << " group " << o.group);
@@ -122,10 +128,12 @@ TEST_CASE("no op beats the device's peak rate or HBM bandwidth, on any device", 
               REQUIRE(c.all_cores.value() >= moved / d.hbm_bandwidth.value() * slack);
               break;
             case model::unit::network: {
-              // At least the message's ring share over the fastest link the device has.
+              // At least the message's ring share over the fastest link the device's node has.
               const double n = o.group;
               const double share = kind == op_kind::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
-              const double fastest = std::max(d.link.intra_node.value(), d.link.inter_node.value());
+              const auto node = node_of(d);
+              const double fastest =
+                  std::max(node.intra.bandwidth.value(), node.network_share(node.devices).value());
               REQUIRE(c.all_cores.value() >= share * model::collective_bytes(o).value() / fastest * slack);
               break;
             }
@@ -141,19 +149,23 @@ TEST_CASE("no op beats the device's peak rate or HBM bandwidth, on any device", 
   CHECK(checked == 13L * 40 * (3 + 17 * 2));
 }
 
-TEST_CASE("collective ops cost their kind over the op's group packed into nodes", "[cost][op_cost]") {
+TEST_CASE("collective ops cost their kind over the route of the tensor-parallel group", "[cost][op_cost]") {
   const hw::device a100 = *hw::find_preset("a100-80gb");
   model::op ar;
   ar.kind = op_kind::all_reduce;
   ar.in_elements = ar.out_elements = 2048 * 12288;
   ar.group = 8;
   const bytes message = model::collective_bytes(ar);
-  CHECK(cost::cost_of(ar, a100).all_cores == cost::all_reduce_time(message, {8, false}, a100.link));
-  ar.group = 16;  // more than a node holds
-  CHECK(cost::cost_of(ar, a100).all_cores == cost::all_reduce_time(message, {16, true}, a100.link));
+  const cluster::route in_node = tp_route(a100, 8);
+  CHECK(in_node.hop.bandwidth == 300_GBps);
+  CHECK(cost::cost_of(ar, a100, in_node).all_cores == cost::all_reduce_time(message, 8, in_node));
+  ar.group = 16;  // more than a node holds: the rings leave the node with 8 members there (all 8 NICs)
+  const cluster::route across = tp_route(a100, 16);
+  CHECK(across.hop.bandwidth == 200_GBps);
+  CHECK(cost::cost_of(ar, a100, across).all_cores == cost::all_reduce_time(message, 16, across));
   model::op copy = ar;
   copy.kind = op_kind::tp_copy;
-  CHECK(cost::cost_of(copy, a100) == cost::op_cost{});
+  CHECK(cost::cost_of(copy, a100, across) == cost::op_cost{});
 }
 
 TEST_CASE("the layer cost table: one row per forward and backward op, totals of the all-cores costs",
@@ -163,17 +175,17 @@ TEST_CASE("the layer cost table: one row per forward and backward op, totals of 
     for (int tp : {1, 8}) {
       const auto l = model::block_layer(gpt3, {1, 0, tp, false, 2});
       const auto bwd = model::backward(l);
-      const auto t = cost::layer_costs(l, d);
+      const auto t = cost::layer_costs(l, d, tp_route(d, tp));
       REQUIRE(t.forward.size() == l.ops.size());
       REQUIRE(t.backward.size() == bwd.size());
       seconds fwd_sum{0.0}, bwd_sum{0.0}, fwd_matmul{0.0}, bwd_matmul{0.0};
       for (std::size_t i = 0; i < l.ops.size(); ++i) {
-        CHECK(t.forward[i] == cost::cost_of(l.ops[i], d));
+        CHECK(t.forward[i] == cost::cost_of(l.ops[i], d, tp_route(d, tp)));
         fwd_sum += t.forward[i].all_cores;
         if (model::unit_of(l.ops[i]) == model::unit::tensor) fwd_matmul += t.forward[i].all_cores;
       }
       for (std::size_t i = 0; i < bwd.size(); ++i) {
-        CHECK(t.backward[i] == cost::cost_of(bwd[i], d));
+        CHECK(t.backward[i] == cost::cost_of(bwd[i], d, tp_route(d, tp)));
         bwd_sum += t.backward[i].all_cores;
         if (model::unit_of(bwd[i]) == model::unit::tensor) bwd_matmul += t.backward[i].all_cores;
       }
@@ -194,7 +206,7 @@ TEST_CASE("every layer of every zoo model has a finite cost on every preset", "[
     for (const auto& p : hw::presets) {
       for (const auto& dl : model::distinct_layers(m)) {
         const auto l = model::make_layer(e.config, dl.role, {1, 0, 1, false, 2});
-        const auto t = cost::layer_costs(l, p.spec);
+        const auto t = cost::layer_costs(l, p.spec, tp_route(p.spec, 1));
         INFO(e.name << " on " << p.name);
         CHECK(std::isfinite(t.total().value()));
         CHECK(t.total().value() > 0.0);

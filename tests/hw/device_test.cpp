@@ -35,7 +35,6 @@ hw::device small_gpu() {
   d.kind = hw::device_kind::datasheet;
   d.hbm = 16_GB;
   d.hbm_bandwidth = 900_GBps;
-  d.link = {4, 150_GBps, 12.5_GBps, 5_us, 10_us};
   d.compute = hw::precision::fp16;
   d.sheet.matrix_fp16 = 100_TFLOPs;
   d.sheet.vector = flops_per_second{10e12};
@@ -103,9 +102,6 @@ TEST_CASE("validate rejects each broken field of a systolic device", "[device]")
       {[](hw::device& d) { d.systolic.clock = phaze::hertz{0.0}; }, "clock"},
       {[](hw::device& d) { d.hbm = 0_B; }, "hbm capacity"},
       {[](hw::device& d) { d.hbm_bandwidth = phaze::bytes_per_second{-1.0}; }, "hbm bandwidth"},
-      {[](hw::device& d) { d.link.devices_per_node = 0; }, "devices_per_node"},
-      {[](hw::device& d) { d.link.inter_node = phaze::bytes_per_second{0.0}; }, "link bandwidths"},
-      {[](hw::device& d) { d.link.intra_latency = phaze::seconds{-1e-6}; }, "latencies"},
   };
   for (const auto& [mutate, expected] : cases) {
     auto d = hw::tpuv4_like;

@@ -149,7 +149,9 @@ TEST_CASE("the GEMM time the checks use is the one the layer cost tables use", "
     o.elem_bytes = 2;
     o.in_elements = g.dims.batch * g.dims.m * g.dims.k;
     o.out_elements = g.dims.batch * g.dims.m * g.dims.n;
-    CHECK(phaze::cost::cost_of(o, sxm).all_cores == phaze::cost::datasheet_gemm(g.dims, sxm));
+    // A GEMM takes no route (only collectives do).
+    CHECK(phaze::cost::cost_of(o, sxm, phaze::cluster::route{}).all_cores ==
+          phaze::cost::datasheet_gemm(g.dims, sxm));
   }
 }
 

@@ -84,7 +84,6 @@ TEST_CASE("A100: 312 TFLOP/s bf16, 80 GB at 2039 GB/s", "[presets]") {
   CHECK(tflops(a80.sheet.vector) == Approx(19.5));
   CHECK(phaze::in_gb(a80.hbm) == Approx(80.0));
   CHECK(phaze::in_gb_per_s(a80.hbm_bandwidth) == Approx(2039.0));
-  CHECK(phaze::in_gb_per_s(a80.link.intra_node) == Approx(600.0 / 2));
   const auto a40 = preset("a100-40gb");
   CHECK(tflops(hw::peak_matrix_flops(a40)) == Approx(312.0));
   CHECK(phaze::in_gb_per_s(a40.hbm_bandwidth) == Approx(1555.0));
@@ -98,7 +97,6 @@ TEST_CASE("H100 SXM: 989 TFLOP/s bf16 dense, 3.35 TB/s; H200: 141 GB at 4.8 TB/s
   CHECK(tflops(hw::matrix_peak(sxm.sheet, hw::precision::fp8)) == Approx(3958.0 / 2).epsilon(0.001));
   CHECK(phaze::in_gb_per_s(sxm.hbm_bandwidth) == Approx(3350.0));
   CHECK(phaze::in_gb(sxm.hbm) == Approx(80.0));
-  CHECK(phaze::in_gb_per_s(sxm.link.intra_node) == Approx(900.0 / 2));
   const auto pcie = preset("h100-pcie");
   CHECK(tflops(hw::peak_matrix_flops(pcie)) == Approx(1513.0 / 2).epsilon(0.001));
   CHECK(phaze::in_gb_per_s(pcie.hbm_bandwidth) == Approx(2000.0));
@@ -124,13 +122,4 @@ TEST_CASE("V100 and T4 compute in fp16: 125 and 65 TFLOP/s; T4 at 320 GB/s", "[p
   CHECK(phaze::in_gb(t4.hbm) == Approx(16.0));
   // bf16 asked of them runs at the fp16 rate.
   CHECK(hw::matrix_peak(t4.sheet, hw::precision::bf16) == hw::matrix_peak(t4.sheet, hw::precision::fp16));
-}
-
-TEST_CASE("links: a fast domain inside a node, a slower network between nodes", "[presets]") {
-  for (const auto& p : hw::presets) {
-    CAPTURE(p.name);
-    CHECK(p.spec.link.devices_per_node >= 1);
-    CHECK(p.spec.link.intra_node >= p.spec.link.inter_node);
-    CHECK(p.spec.link.intra_latency <= p.spec.link.inter_latency);
-  }
 }

@@ -10,17 +10,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/presets.hpp"
 
 namespace hw = phaze::hw;
+namespace cluster = phaze::cluster;
+using phaze::io::device_and_node_from_json;
 using phaze::io::device_from_json;
 using phaze::io::device_to_json;
 using namespace phaze::literals;
 using json = nlohmann::json;
 
 namespace {
+
+/// The node a device file describes.
+cluster::node_spec node_from_json(const json& j) {
+  return device_and_node_from_json(j).node;
+}
 
 /// The what() of the input_error reading `j` throws; fails the test when it throws anything else or nothing.
 std::string read_error(const json& j) {
@@ -58,24 +66,27 @@ json datasheet_file() {
 
 }  // namespace
 
-TEST_CASE("every preset survives to_json, text and from_json unchanged", "[io][device_json]") {
+TEST_CASE("every preset and its node survive to_json, text and from_json unchanged", "[io][device_json]") {
   for (const auto& p : hw::presets) {
     CAPTURE(p.name);
-    const std::string text = device_to_json(p.spec).dump(2);
+    const std::string text = device_to_json(p.spec, cluster::node_of(p.name)).dump(2);
     INFO(text);
-    CHECK(device_from_json(json::parse(text)) == p.spec);
+    const auto back = device_and_node_from_json(json::parse(text));
+    CHECK(back.device == p.spec);
+    CHECK(back.node == cluster::node_of(p.name));
   }
 }
 
 TEST_CASE("to_json writes the readable spellings", "[io][device_json]") {
-  const auto tpu = device_to_json(hw::tpuv4_like);
+  const auto tpu = device_to_json(hw::tpuv4_like, cluster::reference_node);
   CHECK(tpu.at("kind") == "systolic");
   CHECK(tpu.at("hbm_gib") == 32);
   CHECK(tpu.at("hbm_bandwidth_gb_per_s") == 1200);
   CHECK(tpu.at("systolic").at("glb_mib") == 128);
   CHECK(tpu.at("systolic").at("clock_ghz") == 1.05);
   CHECK_FALSE(tpu.contains("datasheet"));
-  const auto a100 = device_to_json(*hw::find_preset("a100-80gb"));
+  const auto a100 = device_to_json(*hw::find_preset("a100-80gb"), cluster::node_of("a100-80gb"));
+  CHECK(a100.at("links").at("nics_per_node") == 8);
   CHECK(a100.at("hbm_gb") == 80);
   CHECK(a100.at("datasheet").at("matrix_tflops").at("bf16") == 312);
   CHECK_FALSE(a100.at("datasheet").at("matrix_tflops").contains("fp8"));  // absent formats left out
@@ -86,9 +97,11 @@ TEST_CASE("to_json writes the readable spellings", "[io][device_json]") {
 TEST_CASE("a value no decimal in the preferred unit holds is written in the base unit", "[io][device_json]") {
   auto d = hw::tpuv4_like;
   d.hbm_bandwidth = phaze::bytes_per_second{std::nextafter(1.2e12, 2e12)};
-  d.link.inter_latency = phaze::seconds{std::nextafter(1e-5, 1.0)};
-  const auto j = device_to_json(d);
+  auto node = cluster::reference_node;
+  node.nic.latency = phaze::seconds{std::nextafter(1e-5, 1.0)};
+  const auto j = device_to_json(d, node);
   CHECK(device_from_json(json::parse(j.dump())) == d);
+  CHECK(node_from_json(json::parse(j.dump())) == node);
 }
 
 TEST_CASE("a systolic file reads as the device it describes", "[io][device_json]") {
@@ -100,8 +113,10 @@ TEST_CASE("a systolic file reads as the device it describes", "[io][device_json]
 TEST_CASE("optional fields take their documented defaults", "[io][device_json]") {
   const auto d = device_from_json(datasheet_file());
   CHECK(d.compute == hw::precision::bf16);  // it has bf16
-  CHECK(d.link.intra_latency == phaze::io::default_intra_latency);
-  CHECK(d.link.inter_latency == phaze::io::default_inter_latency);
+  const auto node = node_from_json(datasheet_file());
+  CHECK(node.intra.latency == phaze::io::default_intra_latency);
+  CHECK(node.nic.latency == phaze::io::default_inter_latency);
+  CHECK(node.nics == node.devices);  // one network interface per device unless the file says otherwise
   CHECK(d.sheet.gemm == hw::gemm_efficiency{});  // an ideal device: peak on every shape
   CHECK(d.sheet.memory_efficiency == 1.0);
   CHECK(d.sheet.matrix_fp8.value() == 0.0);
@@ -112,9 +127,12 @@ TEST_CASE("optional fields take their documented defaults", "[io][device_json]")
 
   auto one_per_node = datasheet_file();
   one_per_node["links"] = {{"inter_node_gb_per_s", 25}};
-  const auto single = device_from_json(one_per_node);
-  CHECK(single.link.devices_per_node == 1);
-  CHECK(single.link.intra_node == single.link.inter_node);
+  const auto single = node_from_json(one_per_node);
+  CHECK(single.devices == 1);
+  CHECK(single.intra.bandwidth == single.nic.bandwidth);
+  auto shared_nic = datasheet_file();
+  shared_nic["links"]["nics_per_node"] = 1;
+  CHECK(node_from_json(shared_nic).nics == 1);
 
   auto unnamed = systolic_file();
   unnamed.erase("name");
@@ -140,15 +158,15 @@ TEST_CASE("every spelling of a quantity gives the same device", "[io][device_jso
   auto d = device_from_json(j);
   // 1.2 * 1e12 and 5e-6 need not be the very doubles 1200 * 1e9 and 5 * 1e-6 are.
   CHECK(d.hbm_bandwidth.value() == Approx(reference.hbm_bandwidth.value()));
-  CHECK(d.link.intra_latency.value() == Approx(reference.link.intra_latency.value()));
+  CHECK(node_from_json(j).intra.latency.value() ==
+        Approx(node_from_json(systolic_file()).intra.latency.value()));
   d.hbm_bandwidth = reference.hbm_bandwidth;
-  d.link.intra_latency = reference.link.intra_latency;
   CHECK(d == reference);
 
   auto bits = datasheet_file();
   bits["links"].erase("inter_node_gb_per_s");
   bits["links"]["inter_node_gbit_per_s"] = 200;  // HDR InfiniBand
-  CHECK(device_from_json(bits).link.inter_node == 25_GBps);
+  CHECK(node_from_json(bits).nic.bandwidth == 25_GBps);
   auto flops = datasheet_file();
   flops["datasheet"].erase("matrix_tflops");
   flops["datasheet"]["matrix_flops_per_s"] = {{"bf16", 312e12}};
@@ -180,8 +198,8 @@ TEST_CASE("\"base\" starts from a preset and overrides the fields given", "[io][
   const auto wide = device_from_json(j);
   CHECK(wide.systolic.tc_width == 256);
   CHECK(wide.systolic.tc_depth == 128);
-  CHECK(wide.link.inter_node == 50_GBps);
-  CHECK(wide.link.intra_node == hw::tpuv4_like.link.intra_node);
+  CHECK(node_from_json(j).nic.bandwidth == 50_GBps);
+  CHECK(node_from_json(j).intra == cluster::reference_node.intra);
   CHECK(hw::peak_matrix_flops(wide).value() == Approx(2.0 * hw::peak_matrix_flops(hw::tpuv4_like).value()));
 
   // A base alone, with no fallback name, keeps the preset's name.
@@ -225,7 +243,7 @@ TEST_CASE("bad input names its field", "[io][device_json]") {
     j["links"]["inter_latency_us"] = -1;
     CHECK_THAT(read_error(j), Catch::Contains("field 'links.inter_latency_us' must be a number at least 0"));
     j["links"]["inter_latency_us"] = 0;  // zero latency is fine
-    CHECK(device_from_json(j).link.inter_latency.value() == 0.0);
+    CHECK(node_from_json(j).nic.latency.value() == 0.0);
   }
   SECTION("a wrong type") {
     auto j = systolic_file();

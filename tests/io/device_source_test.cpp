@@ -51,7 +51,7 @@ TEST_CASE("load_device reads the example device files", "[io][device_source]") {
     CHECK(d.systolic.num_tc == 16);
     CHECK(d.systolic.vc_width == 256);
     CHECK(d.hbm == phaze::bytes{64.0 * 1024 * 1024 * 1024});
-    CHECK(d.link.inter_node.value() == 400e9 / 8);  // 400 Gb/s
+    CHECK(r.node.nic.bandwidth.value() == 400e9 / 8);  // 400 Gb/s
     CHECK(phaze::in_tflop_per_s(hw::peak_matrix_flops(d)) == Approx(2.0 * 16 * 128 * 128 * 1.4e9 / 1e12));
   }
   SECTION("a datasheet GPU that is not a preset") {

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -48,7 +50,7 @@ search::design_result evaluate(const model::model& m, const hw::device& d, std::
   r.status = search::outcome::evaluated;
   r.parallel = par;
   r.knobs = k;
-  r.estimate = train::estimate_step(m, d, par, k, cache);
+  r.estimate = train::estimate_step(m, phaze::test::cluster_of(d, par), par, k, cache);
   r.samples_per_s = r.estimate.samples_per_s;
   // A stand-in for the engine's energy model: a fixed energy per model FLOP.
   r.energy_per_sample = hw::energy{model::training_flops_per_iteration(m, k.global_batch).value() /
@@ -295,7 +297,8 @@ TEST_CASE("search report: a one-stage plan's timeline ends at the time per batch
   train::training_knobs k = s.best.knobs;
   sched::schedule_cache cache;
   s.best.parallel = {4, 1, 8};
-  s.best.estimate = train::estimate_step(m, s.best.device, s.best.parallel, k, cache);
+  s.best.estimate = train::estimate_step(m, phaze::test::cluster_of(s.best.device, s.best.parallel),
+                                         s.best.parallel, k, cache);
   s.best.samples_per_s = s.best.estimate.samples_per_s;
   tinyxml2::XMLDocument doc;
   parse(doc, io::timeline_svg(s));

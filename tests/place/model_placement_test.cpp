@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <cstddef>
 #include <random>
 #include <vector>
@@ -69,7 +71,7 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
           k.distributed_optimizer = distributed;
           k.opt = distributed ? train::optimizer::adam : train::optimizer::sgd;
           const int tp = 8;
-          const auto mp = place::model_tables(m, d, 1024, k, {tp}, cache);
+          const auto mp = place::model_tables(m, phaze::test::cluster_of(d, 1024), k, {tp}, cache);
           const auto& table = mp.problem.tables.front();
           REQUIRE(table.nodes.size() == 98);
           for (const int pp : {1, 2, 8, 16}) {
@@ -82,7 +84,7 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
               } else {
                 split = random_split(rng, m.config.layers, pp);
               }
-              const auto e = train::estimate_step(m, d, p, k, cache, split);
+              const auto e = train::estimate_step(m, phaze::test::cluster_of(d, p), p, k, cache, split);
               const auto planned = place::evaluate(mp.problem, table, dp, node_sets(split), mp.policy);
               CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
               REQUIRE(planned.stages.size() == e.stages.size());
@@ -112,7 +114,7 @@ TEST_CASE("chain_dp and downset_dp under step_policy equal brute force on a smal
   for (const auto mode : {model::recompute::none, model::recompute::full}) {
     for (const std::int64_t batch : {8, 64}) {
       const auto k = knobs(batch, 2, mode, false);
-      auto mp = place::model_tables(m, d, 16, k, {1, 2, 4}, cache);
+      auto mp = place::model_tables(m, phaze::test::cluster_of(d, 16), k, {1, 2, 4}, cache);
       for (const double capacity_gib : {40.0, 1.2, 0.9}) {
         mp.problem.memory_per_device = bytes{capacity_gib * 1024.0 * 1024.0 * 1024.0};
         const auto chain = place::chain_dp(mp.problem, mp.policy).use_all_devices(true).run();
@@ -144,9 +146,9 @@ TEST_CASE("Uneven placement is never slower than the best uniform plan and its t
   base.global_batch = 64;
   place::plan_choices choices;
   choices.max_microbatch = 2;
-  const auto uniform = place::search_plans(m, d, 64, base, choices, cache);
+  const auto uniform = place::search_plans(m, phaze::test::cluster_of(d, 64), base, choices, cache);
   choices.placement = place::stage_placement::uneven;
-  const auto uneven = place::search_plans(m, d, 64, base, choices, cache);
+  const auto uneven = place::search_plans(m, phaze::test::cluster_of(d, 64), base, choices, cache);
   REQUIRE_FALSE(uniform.feasible.empty());
   REQUIRE_FALSE(uneven.feasible.empty());
   const auto& best = uneven.feasible.front();
@@ -165,7 +167,8 @@ TEST_CASE("Uneven placement is never slower than the best uniform plan and its t
   CHECK(blocks == m.config.layers);
   CHECK(best.split.front().embedding);
   CHECK(best.split.back().head);
-  const auto again = train::estimate_step(m, d, best.parallel, best.knobs, cache, best.split);
+  const auto again = train::estimate_step(m, phaze::test::cluster_of(d, best.parallel), best.parallel,
+                                          best.knobs, cache, best.split);
   CHECK(again.time_per_batch.value() == Approx(best.estimate.time_per_batch.value()).epsilon(1e-12));
   CHECK(best.parallel.devices() == 64);
 }

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 using namespace phaze;
 
 namespace {
@@ -21,7 +23,7 @@ TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[pl
   const auto m = zoo::get("llama2-7b");
   const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
-  const auto found = place::search_plans(m, d, 16, batch(32), {}, cache);
+  const auto found = place::search_plans(m, phaze::test::cluster_of(d, 16), batch(32), {}, cache);
   REQUIRE_FALSE(found.feasible.empty());
   const double best = found.feasible.front().estimate.time_per_batch.value();
   int checked = 0;
@@ -39,7 +41,7 @@ TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[pl
           } catch (const input_error&) {
             continue;
           }
-          const auto e = train::estimate_step(m, d, p, k, cache);
+          const auto e = train::estimate_step(m, phaze::test::cluster_of(d, p), p, k, cache);
           if (!e.fits) continue;
           CHECK(best <= e.time_per_batch.value() * (1 + 1e-12));
           ++checked;
@@ -61,7 +63,7 @@ TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest
   place::plan_choices fixed;
   fixed.tp = 8;
   fixed.recompute = model::recompute::full;
-  const auto found = place::search_plans(m, d, 64, batch(64), fixed, cache);
+  const auto found = place::search_plans(m, phaze::test::cluster_of(d, 64), batch(64), fixed, cache);
   REQUIRE_FALSE(found.feasible.empty());
   for (const auto& r : found.feasible) {
     CHECK(r.parallel.tp == 8);
@@ -69,12 +71,13 @@ TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest
   }
   // Eight V100s cannot hold GPT-3's weights: nothing fits, and the leanest plan needs more than 16 GB.
   const auto v100 = *hw::find_preset("v100-16gb");
-  const auto none = place::search_plans(m, v100, 8, batch(8), {}, cache);
+  const auto none = place::search_plans(m, phaze::test::cluster_of(v100, 8), batch(8), {}, cache);
   CHECK(none.feasible.empty());
   CHECK(none.evaluated > 0);
   CHECK(none.smallest_infeasible_need > v100.hbm);
   // No admissible plan at all is bad input.
   place::plan_choices impossible;
   impossible.tp = 3;
-  CHECK_THROWS_AS(place::search_plans(m, d, 64, batch(64), impossible, cache), input_error);
+  CHECK_THROWS_AS(place::search_plans(m, phaze::test::cluster_of(d, 64), batch(64), impossible, cache),
+                  input_error);
 }

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 using namespace phaze;
 
 namespace {
@@ -45,7 +47,7 @@ TEST_CASE("Every zoo layer schedules optimally on the reference and a dozen PHAZ
       for (const auto& kind : model::distinct_layers(m)) {
         const auto l = model::layer_at(m, static_cast<std::size_t>(kind.first_node), {1, 0, 1, false, 2});
         for (auto which : {sched::pass::forward, sched::pass::backward}) {
-          const auto p = sched::layer_problem(l, d, which);
+          const auto p = sched::layer_problem(l, d, phaze::test::tp_route(d, l.shape.tp), which);
           const auto s = cache.solve(p);
           INFO(entry.name << " " << model::to_string(kind.role) << " " << sched::to_string(which) << " on "
                           << d.systolic.num_tc << " TCs of " << d.systolic.tc_width << "x"
@@ -70,7 +72,8 @@ TEST_CASE("Tensor-parallel layers with collectives schedule optimally", "[sched]
     for (bool sp : {false, true}) {
       const auto l = model::block_layer(m.config, {2, 0, 8, sp, 2});
       for (auto which : {sched::pass::forward, sched::pass::backward}) {
-        const auto p = sched::layer_problem(l, hw::tpuv4_like, which);
+        const auto p =
+            sched::layer_problem(l, hw::tpuv4_like, phaze::test::tp_route(hw::tpuv4_like, l.shape.tp), which);
         const auto s = sched::ilp_schedule(p);
         INFO(name << (sp ? " sp " : " ") << sched::to_string(which));
         REQUIRE(sched::check_schedule(p, s).violation == "");
@@ -83,7 +86,7 @@ TEST_CASE("Tensor-parallel layers with collectives schedule optimally", "[sched]
 TEST_CASE("On a datasheet GPU the layer runs one op after another", "[sched][layers]") {
   const auto d = *hw::find_preset("a100-80gb");
   const auto l = model::block_layer(zoo::gpt3_175b().config, {1, 0, 8, true, 2});
-  const auto p = sched::layer_problem(l, d, sched::pass::forward);
+  const auto p = sched::layer_problem(l, d, phaze::test::tp_route(d, l.shape.tp), sched::pass::forward);
   const auto s = sched::ilp_schedule(p);
   REQUIRE(sched::check_schedule(p, s).violation == "");
   double serial = 0.0;

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -137,7 +139,8 @@ TEST_CASE("The best design's plan is estimate_step's and beats the tpuv4-like ba
   const auto sum = search::run(s, {});
   const auto& b = sum.best;
   sched::schedule_cache cache;
-  const auto e = train::estimate_step(s.model, b.device, b.parallel, b.knobs, cache, b.split);
+  const auto e = train::estimate_step(s.model, phaze::test::cluster_of(b.device, b.parallel), b.parallel,
+                                      b.knobs, cache, b.split);
   CHECK(e.samples_per_s == Approx(b.samples_per_s).epsilon(1e-12));
   CHECK(e.fits);
   CHECK(b.die_area <= s.space.area_budget());

@@ -9,6 +9,8 @@
 /// step-time or memory model fails here. No GPU is needed: the measurements are data.
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -106,7 +108,7 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     k.opt = train::optimizer::adam;
     k.recompute = r.full ? model::recompute::full : model::recompute::none;
     train::validate(m, par, k, 1);
-    const auto e = train::estimate_step(m, device, par, k, cache);
+    const auto e = train::estimate_step(m, phaze::test::cluster_of(device, par), par, k, cache);
     compared c{r, e.time_per_batch.value(), e.peak_memory.value(),
                static_cast<double>(model::parameter_count(m))};
     rows.push_back(c);

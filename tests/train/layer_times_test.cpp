@@ -9,14 +9,16 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 using namespace phaze;
 
 TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", "[place][layer_times]") {
   const auto d = *hw::find_preset("a100-80gb");
   const auto l = model::block_layer(zoo::gpt3_175b().config, {1, 0, 8, true, 2});
   sched::schedule_cache cache;
-  const auto t = train::time_layer(l, d, cache);
-  const auto table = cost::layer_costs(l, d);
+  const auto t = train::time_layer(l, d, phaze::test::tp_route(d, l.shape.tp), cache);
+  const auto table = cost::layer_costs(l, d, phaze::test::tp_route(d, l.shape.tp));
   CHECK(t.forward.value() == Approx(table.forward_total.value()).epsilon(1e-9));
   CHECK(t.backward.value() == Approx(table.backward_total.value()).epsilon(1e-9));
   CHECK(t.recompute_full == t.forward);
@@ -40,8 +42,10 @@ TEST_CASE("On the PHAZE template the schedule overlaps ops: never slower than th
   sched::schedule_cache cache{sched::ilp_scheduler{}};
   for (const char* name : {"gpt3-175b", "llama2-7b", "bert-large"}) {
     const auto l = model::block_layer(zoo::get(name).config, {1, 0, 1, false, 2});
-    const auto t = train::time_layer(l, hw::tpuv4_like, cache);
-    const auto table = cost::layer_costs(l, hw::tpuv4_like);
+    const auto t =
+        train::time_layer(l, hw::tpuv4_like, phaze::test::tp_route(hw::tpuv4_like, l.shape.tp), cache);
+    const auto table =
+        cost::layer_costs(l, hw::tpuv4_like, phaze::test::tp_route(hw::tpuv4_like, l.shape.tp));
     INFO(name);
     CHECK(t.forward.value() <= table.forward_total.value() * (1 + 1e-9));
     CHECK(t.backward.value() <= table.backward_total.value() * (1 + 1e-9));
@@ -53,7 +57,8 @@ TEST_CASE("time_model gives every node its layer's costs, computing each distinc
           "[place][layer_times]") {
   const auto m = zoo::gpt2();
   sched::schedule_cache cache;
-  const auto times = train::time_model(m, {2, 0, 1, false, 2}, *hw::find_preset("h100-sxm"), cache);
+  const auto h100 = *hw::find_preset("h100-sxm");
+  const auto times = train::time_model(m, {2, 0, 1, false, 2}, h100, phaze::test::tp_route(h100, 1), cache);
   REQUIRE(times.size() == m.size());
   CHECK(times.front().params ==
         model::layer_params(model::embedding_layer(m.config, {2, 0, 1, false, 2}), true));

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -73,7 +75,7 @@ comparison compare_table5(const hw::device& d, const char* title) {
     for (const bool seq_sel : {false, true}) {
       const auto s = table5_setup(r, seq_sel);
       train::validate(s.m, s.par, s.k, static_cast<int>(s.par.devices()));
-      const auto e = train::estimate_step(s.m, d, s.par, s.k, cache);
+      const auto e = train::estimate_step(s.m, phaze::test::cluster_of(d, s.par), s.par, s.k, cache);
       const double measured = seq_sel ? r.seq_sel_s : r.full_s;
       const double error = (e.time_per_batch.value() - measured) / measured;
       std::printf("%-14s %-8s %10.2f %10.2f %+7.2f%%\n", r.model.data(), seq_sel ? "seq+sel" : "full",
@@ -129,8 +131,10 @@ TEST_CASE("Table 5, leave one out: the calibration predicts runs it was not fitt
         for (const bool seq_sel : {false, true}) {
           const auto s = table5_setup(r, seq_sel);
           const double measured = seq_sel ? r.seq_sel_s : r.full_s;
-          e[i++] =
-              (train::estimate_step(s.m, d, s.par, s.k, cache).time_per_batch.value() - measured) / measured;
+          e[i++] = (train::estimate_step(s.m, phaze::test::cluster_of(d, s.par), s.par, s.k, cache)
+                        .time_per_batch.value() -
+                    measured) /
+                   measured;
         }
       }
       errors.push_back(e);
@@ -171,7 +175,7 @@ TEST_CASE("the parts of an iteration add up and follow the pipeline formulas", "
   k.recompute = model::recompute::selective;
   k.sequence_parallel = true;
   const train::parallelism p{8, 8, 2};
-  const auto e = train::estimate_step(m, d, p, k, cache);
+  const auto e = train::estimate_step(m, phaze::test::cluster_of(d, p), p, k, cache);
   const auto& b = e.breakdown;
   CHECK(e.time_per_batch.value() == Approx(b.total().value()).epsilon(1e-12));
   CHECK(e.microbatches == 32);
@@ -192,24 +196,25 @@ TEST_CASE("the parts of an iteration add up and follow the pipeline formulas", "
   auto ki = k;
   ki.schedule = train::pipeline_schedule::interleaved;
   ki.virtual_stages = 3;
-  const auto ei = train::estimate_step(m, d, p, ki, cache);
+  const auto ei = train::estimate_step(m, phaze::test::cluster_of(d, p), p, ki, cache);
   CHECK(ei.breakdown.bubble.value() < b.bubble.value() / 2.5);
   CHECK(ei.breakdown.pp_comm.value() == Approx(3.0 * b.pp_comm.value()).epsilon(1e-12));
 
   // GPipe has the 1F1B bubble but keeps every microbatch's activations.
   auto kg = k;
   kg.schedule = train::pipeline_schedule::gpipe;
-  const auto eg = train::estimate_step(m, d, p, kg, cache);
+  const auto eg = train::estimate_step(m, phaze::test::cluster_of(d, p), p, kg, cache);
   CHECK(eg.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-12));
   CHECK(eg.peak_memory > e.peak_memory);
   CHECK_FALSE(eg.fits);
 
   // One replica has no gradient all-reduce; full recomputation costs more than selective.
-  const auto e1 = train::estimate_step(m, d, {8, 8, 1}, k, cache);
+  const auto e1 =
+      train::estimate_step(m, phaze::test::cluster_of(d, train::parallelism{8, 8, 1}), {8, 8, 1}, k, cache);
   CHECK(e1.breakdown.dp_comm.value() == 0.0);
   auto kf = k;
   kf.recompute = model::recompute::full;
-  const auto ef = train::estimate_step(m, d, p, kf, cache);
+  const auto ef = train::estimate_step(m, phaze::test::cluster_of(d, p), p, kf, cache);
   CHECK(ef.breakdown.recompute > b.recompute);
   CHECK(ef.time_per_batch > e.time_per_batch);
 }

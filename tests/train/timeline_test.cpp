@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -257,7 +259,7 @@ TEST_CASE("the timeline of a real estimate ends at its time per batch when the s
   k.sequence_parallel = true;
   const train::parallelism par{2, 4, 4};
   sched::schedule_cache cache;
-  train::step_estimate e = train::estimate_step(m, d, par, k, cache);
+  train::step_estimate e = train::estimate_step(m, phaze::test::cluster_of(d, par), par, k, cache);
   REQUIRE(e.stages.size() == 4);
 
   // Uneven (the embedding and the head): no later than the estimate, no earlier than the slowest stage.

@@ -1,8 +1,10 @@
 /// @file
 /// The cost of any op on any device (PHAZE's two costs: on one core, and across all cores of its kind), and
-/// the per-layer cost table of a layer's forward and backward ops.
+/// the per-layer cost table of a layer's forward and backward ops. Collectives run over the route of the
+/// layer's tensor-parallel group (cluster::route).
 #pragma once
 
+#include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/core/static_vector.hpp"
 #include "phaze/cost/collective.hpp"
@@ -25,9 +27,10 @@ struct op_cost {
 
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper
 /// (systolic) or the efficiency model (datasheet), backward GEMMs the same way with the transposed shapes
-/// the op carries; vector ops by cycles per element; collectives over the op's group, packed into nodes
-/// (a tensor-parallel group inside one node when it fits); tp_copy costs nothing.
-inline constexpr auto cost_of = [](const model::op& o, const hw::device& d) constexpr -> op_cost {
+/// the op carries; vector ops by cycles per element; collectives over the op's group on route `tp` (the
+/// route of the layer's tensor-parallel group); tp_copy costs nothing.
+inline constexpr auto cost_of =
+    [](const model::op& o, const hw::device& d, const cluster::route& tp) constexpr -> op_cost {
   const bool systolic = d.kind == hw::device_kind::systolic;
   switch (model::unit_of(o)) {
     case model::unit::tensor: {
@@ -46,8 +49,7 @@ inline constexpr auto cost_of = [](const model::op& o, const hw::device& d) cons
       return {systolic_vector_time(o, d, 1), systolic_vector_time(o, d, d.systolic.num_vc)};
     }
     case model::unit::network: {
-      const seconds t =
-          collective_time(o.kind, model::collective_bytes(o), packed_group(o.group, d.link), d.link);
+      const seconds t = collective_time(o.kind, model::collective_bytes(o), o.group, tp);
       return {t, t};
     }
     case model::unit::none:
@@ -68,16 +70,16 @@ struct layer_cost_table {
   friend constexpr bool operator==(const layer_cost_table&, const layer_cost_table&) = default;
 };
 
-/// The cost table of a layer on a device.
+/// The cost table of a layer on a device whose tensor-parallel group takes route `tp`.
 inline constexpr auto layer_costs =
-    [](const model::layer& l, const hw::device& d) constexpr -> layer_cost_table {
+    [](const model::layer& l, const hw::device& d, const cluster::route& tp) constexpr -> layer_cost_table {
   layer_cost_table t;
   for (const model::op& o : l.ops) {
-    t.forward.push_back(cost_of(o, d));
+    t.forward.push_back(cost_of(o, d, tp));
     t.forward_total += t.forward.back().all_cores;
   }
   for (const model::op& o : model::backward(l)) {
-    t.backward.push_back(cost_of(o, d));
+    t.backward.push_back(cost_of(o, d, tp));
     t.backward_total += t.backward.back().all_cores;
   }
   return t;

@@ -1,6 +1,6 @@
 /// @file
 /// What an accelerator is: PHAZE's parametric tensor-core/vector-core template, or a real device described by
-/// its datasheet, plus the links that connect it to other devices.
+/// its datasheet; compute and memory only (how devices are connected is the cluster's, cluster/).
 #pragma once
 
 #include <cstdint>
@@ -98,24 +98,12 @@ struct datasheet_spec {
   friend constexpr bool operator==(const datasheet_spec&, const datasheet_spec&) = default;
 };
 
-/// The links from one device to the others: a fast domain inside a node (NVLink, ICI) and a network between
-/// nodes. Bandwidths are per device and per direction.
-struct links {
-  int devices_per_node = 1;
-  bytes_per_second intra_node{0.0};
-  bytes_per_second inter_node{0.0};
-  seconds intra_latency{0.0};  ///< per message step (alpha of the alpha-beta model)
-  seconds inter_latency{0.0};
-  friend constexpr bool operator==(const links&, const links&) = default;
-};
-
 /// One accelerator. Common fields first; `systolic` is used when kind == systolic, `sheet` otherwise.
 struct device {
   fixed_string<32> name;
   device_kind kind = device_kind::systolic;
   bytes hbm{0.0};  ///< device memory capacity
   bytes_per_second hbm_bandwidth{0.0};
-  links link{};
   precision compute = precision::bf16;  ///< the format training runs in
   systolic_design systolic{};
   datasheet_spec sheet{};
@@ -149,12 +137,6 @@ namespace rules {
 }
 [[noreturn]] inline void gemm_efficiency_must_lie_in_0_1() {
   throw input_error("gemm max_fraction and memory_efficiency must lie in (0, 1]");
-}
-[[noreturn]] inline void link_bandwidth_must_be_positive() {
-  throw input_error("link bandwidths must be positive and devices_per_node at least 1");
-}
-[[noreturn]] inline void link_latency_must_not_be_negative() {
-  throw input_error("link latencies must be at least 0");
 }
 [[noreturn]] inline void vector_rate_must_be_positive() {
   throw input_error("a datasheet device needs a positive vector rate");
@@ -206,12 +188,6 @@ constexpr flops_per_second peak_vector_flops(const device& d) {
 constexpr void validate(const device& d) {
   if (!(d.hbm.value() > 0)) rules::memory_capacity_must_be_positive();
   if (!(d.hbm_bandwidth.value() > 0)) rules::memory_bandwidth_must_be_positive();
-  if (d.link.devices_per_node < 1 || !(d.link.intra_node.value() > 0) || !(d.link.inter_node.value() > 0)) {
-    rules::link_bandwidth_must_be_positive();
-  }
-  if (!(d.link.intra_latency.value() >= 0) || !(d.link.inter_latency.value() >= 0)) {
-    rules::link_latency_must_not_be_negative();
-  }
   if (d.kind == device_kind::systolic) {
     const auto& s = d.systolic;
     if (s.num_tc < 1) rules::tensor_cores_must_be_positive();

@@ -22,16 +22,6 @@ struct preset {
 namespace detail {
 using namespace phaze::literals;
 
-// TPU v4 inter-chip interconnect per chip: the published all-reduce bandwidth of a pod, 1.1 PB/s over 4096
-// chips (Google Cloud, "TPU v4" system architecture page) = 268.6 GB/s per chip.
-inline constexpr bytes_per_second tpuv4_ici = bytes_per_second{1.1e15 / 4096.0};
-
-// Collective latency per step (alpha of the alpha-beta model): a few microseconds over NVLink/ICI and about
-// ten over InfiniBand/Ethernet, the order of small-message latencies nccl-tests reports. An assumption until
-// measured; it matters only for small messages.
-inline constexpr seconds fast_link_latency = 5_us;
-inline constexpr seconds network_latency = 10_us;
-
 /// PHAZE's reference accelerator (Wang et al., ICML 2024, section 5): 8 tensor cores of 128x128, 2 vector
 /// cores of 128 lanes, 128 MiB GLB, 1.05 GHz, 32 GiB HBM at 1.2 TB/s: the TPUv4 chip (Jouppi et al., ISCA
 /// 2023: 2 TensorCores x 4 MXUs of 128x128, 128 MiB CMEM, 1050 MHz). Peak 2 * 8 * 128 * 128 * 1.05e9 = 275.3
@@ -42,21 +32,18 @@ constexpr device tpuv4_like() {
   d.kind = device_kind::systolic;
   d.hbm = 32_GiB;
   d.hbm_bandwidth = 1200_GBps;
-  d.link = {4, tpuv4_ici, tpuv4_ici, fast_link_latency, fast_link_latency};  // 4 chips per TPU v4 host
   d.compute = precision::bf16;
   d.systolic = {8, 128, 128, 2, 128, 128_MiB, 1050_MHz};
   return d;
 }
 
 /// A datasheet device with the fields every GPU preset sets.
-constexpr device gpu(std::string_view name, bytes hbm, bytes_per_second hbm_bw, int per_node,
-                     bytes_per_second nvlink, bytes_per_second network, datasheet_spec sheet) {
+constexpr device gpu(std::string_view name, bytes hbm, bytes_per_second hbm_bw, datasheet_spec sheet) {
   device d;
   d.name = name;
   d.kind = device_kind::datasheet;
   d.hbm = hbm;
   d.hbm_bandwidth = hbm_bw;
-  d.link = {per_node, nvlink, network, fast_link_latency, network_latency};
   d.compute = sheet.matrix_bf16.value() > 0 ? precision::bf16 : precision::fp16;
   d.sheet = sheet;
   return d;
@@ -116,15 +103,12 @@ inline constexpr int hopper_tile_n = 128;
 /// (2 TensorCores x 8 sublanes x 128 lanes x 2 FLOPs per FMA x 1.05 GHz = 4.3 TFLOP/s); PHAZE's tpuv4-like
 /// template models the same chip with 2 vector cores of 128 lanes (0.27 TFLOP/s), as the paper does.
 constexpr device tpuv4() {
-  device d =
-      gpu("tpuv4", 32_GiB, 1200_GBps, 4, tpuv4_ici, tpuv4_ici, sheet(0, 275, 0, 0, 4.3, 0.80, 128, 128, 8));
-  d.link.inter_latency = fast_link_latency;  // the ICI spans the pod: no slower network tier
-  return d;
+  return gpu("tpuv4", 32_GiB, 1200_GBps, sheet(0, 275, 0, 0, 4.3, 0.80, 128, 128, 8));
 }
 }  // namespace detail
 
-/// Every preset. GPU numbers are dense (no structured sparsity) peaks from NVIDIA's datasheets; NVLink and
-/// network bandwidths are per GPU per direction (DGX systems: one InfiniBand port per GPU).
+/// Every preset. GPU numbers are dense (no structured sparsity) peaks from NVIDIA's datasheets. The node each
+/// comes in (NVLink, network) is in cluster/presets.hpp.
 inline constexpr std::array presets{
     preset{"tpuv4-like",
            "PHAZE (ICML 2024) reference = TPU v4 (Jouppi et al. ISCA 2023; Google Cloud TPU v4 page)",
@@ -138,8 +122,7 @@ inline constexpr std::array presets{
         "a100-40gb",
         "NVIDIA A100 datasheet (SXM): 312 TFLOP/s bf16/fp16, 156 tf32, 19.5 fp32, 40 GB HBM2 at 1555 GB/s, "
         "NVLink3 600 GB/s (300 per direction), 108 SMs; DGX A100: 8 x 200 Gb/s HDR per 8 GPUs",
-        detail::gpu("a100-40gb", bytes{40e9}, bytes_per_second{1555e9}, 8, bytes_per_second{300e9},
-                    bytes_per_second{25e9},
+        detail::gpu("a100-40gb", bytes{40e9}, bytes_per_second{1555e9},
                     detail::sheet(156, 312, 312, 0, 19.5, detail::a100_max_fraction, 128, 128, 108,
                                   detail::a100_k_half))},
     preset{
@@ -147,8 +130,7 @@ inline constexpr std::array presets{
         "NVIDIA A100 datasheet (SXM 80GB): 312 TFLOP/s bf16/fp16, 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s "
         "per "
         "direction, 108 SMs; Selene/DGX A100: 8 x 200 Gb/s HDR InfiniBand per node (Korthikanti et al. 2022)",
-        detail::gpu("a100-80gb", bytes{80e9}, bytes_per_second{2039e9}, 8, bytes_per_second{300e9},
-                    bytes_per_second{25e9},
+        detail::gpu("a100-80gb", bytes{80e9}, bytes_per_second{2039e9},
                     detail::sheet(156, 312, 312, 0, 19.5, detail::a100_max_fraction, 128, 128, 108,
                                   detail::a100_k_half))},
     preset{
@@ -156,37 +138,35 @@ inline constexpr std::array presets{
         "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
         "HBM3 at "
         "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
-        detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12}, 8, bytes_per_second{450e9},
-                    bytes_per_second{50e9},
+        detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12},
                     detail::sheet(495, 989, 989, 1979, 67, detail::h100_max_fraction, detail::hopper_tile_m,
                                   detail::hopper_tile_n, 132, detail::h100_k_half))},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
            "2.0 TB/s, PCIe Gen5 128 GB/s (64 per direction), 114 SMs; 400 Gb/s network per GPU assumed",
-           detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12}, 8, bytes_per_second{64e9},
-                       bytes_per_second{50e9}, detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114))},
+           detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12},
+                       detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114))},
     preset{
         "h200",
         "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
         "TB/s, "
         "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
-        detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12}, 8, bytes_per_second{450e9},
-                    bytes_per_second{50e9},
+        detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12},
                     detail::sheet(495, 989, 989, 1979, 67, detail::h200_max_fraction, detail::hopper_tile_m,
                                   detail::hopper_tile_n, 132, detail::h200_k_half))},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "
            "(150 per direction), 80 SMs, no bf16; AMP's p3.8xlarge: 4 GPUs per node, 10 Gb/s between nodes",
-           detail::gpu("v100-16gb", bytes{16e9}, bytes_per_second{900e9}, 4, bytes_per_second{150e9},
-                       bytes_per_second{1.25e9}, detail::sheet(0, 0, 125, 0, 15.7, 0.85, 128, 128, 80))},
+           detail::gpu("v100-16gb", bytes{16e9}, bytes_per_second{900e9},
+                       detail::sheet(0, 0, 125, 0, 15.7, 0.85, 128, 128, 80))},
     preset{"t4",
            "NVIDIA T4 datasheet: 65 TFLOP/s fp16 tensor, 8.1 fp32, 16 GB GDDR6 at 320 GB/s, 40 SMs, no bf16; "
            "AMP's "
            "g4dn.12xlarge: 4 GPUs per node over PCIe, 50 Gb/s within and between nodes",
-           detail::gpu("t4", bytes{16e9}, bytes_per_second{320e9}, 4, bytes_per_second{6.25e9},
-                       bytes_per_second{6.25e9}, detail::sheet(0, 0, 65, 0, 8.1, 0.60, 128, 128, 40))},
+           detail::gpu("t4", bytes{16e9}, bytes_per_second{320e9},
+                       detail::sheet(0, 0, 65, 0, 8.1, 0.60, 128, 128, 40))},
 };
 
 /// PHAZE's reference design, usable in constant expressions.

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "phaze/cluster/links.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/presets.hpp"
@@ -24,6 +26,7 @@ namespace phaze::io {
 /// derived from it.
 struct device_summary {
   hw::device spec;
+  cluster::node_spec node;  ///< the node the device comes in
   std::string source;
   flops_per_second peak_matrix{0.0};  ///< dense peak in the compute format (hw::peak_matrix_flops)
   flops_per_second peak_vector{0.0};
@@ -31,10 +34,12 @@ struct device_summary {
   flops_per_byte ridge{0.0};
 };
 
-/// The summary of a device; `source` says where its numbers come from.
-inline constexpr auto describe_device = [](const hw::device& d, std::string_view source = {}) {
+/// The summary of a device in its node; `source` says where their numbers come from.
+inline constexpr auto describe_device = [](const hw::device& d, const cluster::node_spec& node,
+                                           std::string_view source = {}) {
   device_summary s;
   s.spec = d;
+  s.node = node;
   s.source = std::string{source};
   s.peak_matrix = hw::peak_matrix_flops(d);
   s.peak_vector = hw::peak_vector_flops(d);
@@ -45,7 +50,8 @@ inline constexpr auto describe_device = [](const hw::device& d, std::string_view
 /// Every preset, in preset order.
 inline constexpr auto describe_presets = []() -> std::vector<device_summary> {
   std::vector<device_summary> out;
-  for (const auto& p : hw::presets) out.push_back(describe_device(p.spec, p.source));
+  for (const auto& p : hw::presets)
+    out.push_back(describe_device(p.spec, cluster::node_of(p.name), p.source));
   return out;
 };
 
@@ -66,11 +72,12 @@ void to_json(Json& j, const device_summary& s) {
   j["hbm_bytes"] = std::llround(d.hbm.value());
   j["hbm_bandwidth_bytes_per_s"] = d.hbm_bandwidth.value();
   j["ridge_flops_per_byte"] = s.ridge.value();
-  j["devices_per_node"] = d.link.devices_per_node;
-  j["intra_node_bytes_per_s"] = d.link.intra_node.value();
-  j["inter_node_bytes_per_s"] = d.link.inter_node.value();
-  j["intra_latency_s"] = d.link.intra_latency.value();
-  j["inter_latency_s"] = d.link.inter_latency.value();
+  j["devices_per_node"] = s.node.devices;
+  j["nics_per_node"] = s.node.nics;
+  j["intra_node_bytes_per_s"] = s.node.intra.bandwidth.value();
+  j["inter_node_bytes_per_s"] = s.node.nic.bandwidth.value();
+  j["intra_latency_s"] = s.node.intra.latency.value();
+  j["inter_latency_s"] = s.node.nic.latency.value();
   if (d.kind == hw::device_kind::systolic) {
     const auto& a = d.systolic;
     Json sys = Json::object();
@@ -200,12 +207,15 @@ inline std::string to_table(const device_summary& s) {
     t.add_row({"  HBM efficiency", detail::format_plain(sheet.memory_efficiency)});
   }
 
-  t.add_section("Links (per device, per direction)");
-  t.add_row({"  devices per node", fmt::format("{}", d.link.devices_per_node)});
-  t.add_row({"  intra-node", fmt::format("{}, {} latency", detail::format_gbps(d.link.intra_node),
-                                         detail::format_latency(d.link.intra_latency))});
-  t.add_row({"  inter-node", fmt::format("{}, {} latency", detail::format_gbps(d.link.inter_node),
-                                         detail::format_latency(d.link.inter_latency))});
+  t.add_section("Node (links per direction)");
+  t.add_row({"  devices per node", fmt::format("{}", s.node.devices)});
+  t.add_row(
+      {"  intra-node, per device", fmt::format("{}, {} latency", detail::format_gbps(s.node.intra.bandwidth),
+                                               detail::format_latency(s.node.intra.latency))});
+  t.add_row({"  network interfaces", fmt::format("{}", s.node.nics)});
+  t.add_row(
+      {"  inter-node, per interface", fmt::format("{}, {} latency", detail::format_gbps(s.node.nic.bandwidth),
+                                                  detail::format_latency(s.node.nic.latency))});
   out += t.render();
   return out;
 }
@@ -213,10 +223,10 @@ inline std::string to_table(const device_summary& s) {
 /// `phaze devices` as text: one row per device.
 inline std::string to_table(const std::vector<device_summary>& devices) {
   text_table t{{"name", "kind", "prec", "matrix TFLOP/s", "vector TFLOP/s", "HBM", "HBM GB/s", "per node",
-                "intra GB/s", "inter GB/s", "TC", "VC", "GLB", "clock", "source"},
+                "intra GB/s", "NICs", "NIC GB/s", "TC", "VC", "GLB", "clock", "source"},
                {align::left, align::left, align::left, align::right, align::right, align::right, align::right,
                 align::right, align::right, align::right, align::right, align::right, align::right,
-                align::right, align::left}};
+                align::right, align::right, align::left}};
   for (const auto& s : devices) {
     const auto& d = s.spec;
     const bool systolic = d.kind == hw::device_kind::systolic;
@@ -224,9 +234,9 @@ inline std::string to_table(const std::vector<device_summary>& devices) {
     t.add_row({d.name.str(), std::string{hw::to_string(d.kind)}, std::string{hw::to_string(d.compute)},
                detail::format_plain(in_tflop_per_s(s.peak_matrix)),
                detail::format_plain(in_tflop_per_s(s.peak_vector)), detail::format_capacity(d.hbm),
-               detail::format_plain(in_gb_per_s(d.hbm_bandwidth)), fmt::format("{}", d.link.devices_per_node),
-               detail::format_plain(in_gb_per_s(d.link.intra_node)),
-               detail::format_plain(in_gb_per_s(d.link.inter_node)),
+               detail::format_plain(in_gb_per_s(d.hbm_bandwidth)), fmt::format("{}", s.node.devices),
+               detail::format_plain(in_gb_per_s(s.node.intra.bandwidth)), fmt::format("{}", s.node.nics),
+               detail::format_plain(in_gb_per_s(s.node.nic.bandwidth)),
                systolic ? fmt::format("{}x{}x{}", a.num_tc, a.tc_width, a.tc_depth) : "-",
                systolic ? fmt::format("{}x{}", a.num_vc, a.vc_width) : "-",
                systolic ? format_bytes(a.glb) : "-",

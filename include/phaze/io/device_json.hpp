@@ -1,6 +1,7 @@
 /// @file
-/// Device files: hw::device to and from JSON, one schema for PHAZE's systolic template and for datasheet
-/// devices (docs/devices.md). Reading names every field it rejects; writing gives back the same device.
+/// Device files: a device (hw::device: compute and memory) and the node it comes in (cluster::node_spec, the
+/// "links" section) to and from JSON, one schema for PHAZE's systolic template and for datasheet devices
+/// (docs/devices.md). Reading names every field it rejects; writing gives back the same device and node.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "phaze/cluster/links.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/core/names.hpp"
 #include "phaze/core/quantity.hpp"
@@ -28,9 +31,15 @@
 
 namespace phaze::io {
 
-/// Collective latency a device file gets when it gives none: the presets' assumption (hw/presets.hpp).
-inline constexpr seconds default_intra_latency = hw::detail::fast_link_latency;
-inline constexpr seconds default_inter_latency = hw::detail::network_latency;
+/// Collective latency a device file gets when it gives none: the presets' assumption (cluster/presets.hpp).
+inline constexpr seconds default_intra_latency = cluster::detail::fast_link_latency;
+inline constexpr seconds default_inter_latency = cluster::detail::network_latency;
+
+/// What a device file describes: the device and the node it comes in.
+struct device_and_node {
+  hw::device device;
+  cluster::node_spec node;
+};
 
 namespace detail::device_file {
 
@@ -223,10 +232,10 @@ void add_keys(std::vector<std::string>& keys, const quantity_field<N>& f) {
 
 inline constexpr std::string_view base_hint = "; or start from a preset with \"base\"";
 
-/// Reads a device object into `d`, which holds the base preset's values or defaults.
+/// Reads a device object into `d` and `node`, which hold the base preset's values or defaults.
 class reader {
  public:
-  reader(hw::device& d, bool has_base) : d_(d), has_base_(has_base) {}
+  reader(hw::device& d, cluster::node_spec& node, bool has_base) : d_(d), node_(node), has_base_(has_base) {}
 
   /// Sets `target` from a quantity field when given; a field without a value and without a base is missing.
   template <std::size_t N, class Q>
@@ -254,27 +263,30 @@ class reader {
         field_error("links", "is missing (an object with the device's links)" + std::string{base_hint});
       return;
     }
-    std::vector<std::string> keys{"devices_per_node"};
+    std::vector<std::string> keys{"devices_per_node", "nics_per_node"};
     for (const auto* f : {&intra_node, &inter_node}) add_keys(keys, *f);
     for (const auto* f : {&intra_latency, &inter_latency}) add_keys(keys, *f);
     s->check_keys(keys, "links");
-    auto& l = d_.link;
+    auto& n = node_;
     if (!has_base_) {
-      l.devices_per_node = 1;
-      l.intra_latency = default_intra_latency;
-      l.inter_latency = default_inter_latency;
+      n.devices = 1;
+      n.nics = 1;
+      n.intra.latency = default_intra_latency;
+      n.nic.latency = default_inter_latency;
     }
-    if (const auto n = s->count("devices_per_node")) l.devices_per_node = *n;
-    quantity(*s, inter_node, l.inter_node, true);
+    // One interface per device (rails) unless the file says otherwise.
+    if (const auto count = s->count("devices_per_node")) n = cluster::with_devices_per_node(n, *count);
+    if (const auto count = s->count("nics_per_node")) n.nics = *count;
+    quantity(*s, inter_node, n.nic.bandwidth, true);
     if (const auto v = s->quantity(intra_node)) {
-      l.intra_node = bytes_per_second{*v};
+      n.intra.bandwidth = bytes_per_second{*v};
     } else if (!has_base_) {
       // One device per node needs no intra-node link; it then gets the network's bandwidth.
-      if (l.devices_per_node > 1) s->missing(intra_node, base_hint);
-      l.intra_node = l.inter_node;
+      if (n.devices > 1) s->missing(intra_node, base_hint);
+      n.intra.bandwidth = n.nic.bandwidth;
     }
-    quantity(*s, intra_latency, l.intra_latency, false, true);
-    quantity(*s, inter_latency, l.inter_latency, false, true);
+    quantity(*s, intra_latency, n.intra.latency, false, true);
+    quantity(*s, inter_latency, n.nic.latency, false, true);
   }
 
   void systolic(const section& top) {
@@ -365,6 +377,7 @@ class reader {
 
  private:
   hw::device& d_;
+  cluster::node_spec& node_;
   bool has_base_;
 };
 
@@ -420,11 +433,11 @@ void write_quantity(nlohmann::ordered_json& j, const quantity_field<N>& f, doubl
 
 }  // namespace detail::device_file
 
-/// A device from its JSON form (docs/devices.md). `fallback_name` names a device whose JSON has no "name"
-/// (load_device passes the file's stem). Every rejected field is named in the input_error; the assembled
-/// device is then checked by hw::validate.
-inline constexpr auto device_from_json = [](const nlohmann::json& j,
-                                            std::string_view fallback_name = {}) -> hw::device {
+/// A device and its node from their JSON form (docs/devices.md). `fallback_name` names a device whose JSON
+/// has no "name" (read_device_file passes the file's stem). Every rejected field is named in the
+/// input_error; the assembled device is then checked by hw::validate and the node by cluster::validate.
+inline constexpr auto device_and_node_from_json = [](const nlohmann::json& j,
+                                                     std::string_view fallback_name = {}) -> device_and_node {
   using namespace detail::device_file;
   if (!j.is_object()) {
     throw input_error("a device must be one JSON object ({\"name\": ..., \"kind\": ...}), got " + shown(j));
@@ -433,6 +446,7 @@ inline constexpr auto device_from_json = [](const nlohmann::json& j,
   top.check_keys(top_level_keys(), "a device");
 
   hw::device d;
+  cluster::node_spec node;
   const auto base = top.text("base");
   if (base) {
     const auto preset = hw::find_preset(*base);
@@ -442,6 +456,7 @@ inline constexpr auto device_from_json = [](const nlohmann::json& j,
                               "? (`phaze devices` lists them)");
     }
     d = *preset;
+    node = cluster::node_of(*base);
   }
 
   if (const auto kind = top.text("kind")) {
@@ -484,7 +499,7 @@ inline constexpr auto device_from_json = [](const nlohmann::json& j,
     field_error("name", "is missing (a short label such as \"my-accelerator\")");
   }
 
-  reader r{d, base.has_value()};
+  reader r{d, node, base.has_value()};
   r.quantity(top, hbm_capacity, d.hbm, true);
   r.quantity(top, hbm_rate, d.hbm_bandwidth, true);
   r.links(top);
@@ -514,12 +529,20 @@ inline constexpr auto device_from_json = [](const nlohmann::json& j,
                               : " or the " + std::string{fallback} + " rate, which " + p + " falls back to"));
   }
   hw::validate(d);
-  return d;
+  cluster::validate(node);
+  return device_and_node{d, node};
 };
 
-/// The JSON form of a device, in the preferred spellings of docs/devices.md; device_from_json reads it back
-/// to the same device.
-inline constexpr auto device_to_json = [](const hw::device& d) -> nlohmann::ordered_json {
+/// The device of a device file's JSON form (device_and_node_from_json without the node).
+inline constexpr auto device_from_json = [](const nlohmann::json& j,
+                                            std::string_view fallback_name = {}) -> hw::device {
+  return device_and_node_from_json(j, fallback_name).device;
+};
+
+/// The JSON form of a device and its node, in the preferred spellings of docs/devices.md;
+/// device_and_node_from_json reads it back to the same device and node.
+inline constexpr auto device_to_json = [](const hw::device& d,
+                                          const cluster::node_spec& node) -> nlohmann::ordered_json {
   using namespace detail::device_file;
   nlohmann::ordered_json j;
   if (!d.name.empty()) j["name"] = d.name.str();
@@ -535,11 +558,12 @@ inline constexpr auto device_to_json = [](const hw::device& d) -> nlohmann::orde
   write_quantity(j, hbm_rate, d.hbm_bandwidth.value(), {0});
 
   nlohmann::ordered_json links;
-  links["devices_per_node"] = d.link.devices_per_node;
-  write_quantity(links, intra_node, d.link.intra_node.value(), {0});
-  write_quantity(links, inter_node, d.link.inter_node.value(), {0});
-  write_quantity(links, intra_latency, d.link.intra_latency.value(), {0});
-  write_quantity(links, inter_latency, d.link.inter_latency.value(), {0});
+  links["devices_per_node"] = node.devices;
+  links["nics_per_node"] = node.nics;
+  write_quantity(links, intra_node, node.intra.bandwidth.value(), {0});
+  write_quantity(links, inter_node, node.nic.bandwidth.value(), {0});
+  write_quantity(links, intra_latency, node.intra.latency.value(), {0});
+  write_quantity(links, inter_latency, node.nic.latency.value(), {0});
   j["links"] = links;
 
   if (d.kind == hw::device_kind::systolic) {

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/presets.hpp"
@@ -18,9 +20,11 @@
 
 namespace phaze::io {
 
-/// A device and where its numbers come from: the preset's citation, or the file (and its "source" field).
+/// A device, the node it comes in and where their numbers come from: the preset's citation, or the file (and
+/// its "source" field).
 struct resolved_device {
   hw::device spec;
+  cluster::node_spec node;
   std::string source;
   bool preset = false;  ///< true when the argument named a preset
 };
@@ -62,7 +66,9 @@ inline resolved_device read_device_file(const std::filesystem::path& path) {
   }
   resolved_device r;
   try {
-    r.spec = device_from_json(json, path.stem().string());
+    const auto read = device_and_node_from_json(json, path.stem().string());
+    r.spec = read.device;
+    r.node = read.node;
   } catch (const input_error& e) {
     throw input_error(where + ": " + e.what());
   } catch (const nlohmann::json::exception& e) {  // a guard: the reader checks types before reading values
@@ -79,7 +85,7 @@ inline resolved_device read_device_file(const std::filesystem::path& path) {
 /// a path to a device JSON file. An unknown name throws input_error suggesting the closest preset names.
 inline resolved_device resolve_device(std::string_view arg) {
   for (const auto& p : hw::presets) {
-    if (p.name == arg) return {p.spec, std::string{p.source}, true};
+    if (p.name == arg) return {p.spec, cluster::node_of(p.name), std::string{p.source}, true};
   }
   if (!detail::device_file::looks_like_path(arg)) detail::device_file::unknown_device(arg);
   return read_device_file(std::filesystem::path{std::string{arg}});
@@ -88,6 +94,14 @@ inline resolved_device resolve_device(std::string_view arg) {
 /// The device a command-line argument names: a preset name or a path to a device JSON file.
 inline hw::device load_device(std::string_view arg) {
   return resolve_device(arg).spec;
+}
+
+/// The cluster `--device DEV --devices N [--devices-per-node G]` describe: N devices of DEV in DEV's nodes
+/// (the preset's, or the file's "links"), G devices per node when given (0: the node's own).
+inline cluster::cluster homogeneous_cluster(const resolved_device& d, int devices, int devices_per_node = 0) {
+  const cluster::node_spec node =
+      devices_per_node > 0 ? cluster::with_devices_per_node(d.node, devices_per_node) : d.node;
+  return cluster::homogeneous(d.spec, devices, node);
 }
 
 }  // namespace phaze::io

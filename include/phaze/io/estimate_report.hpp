@@ -2,12 +2,14 @@
 /// `phaze estimate`'s output: a step estimate as the JSON object of DESIGN.md section 9 and as a table.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "phaze/hw/device.hpp"
+#include "phaze/cluster/cluster.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/train/knobs.hpp"
@@ -15,9 +17,24 @@
 
 namespace phaze::io {
 
+/// The device types of a cluster as the reports name them: "a100-80gb", or "a100-80gb+v100-16gb".
+inline std::string device_names(const cluster::cluster& c) {
+  std::vector<std::string> names;
+  for (const auto& g : c.groups()) {
+    if (std::find(names.begin(), names.end(), g.device.name.str()) == names.end())
+      names.push_back(g.device.name.str());
+  }
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out.push_back('+');
+    out.append(n);
+  }
+  return out;
+}
+
 /// The estimate as one JSON object: time_per_batch_s, throughput_samples_per_s, tokens_per_s,
 /// model_flops_per_device_per_s, mfu, peak_memory_bytes, fits, plan{...}, breakdown{...}.
-inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::device& d,
+inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster::cluster& c,
                                             const train::parallelism& p, const train::training_knobs& k,
                                             const train::step_estimate& e) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -32,7 +49,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::dev
   }
   const auto& b = e.breakdown;
   return {{"model", m.config.name.str()},
-          {"device", d.name.str()},
+          {"device", device_names(c)},
           {"devices", p.devices()},
           {"global_batch", k.global_batch},
           {"sequence", train::sequence_of(m, k)},
@@ -42,7 +59,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::dev
           {"model_flops_per_device_per_s", e.model_flops_per_device.value()},
           {"mfu", e.mfu},
           {"peak_memory_bytes", e.peak_memory.value()},
-          {"memory_capacity_bytes", d.hbm.value()},
+          {"memory_capacity_bytes", e.memory_capacity.value()},
           {"fits", e.fits},
           {"plan",
            {{"tp", p.tp},
@@ -68,12 +85,13 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const hw::dev
 }
 
 /// The estimate for people: a summary, the time breakdown and the per-stage table.
-inline std::string estimate_table(const model::model& m, const hw::device& d, const train::parallelism& p,
-                                  const train::training_knobs& k, const train::step_estimate& e) {
+inline std::string estimate_table(const model::model& m, const cluster::cluster& c,
+                                  const train::parallelism& p, const train::training_knobs& k,
+                                  const train::step_estimate& e) {
   std::string out = fmt::format(
       "{} on {} x {}: tp {}, pp {}, dp {}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
       "{}{}\n\n",
-      m.config.name.view(), p.devices(), d.name.view(), p.tp, p.pp, p.dp, k.virtual_stages, k.microbatch,
+      m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp, k.virtual_stages, k.microbatch,
       e.microbatches, model::to_string(k.recompute), train::to_string(k.schedule),
       k.sequence_parallel ? ", sequence parallel" : "");
   text_table summary{{}, {align::left, align::right}};
@@ -83,7 +101,7 @@ inline std::string estimate_table(const model::model& m, const hw::device& d, co
   summary.add_row({"model FLOP/s per device", format_flops(flops{e.model_flops_per_device.value()}) + "/s"});
   summary.add_row({"MFU", fmt::format("{:.1f}%", 100.0 * e.mfu)});
   summary.add_row({"peak memory per device", fmt::format("{} of {} (stage {})", format_bytes(e.peak_memory),
-                                                         format_bytes(d.hbm), e.peak_stage)});
+                                                         format_bytes(e.memory_capacity), e.peak_stage)});
   summary.add_row({"fits", e.fits ? "yes" : "no"});
   out += summary.render() + "\n";
 

@@ -355,7 +355,8 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
 inline nlohmann::ordered_json best_json(const search::spec& s, const search::summary& sum) {
   const model::model run = search::model_of(s);
   const auto& b = sum.best;
-  nlohmann::ordered_json j = estimate_json(run, b.device, b.parallel, b.knobs, b.estimate);
+  nlohmann::ordered_json j =
+      estimate_json(run, search::cluster_of(s, b.device), b.parallel, b.knobs, b.estimate);
   j["design_index"] = b.index;
   j["design"] = design_json(b.device);
   j["area_mm2"] = b.die_area.value();

@@ -1,9 +1,9 @@
 /// @file
 /// Placement of a model with uneven stages under the training-step model: the model's layer cost tables (one
-/// per tensor-parallel width, built from train::layer_times), `step_policy` (the objective of
-/// place/step_time.hpp and the memory of place/memory.hpp as a placer policy) and `place_model`, which runs
-/// chain_dp on them and re-checks the chosen split with train::estimate_step. One timing and one memory model
-/// for `phaze estimate`, `phaze plan` and the placers (docs/step-time.md, "Uneven stages").
+/// per tensor-parallel width, built from train::layer_times), `step_policy` (the training-step model of
+/// train/step.hpp as a placer policy) and `place_model`, which runs chain_dp on them and re-checks the chosen
+/// split with train::estimate_step. One timing and one memory model for `phaze estimate`, `phaze plan`, the
+/// placers and the search (docs/step-time.md, "Uneven stages").
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
@@ -33,17 +34,17 @@ struct width_terms {
   bytes recompute_working_set{};      ///< full recomputation: one block's full activations (memory.hpp)
 };
 
-/// The training-step model as a placer policy: a stage's time per microbatch is its layers' work plus
-/// 2 v pipeline sends (train::detail::pipeline_send), the iteration (m + (p - 1) / v) t_max plus the largest
-/// stage's gradient synchronization and optimizer step, and a stage's memory the model states and in-flight
-/// activations of place/memory.hpp. For a split of a model's tables, plan::time_per_batch equals
-/// train::estimate_step's time for that split (tests/place/model_placement_test.cpp holds them together).
-/// Every cut of a transformer chain carries the same hidden state, so all stages pay the same sends.
+/// The training-step model (train::step_model) as a placer policy: every term forwards to the step model,
+/// so for a split of a model's tables plan::time_per_batch equals train::estimate_step's time for that split
+/// and a stage's memory is train::stage_memory_of_load's (tests/place/model_placement_test.cpp checks it).
+/// What the step model needs besides a stage's load comes from the table's width (width_terms): every cut of
+/// a transformer chain carries the same hidden state, so all stages pay the same sends; the full
+/// recomputation working set is charged to every stage (a stage without a block is over-estimated by it).
+/// Homogeneous clusters: every stage runs on the first device group's devices.
 struct step_policy {
   static constexpr bool allreduce_of_largest_stage = true;
 
-  hw::device device{};
-  train::training_knobs knobs{};
+  train::step_model model;
   std::vector<width_terms> widths;  ///< one per table
 
   [[nodiscard]] const width_terms& terms(int tp) const {
@@ -51,7 +52,10 @@ struct step_policy {
       if (w.tp == tp) return w;
     throw input_error("step_policy: no terms for tp " + std::to_string(tp));
   }
-  [[nodiscard]] double chunks() const { return static_cast<double>(train::detail::chunks_per_device(knobs)); }
+  [[nodiscard]] const hw::device& device() const { return model.cluster().groups().front().device; }
+  [[nodiscard]] static train::plan_shape shape_of(const stage_context& c) {
+    return {c.tp, c.stages, c.dp, c.microbatches};
+  }
   [[nodiscard]] double parameters_of(const placement_settings& s, double parameter_bytes,
                                      const stage_context& c) const {
     // A single stage holds the embedding and the head together: no second copy of a tied matrix.
@@ -61,8 +65,8 @@ struct step_policy {
 
   [[nodiscard]] double microbatches_in_flight(const placement_settings&, int stage,
                                               const stage_context& c) const {
-    return train::microbatches_in_flight(knobs.schedule, stage, c.stages, c.microbatches,
-                                         knobs.virtual_stages);
+    const auto& k = model.knobs();
+    return train::microbatches_in_flight(k.schedule, stage, c.stages, c.microbatches, k.virtual_stages);
   }
   template <class Node>
   static double work_s(const placement_settings& s, const Node& n) {
@@ -70,37 +74,29 @@ struct step_policy {
   }
   [[nodiscard]] double stage_time_s(const placement_settings&, const stage_load& l,
                                     const stage_context& c) const {
-    if (c.stages <= 1) return l.work_s;
-    const seconds send =
-        train::detail::pipeline_send(terms(c.tp).boundary, c.tp, c.dp, knobs.sequence_parallel, device.link);
-    return l.work_s + 2.0 * chunks() * send.value();
+    return model.stage_time(seconds{l.work_s}, terms(c.tp).boundary, shape_of(c)).value();
   }
   [[nodiscard]] double allreduce_s(const placement_settings& s, double parameter_bytes,
                                    const stage_context& c) const {
-    return train::detail::gradient_sync(parameters_of(s, parameter_bytes, c), c.tp, c.dp, knobs, device.link)
-        .value();
+    return model.gradient_sync(parameters_of(s, parameter_bytes, c), shape_of(c)).value();
   }
   [[nodiscard]] double stage_cost_s(const placement_settings& s, const stage_load& l,
                                     const stage_context& c) const {
-    const double fill = static_cast<double>(c.stages - 1) / chunks();
-    return (static_cast<double>(c.microbatches) + fill) * stage_time_s(s, l, c);
+    return model.pipeline_time(seconds{stage_time_s(s, l, c)}, shape_of(c)).value();
   }
   [[nodiscard]] double batch_time_s(const placement_settings& s, double largest_stage_cost,
                                     double largest_stage_parameters, const stage_context& c) const {
-    const double params = parameters_of(s, largest_stage_parameters, c);
-    return largest_stage_cost + train::detail::gradient_sync(params, c.tp, c.dp, knobs, device.link).value() +
-           train::detail::optimizer_step(params, c.dp, knobs, device).value();
+    return model
+        .iteration(seconds{largest_stage_cost}, parameters_of(s, largest_stage_parameters, c), shape_of(c),
+                   device())
+        .value();
   }
   [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,
                                     const stage_context& c) const {
-    const train::bytes_per_parameter per = train::state_bytes_per_parameter(knobs.precision, knobs.opt);
-    const double shard = knobs.distributed_optimizer ? static_cast<double>(c.dp) : 1.0;
-    const double states =
-        parameters_of(s, l.parameter_bytes, c) * (per.weights + per.gradients + per.optimizer / shard);
-    // Assumption of memory.hpp: under full recomputation one block's full activations live on top of the
-    // stored inputs. Charged to every stage (a stage without a block is over-estimated by it).
-    return states + l.activation_bytes * microbatches_in_flight(s, stage, c) +
-           terms(c.tp).recompute_working_set.value();
+    return model
+        .stage_memory(parameters_of(s, l.parameter_bytes, c), bytes{l.activation_bytes},
+                      terms(c.tp).recompute_working_set, stage, shape_of(c))
+        .total.value();
   }
 };
 
@@ -112,34 +108,47 @@ struct model_problem {
   step_policy policy;
 };
 
-/// Builds the tables for `widths` (each must divide the model's heads and MLP) on `devices` copies of `d`
-/// with the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule).
-inline model_problem model_tables(const model::model& m, const hw::device& d, int devices,
+namespace rules {
+[[noreturn]] inline void uneven_placement_needs_one_device_type() {
+  throw input_error(
+      "placing a model with uneven stages needs a cluster of one device type; give a homogeneous cluster, or "
+      "estimate a fully given plan on this one");
+}
+}  // namespace rules
+
+/// Builds the tables for `widths` (each must divide the model's heads and MLP) on cluster `c` (one device
+/// group) with the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism,
+/// schedule).
+inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
                                   const train::training_knobs& k, const std::vector<int>& widths,
-                                  sched::schedule_cache& cache) {
+                                  const sched::schedule_cache& cache) {
+  if (c.groups().size() != 1) rules::uneven_placement_needs_one_device_type();
+  const hw::device& d = c.groups().front().device;
   model_problem out;
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
   const train::bytes_per_parameter per = train::state_bytes_per_parameter(k.precision, k.opt);
   auto& p = out.problem;
-  p.devices = devices;
+  p.devices = c.devices();
   p.memory_per_device = d.hbm;
   p.microbatches = k.global_batch / std::max<std::int64_t>(k.microbatch, 1);
   p.weight_bytes_per_parameter = weight_bytes;
   p.state_bytes_per_parameter = per.total();
-  p.p2p_bandwidth = d.link.inter_node;
-  p.dp_bandwidth = d.link.inter_node;
+  // The generic pipeline_policy's scalar links; step_policy takes its routes from the cluster instead.
+  p.p2p_bandwidth = c.groups().front().node.network_share(1);
+  p.dp_bandwidth = p.p2p_bandwidth;
   p.schedule = k.schedule;
   p.recompute = k.recompute != model::recompute::none;
-  out.policy.device = d;
-  out.policy.knobs = k;
+  out.policy.model = train::step_model{c, k};
   const bool tied = run.config.tied_embeddings;
   for (const int tp : widths) {
     const auto built =
         train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
-    const auto emb = train::detail::time_with_shares(built.embedding, d, cache, model::recompute::none);
-    const auto block = train::detail::time_with_shares(built.block, d, cache, k.recompute);
-    const auto head = train::detail::time_with_shares(built.head, d, cache, model::recompute::none);
+    const cluster::route route = out.policy.model.tensor_parallel_route(tp);
+    const auto emb =
+        train::detail::time_with_shares(built.embedding, d, route, cache, model::recompute::none);
+    const auto block = train::detail::time_with_shares(built.block, d, route, cache, k.recompute);
+    const auto head = train::detail::time_with_shares(built.head, d, route, cache, model::recompute::none);
     auto node = [&](const char* name, const train::detail::timed_layer& t, const train::stage_layers& holds,
                     seconds rec) {
       cost_node n;
@@ -197,14 +206,18 @@ inline std::vector<train::stage_layers> stage_split(const plan& pl, std::size_t 
   return split;
 }
 
-/// The tensor-parallel widths a model admits on `d`: powers of two dividing the heads, key/value heads and
-/// MLP width, inside one node (Megatron-LM keeps TP's all-reduces on the fast links), at most `devices`.
-inline std::vector<int> admissible_widths(const model::model& m, const hw::device& d, int devices) {
-  const auto& c = m.config;
+/// The tensor-parallel widths a model admits on cluster `c`: powers of two dividing the heads, key/value
+/// heads and MLP width, inside one node of every device group (Megatron-LM keeps TP's all-reduces on the
+/// fast links), at most the cluster's devices.
+inline std::vector<int> admissible_widths(const model::model& m, const cluster::cluster& c) {
+  const auto& config = m.config;
+  int node = c.devices();
+  for (const auto& g : c.groups()) node = std::min(node, g.node.devices);
   std::vector<int> out;
-  for (int tp = 1; tp <= devices; tp *= 2) {
-    const bool divides = c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0;
-    if (divides && tp <= std::max(1, d.link.devices_per_node)) out.push_back(tp);
+  for (int tp = 1; tp <= c.devices(); tp *= 2) {
+    const bool divides =
+        config.heads % tp == 0 && config.kv_heads_or_default() % tp == 0 && config.ffn % tp == 0;
+    if (divides && tp <= std::max(1, node)) out.push_back(tp);
   }
   return out;
 }
@@ -221,15 +234,15 @@ struct model_placement {
 /// pipeline depths up to the block count and dp = devices / (tp * pp) (every device used), by chain_dp under
 /// step_policy. `fixed` may fix tp, pp or dp. The plan's time equals train::estimate_step's for its split.
 /// The interleaved schedule is not placed unevenly (its chunks are not contiguous): give 1F1B or GPipe.
-inline model_placement place_model(const model::model& m, const hw::device& d, int devices,
+inline model_placement place_model(const model::model& m, const cluster::cluster& c,
                                    const train::training_knobs& k, const std::vector<int>& widths,
-                                   sched::schedule_cache& cache, fixed_choices fixed = {}) {
+                                   const sched::schedule_cache& cache, fixed_choices fixed = {}) {
   if (k.schedule == train::pipeline_schedule::interleaved) {
     throw input_error(
         "uneven stages need the 1F1B or GPipe schedule; the interleaved schedule is placed "
         "uniformly (use the uniform placer)");
   }
-  const model_problem mp = model_tables(m, d, devices, k, widths, cache);
+  const model_problem mp = model_tables(m, c, k, widths, cache);
   auto placer = chain_dp(mp.problem, mp.policy);
   if (fixed.tp != 0) placer.tp(fixed.tp);
   if (fixed.pp != 0) placer.pp(fixed.pp);
@@ -240,7 +253,7 @@ inline model_placement place_model(const model::model& m, const hw::device& d, i
   if (!out.placed.feasible) return out;
   out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp};
   out.split = stage_split(out.placed, mp.problem.tables.front().nodes.size());
-  out.estimate = train::estimate_step(m, d, out.parallel, k, cache, out.split);
+  out.estimate = train::estimate_step(m, c, out.parallel, k, cache, out.split);
   return out;
 }
 

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
-#include "phaze/hw/device.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/model_placement.hpp"
 #include "phaze/train/knobs.hpp"
@@ -51,8 +51,6 @@ struct plan_search_result {
   bytes smallest_infeasible_need{0.0};  ///< peak memory per device of the leanest plan that did not fit
 };
 
-/// Searches the plans of `m` on `devices` devices of type `d`. `base` gives the knobs that are not searched
-/// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
 namespace detail {
 /// Every knob setting the search tries (microbatch, recomputation, sequence parallelism), in a fixed order.
 template <class Fn>
@@ -92,19 +90,18 @@ inline void record(plan_search_result& result, ranked_plan r) {
 }
 }  // namespace detail
 
-/// Searches the plans of `m` on `devices` devices of type `d`. `base` gives the knobs that are not searched
+/// Searches the plans of `m` on every device of cluster `c`. `base` gives the knobs that are not searched
 /// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
 /// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
 /// uniform split; with stage_placement::uneven, for every tp and knob setting chain_dp finds the best pp, dp
 /// and split under the same model (one plan per tp and knob setting; the interleaved schedule is always
 /// placed uniformly). The uneven plan of a setting is never slower than its best uniform plan.
-inline plan_search_result search_plans(const model::model& m, const hw::device& d, int devices,
+inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
                                        const train::training_knobs& base, const plan_choices& fixed,
-                                       sched::schedule_cache& cache) {
-  if (devices < 1) throw input_error("--devices must be at least 1");
+                                       const sched::schedule_cache& cache) {
+  const int devices = c.devices();
   plan_search_result result;
-  const auto& c = m.config;
-  std::vector<int> tps = admissible_widths(m, d, devices);
+  std::vector<int> tps = admissible_widths(m, c);
   if (fixed.tp) tps = {*fixed.tp};
   const bool uneven =
       fixed.placement == stage_placement::uneven && base.schedule != train::pipeline_schedule::interleaved;
@@ -123,7 +120,7 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
         f.dp = fixed.dp.value_or(0);
         model_placement placed;
         try {
-          placed = place_model(m, d, devices, k, {tp}, cache, f);
+          placed = place_model(m, c, k, {tp}, cache, f);
         } catch (const input_error&) {
           return;  // no (pp, dp) uses the devices with this batch: not a plan
         }
@@ -140,7 +137,7 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
       });
       continue;
     }
-    for (int pp = 1; pp <= devices / tp && pp <= c.layers; ++pp) {
+    for (int pp = 1; pp <= devices / tp && pp <= m.config.layers; ++pp) {
       if (fixed.pp && pp != *fixed.pp) continue;
       if ((devices / tp) % pp != 0 && !fixed.dp) continue;
       const int dp = fixed.dp ? *fixed.dp : devices / (tp * pp);
@@ -155,7 +152,7 @@ inline plan_search_result search_plans(const model::model& m, const hw::device& 
         any_admissible = true;
         std::vector<train::stage_layers> split;
         for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
-        detail::record(result, ranked_plan{p, k, train::estimate_step(m, d, p, k, cache), std::move(split)});
+        detail::record(result, ranked_plan{p, k, train::estimate_step(m, c, p, k, cache), std::move(split)});
       });
     }
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "phaze/cluster/links.hpp"
 #include "phaze/cost/op_cost.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/layer.hpp"
@@ -24,7 +25,7 @@ constexpr std::string_view to_string(pass p) {
 
 namespace detail {
 template <class Ops>
-problem problem_of_ops(const Ops& ops, const hw::device& d) {
+problem problem_of_ops(const Ops& ops, const hw::device& d, const cluster::route& tp) {
   problem p;
   const bool systolic = d.kind == hw::device_kind::systolic;
   // A datasheet device (a GPU) runs one kernel at a time over all its units: one pool of each kind, every
@@ -35,7 +36,7 @@ problem problem_of_ops(const Ops& ops, const hw::device& d) {
   for (const model::op& o : ops) {
     task t;
     t.name = std::string{o.name.view()};
-    const auto c = cost::cost_of(o, d);
+    const auto c = cost::cost_of(o, d, tp);
     t.one_core = c.one_core;
     t.all_cores = c.all_cores;
     switch (model::unit_of(o)) {
@@ -58,17 +59,19 @@ problem problem_of_ops(const Ops& ops, const hw::device& d) {
 }
 }  // namespace detail
 
-/// The scheduling problem of one pass of a layer on a device.
-inline problem layer_problem(const model::layer& l, const hw::device& d, pass which) {
-  if (which == pass::forward) return detail::problem_of_ops(l.ops, d);
-  return detail::problem_of_ops(model::backward(l), d);
+/// The scheduling problem of one pass of a layer on a device whose tensor-parallel group takes route `tp`.
+inline problem layer_problem(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                             pass which) {
+  if (which == pass::forward) return detail::problem_of_ops(l.ops, d, tp);
+  return detail::problem_of_ops(model::backward(l), d, tp);
 }
 
-/// The schedule of one pass of a layer on a device by scheduler `s` (no cache).
+/// The schedule of one pass of a layer by scheduler `s` (no cache).
 template <class S>
-schedule schedule_layer(const model::layer& l, const hw::device& d, pass which, const S& s) {
+schedule schedule_layer(const model::layer& l, const hw::device& d, const cluster::route& tp, pass which,
+                        const S& s) {
   static_assert(explain_scheduler<S>());
-  return s.solve(layer_problem(l, d, which));
+  return s.solve(layer_problem(l, d, tp, which));
 }
 
 }  // namespace phaze::sched

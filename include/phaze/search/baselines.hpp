@@ -35,7 +35,8 @@ inline seconds layer_latency(const model::model& run, const hw::device& d) {
   const model::layer_shape shape{1, run.config.sequence, 1, false, 2};
   seconds total{0.0};
   for (const auto role : {model::layer_role::embedding, model::layer_role::block, model::layer_role::head}) {
-    const auto t = train::time_layer(model::make_layer(run.config, role, shape), d, cache);
+    // One device, no tensor parallelism: no collective runs (the route is never used).
+    const auto t = train::time_layer(model::make_layer(run.config, role, shape), d, cluster::route{}, cache);
     const double copies = role == model::layer_role::block ? static_cast<double>(run.config.layers) : 1.0;
     total += (t.forward + t.backward) * copies;
   }
@@ -85,7 +86,8 @@ inline std::vector<baseline> baselines(
   base.schedule = s.knobs.schedule;
   base.distributed_optimizer = s.knobs.distributed_optimizer;
   sched::schedule_cache cache;
-  for (const int tp : detail::widths_for(s, run, best.device)) {
+  const cluster::cluster on = cluster_of(s, best.device);
+  for (const int tp : detail::widths_for(s, run, on)) {
     for (const std::int64_t mb : s.knobs.microbatches) {
       for (const model::recompute mode : s.knobs.recompute) {
         for (const bool sp : s.knobs.sequence_parallel) {
@@ -99,7 +101,7 @@ inline std::vector<baseline> baselines(
           choices.sequence_parallel = sp;
           place::plan_search_result found;
           try {
-            found = place::search_plans(run, best.device, s.devices, base, choices, cache);
+            found = place::search_plans(run, on, base, choices, cache);
           } catch (const input_error&) {
             continue;  // no uniform plan is admissible with these knobs
           }

@@ -101,9 +101,9 @@ inline hw::energy energy_per_sample(const model::model& run, const hw::device& d
 
 namespace detail {
 /// The widths tried on a design: the admissible ones, restricted to the spec's list when it gives one.
-inline std::vector<int> widths_for(const spec& s, const model::model& run, const hw::device& d) {
+inline std::vector<int> widths_for(const spec& s, const model::model& run, const cluster::cluster& c) {
   std::vector<int> out;
-  for (const int tp : place::admissible_widths(run, d, s.devices)) {
+  for (const int tp : place::admissible_widths(run, c)) {
     if (s.knobs.tensor_parallel.empty() ||
         std::find(s.knobs.tensor_parallel.begin(), s.knobs.tensor_parallel.end(), tp) !=
             s.knobs.tensor_parallel.end()) {
@@ -122,7 +122,7 @@ inline bool any_admissible_plan(const spec& s) {
   for (const std::int64_t mb : s.knobs.microbatches) {
     if (mb < 1 || s.global_batch % mb != 0) continue;
     for (const bool sp : s.knobs.sequence_parallel) {
-      for (const int tp : detail::widths_for(s, run, s.space.base())) {
+      for (const int tp : detail::widths_for(s, run, cluster_of(s, s.space.base()))) {
         if (sp && tp == 1) continue;
         train::training_knobs k;
         k.global_batch = s.global_batch;
@@ -155,7 +155,8 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
   r.device = d;
   r.die_area = d.kind == hw::device_kind::systolic ? hw::area_of(d.systolic, s.space.tech()) : hw::area{0.0};
   r.upper_bound_samples_per_s = throughput_bound(s, d);
-  const std::vector<int> all_widths = detail::widths_for(s, run, d);
+  const cluster::cluster c = cluster_of(s, d);
+  const std::vector<int> all_widths = detail::widths_for(s, run, c);
   sched::schedule_cache cache;
   double best = std::numeric_limits<double>::infinity();
   double smallest_need = std::numeric_limits<double>::infinity();
@@ -186,7 +187,7 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
           widths.push_back(tp);
         }
         if (widths.empty()) continue;
-        const place::model_problem mp = place::model_tables(run, d, s.devices, k, widths, cache);
+        const place::model_problem mp = place::model_tables(run, c, k, widths, cache);
         auto placer = place::chain_dp(mp.problem, mp.policy);
         placer.max_pp(static_cast<int>(run.config.layers)).use_all_devices(true);
         if (best < std::numeric_limits<double>::infinity()) placer.cutoff(seconds{best});
@@ -222,7 +223,7 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
   r.parallel = chosen->parallel;
   r.knobs = chosen_knobs;
   r.split = chosen->split;
-  r.estimate = train::estimate_step(run, d, r.parallel, r.knobs, cache, r.split);
+  r.estimate = train::estimate_step(run, c, r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, d, r.parallel, r.knobs, s.space.tech());
   return r;
@@ -234,7 +235,7 @@ inline void restore_estimate(const spec& s, design_result& r) {
   if (r.status != outcome::evaluated) return;
   sched::schedule_cache cache;
   const model::model run = model_of(s);
-  r.estimate = train::estimate_step(run, r.device, r.parallel, r.knobs, cache, r.split);
+  r.estimate = train::estimate_step(run, cluster_of(s, r.device), r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
 }

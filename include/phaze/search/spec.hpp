@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/hw/space.hpp"
 #include "phaze/model/model.hpp"
@@ -33,12 +35,18 @@ struct knob_space {
 /// A whole search.
 struct spec {
   model::model model;
-  int devices = 1024;                ///< accelerators in the cluster
-  std::int64_t global_batch = 4096;  ///< sequences per iteration
-  std::int64_t sequence = 0;         ///< 0: the model's own
+  int devices = 1024;                                 ///< accelerators in the cluster
+  cluster::node_spec node = cluster::reference_node;  ///< the node every design comes in (links, NICs)
+  std::int64_t global_batch = 4096;                   ///< sequences per iteration
+  std::int64_t sequence = 0;                          ///< 0: the model's own
   hw::space space = hw::phaze_default_space;
   knob_space knobs{};
 };
+
+/// The cluster of `s.devices` copies of design `d` in the spec's nodes.
+inline cluster::cluster cluster_of(const spec& s, const hw::device& d) {
+  return cluster::homogeneous(d, s.devices, s.node);
+}
 
 /// The model a spec trains (its sequence applied).
 inline model::model model_of(const spec& s) {
@@ -68,6 +76,7 @@ namespace rules {
 /// Checks a spec; throws input_error saying what to fix.
 inline void validate(const spec& s) {
   if (s.devices < 1 || s.global_batch < 1) rules::search_needs_devices_and_a_batch();
+  cluster::validate(s.node);
   const auto& k = s.knobs;
   if (k.microbatches.empty() || k.recompute.empty() || k.sequence_parallel.empty()) {
     rules::knob_lists_must_not_be_empty();

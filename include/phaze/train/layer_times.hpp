@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/layer.hpp"
@@ -41,8 +42,9 @@ struct layer_times {
 
 namespace detail {
 /// The forward ops of the attention core (what selective recomputation runs again) as their own problem.
-inline sched::problem attention_core_problem(const model::layer& l, const hw::device& d) {
-  sched::problem full = sched::layer_problem(l, d, sched::pass::forward);
+inline sched::problem attention_core_problem(const model::layer& l, const hw::device& d,
+                                             const cluster::route& tp) {
+  sched::problem full = sched::layer_problem(l, d, tp, sched::pass::forward);
   sched::problem core;
   core.tensor_cores = full.tensor_cores;
   core.vector_cores = full.vector_cores;
@@ -62,16 +64,18 @@ inline sched::problem attention_core_problem(const model::layer& l, const hw::de
 }
 }  // namespace detail
 
-/// The costs of one layer on a device. Schedules are solved through `cache` (identical layers once) by the
-/// cache's scheduler (the ILP for reported numbers; the list scheduler for fast sweeps and bounds).
-inline layer_times time_layer(const model::layer& l, const hw::device& d, sched::schedule_cache& cache) {
+/// The costs of one layer on a device whose tensor-parallel group takes route `tp`. Schedules are solved
+/// through `cache` (identical layers once) by the cache's scheduler (the ILP for reported numbers; the list
+/// scheduler for fast sweeps and bounds).
+inline layer_times time_layer(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                              const sched::schedule_cache& cache) {
   layer_times t;
-  const auto forward = cache.solve(sched::layer_problem(l, d, sched::pass::forward));
-  const auto backward = cache.solve(sched::layer_problem(l, d, sched::pass::backward));
+  const auto forward = cache.solve(sched::layer_problem(l, d, tp, sched::pass::forward));
+  const auto backward = cache.solve(sched::layer_problem(l, d, tp, sched::pass::backward));
   t.forward = forward.makespan;
   t.backward = backward.makespan;
   t.recompute_full = forward.makespan;
-  const auto core = detail::attention_core_problem(l, d);
+  const auto core = detail::attention_core_problem(l, d, tp);
   if (!core.tasks.empty()) t.recompute_selective = cache.solve(core).makespan;
   t.params = model::layer_params(l, true);
   t.activations_none = model::activation_bytes(l, model::recompute::none);
@@ -83,11 +87,12 @@ inline layer_times time_layer(const model::layer& l, const hw::device& d, sched:
 
 /// The costs of every node of a model's layer graph for a shape (distinct layers computed once).
 inline std::vector<layer_times> time_model(const model::model& m, const model::layer_shape& shape,
-                                           const hw::device& d, sched::schedule_cache& cache) {
+                                           const hw::device& d, const cluster::route& tp,
+                                           const sched::schedule_cache& cache) {
   std::vector<layer_times> out(m.size());
   for (const auto& kind : model::distinct_layers(m)) {
     const auto times =
-        time_layer(model::layer_at(m, static_cast<std::size_t>(kind.first_node), shape), d, cache);
+        time_layer(model::layer_at(m, static_cast<std::size_t>(kind.first_node), shape), d, tp, cache);
     for (std::size_t i = 0; i < m.size(); ++i)
       if (m.nodes[i] == kind.role) out[i] = times;
   }

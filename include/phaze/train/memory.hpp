@@ -135,6 +135,27 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
   return split;
 }
 
+/// Memory per device of a pipeline stage from what it holds: `parameters` per tensor-parallel rank (weights,
+/// gradients and optimizer state, state_bytes_per_parameter; the distributed optimizer, ZeRO stage 1, shards
+/// the optimizer state over the dp ranks), `activations` kept per microbatch times the microbatches in flight
+/// at position `stage` of `stages` under the schedule (microbatches_in_flight), and a `working_set` held once
+/// (full recomputation: one block's full activations while it is recomputed). The one memory formula of
+/// phaze: the step estimate and the placers' step policy both call it.
+constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
+                                                int stage, int stages, int dp, std::int64_t microbatches,
+                                                const training_knobs& k) {
+  memory_breakdown r;
+  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  r.weights = bytes{parameters * per.weights};
+  r.gradients = bytes{parameters * per.gradients};
+  r.optimizer = bytes{parameters * per.optimizer / (k.distributed_optimizer ? static_cast<double>(dp) : 1.0)};
+  r.activations =
+      activations * microbatches_in_flight(k.schedule, stage, stages, microbatches, k.virtual_stages) +
+      working_set;
+  r.total = r.model_states() + r.activations;
+  return r;
+}
+
 namespace detail {
 /// The three distinct layers of a transformer, built once for a shape.
 struct built_layers {
@@ -170,28 +191,17 @@ constexpr bytes stage_activations_per_microbatch(const built_layers& l, const st
   return b;
 }
 
-constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l,
-                                           const train::parallelism& p, const train::training_knobs& k,
-                                           const stage_layers& s, int stage) {
-  memory_breakdown r;
-  const auto params = static_cast<double>(stage_parameters(l, m.config.tied_embeddings, s));
-  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
-  r.weights = bytes{params * per.weights};
-  r.gradients = bytes{params * per.gradients};
-  // The distributed optimizer (ZeRO stage 1) shards master weights and moments over the dp ranks.
-  r.optimizer = bytes{params * per.optimizer / (k.distributed_optimizer ? static_cast<double>(p.dp) : 1.0)};
-
-  const double in_flight = microbatches_in_flight(k.schedule, stage, p.pp,
-                                                  train::microbatches_per_replica(p, k), k.virtual_stages);
-  r.activations = stage_activations_per_microbatch(l, s, k.recompute) * in_flight;
-  if (k.recompute == model::recompute::full && s.blocks > 0) {
-    // Assumption: while one microbatch's block is recomputed, its full activations (as without
-    // recomputation) live on top of the stored block inputs, one block at a time (Megatron's default
-    // --recompute-num-layers 1 granularity).
-    r.activations += model::activation_bytes(l.block, model::recompute::none);
-  }
-  r.total = r.model_states() + r.activations;
-  return r;
+constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
+                                           const training_knobs& k, const stage_layers& s, int stage) {
+  // Assumption: while one microbatch's block is recomputed, its full activations (as without recomputation)
+  // live on top of the stored block inputs, one block at a time (Megatron's default --recompute-num-layers 1
+  // granularity).
+  const bytes working_set = k.recompute == model::recompute::full && s.blocks > 0
+                                ? model::activation_bytes(l.block, model::recompute::none)
+                                : bytes{0.0};
+  return stage_memory_of_load(static_cast<double>(stage_parameters(l, m.config.tied_embeddings, s)),
+                              stage_activations_per_microbatch(l, s, k.recompute), working_set, stage, p.pp,
+                              p.dp, microbatches_per_replica(p, k), k);
 }
 }  // namespace detail
 

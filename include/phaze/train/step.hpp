@@ -1,14 +1,19 @@
 /// @file
-/// How long one training iteration takes for a fully given plan (model, device, tp/pp/dp, knobs): pipeline
-/// steady state and bubble from the stage loads, exposed tensor-parallel, pipeline point-to-point and
-/// data-parallel communication, the optimizer step, throughput, MFU and memory (docs/step-time.md).
+/// The training-step model, once: how long one training iteration takes and what each device holds, for a
+/// plan on a cluster. `step_model` holds the formulas (a stage's time per microbatch with its pipeline sends,
+/// the pipeline with fill and drain, data-parallel gradient synchronization, the optimizer step, memory per
+/// device); `estimate_step` applies them to a model split into stages and attributes the time to its parts
+/// (docs/step-time.md). The placers' step policy (place/model_placement.hpp) calls the same `step_model`, so
+/// a placement and its estimate agree by construction.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/cost/collective.hpp"
@@ -34,6 +39,7 @@ struct stage_estimate {
   seconds tp_comm{0.0};      ///< per microbatch: the TP collectives' share of forward + backward + recompute
   seconds pp_comm{0.0};      ///< per microbatch: point-to-point sends this stage waits for
   bytes memory{0.0};         ///< per device
+  bytes capacity{0.0};       ///< memory of one of its devices
   [[nodiscard]] seconds per_microbatch() const { return forward + backward + recompute + pp_comm; }
 };
 
@@ -57,19 +63,145 @@ struct step_estimate {
   double samples_per_s = 0.0;
   double tokens_per_s = 0.0;
   flops_per_second model_flops_per_device{0.0};
-  double mfu = 0.0;  ///< model FLOPs only (no recomputation) over the device's peak matrix rate
+  double mfu = 0.0;  ///< model FLOPs only (no recomputation) over the devices' peak matrix rate
   bytes peak_memory{0.0};
+  bytes memory_capacity{0.0};  ///< memory of a device of the peak stage
   int peak_stage = 0;
-  bool fits = false;
+  bool fits = false;              ///< every stage's memory fits its devices
   std::int64_t microbatches = 0;  ///< per data-parallel replica
   std::vector<stage_estimate> stages;
   step_breakdown breakdown;
 };
 
+/// Where a stage sits: the plan's degrees and the microbatches each data-parallel replica runs.
+struct plan_shape {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  std::int64_t microbatches = 1;  ///< per data-parallel replica
+  [[nodiscard]] int devices() const { return tp * pp * dp; }
+};
+
+/// The training-step model of a cluster and knobs: every formula the estimate and the placers use
+/// (Narayanan et al., SC'21; Korthikanti et al. 2022; docs/step-time.md). Routes of the collectives come from
+/// the cluster for the plan's shape (cluster::cluster::ring, pairs).
+class step_model {
+ public:
+  step_model() = default;
+  step_model(cluster::cluster c, const training_knobs& k) : cluster_(std::move(c)), knobs_(k) {}
+
+  [[nodiscard]] const cluster::cluster& cluster() const { return cluster_; }
+  [[nodiscard]] const training_knobs& knobs() const { return knobs_; }
+
+  /// Model chunks per device: v under the interleaved schedule, 1 otherwise.
+  [[nodiscard]] int chunks() const {
+    return knobs_.schedule == pipeline_schedule::interleaved ? std::max(knobs_.virtual_stages, 1) : 1;
+  }
+
+  /// The route of the tensor-parallel groups of width `tp` (what a layer's collectives run over).
+  [[nodiscard]] cluster::route tensor_parallel_route(int tp) const {
+    return cluster_.ring({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
+  }
+
+  /// One boundary transfer of a pipeline stage per microbatch (activations forward or gradients backward) of
+  /// a `boundary`-byte tensor per rank, between ranks tp * dp apart (Megatron's rank order tp, dp, pp), over
+  /// the slowest such pair. Megatron-LM's scatter-gather optimization (Narayanan et al., SC'21, section 4.1;
+  /// on by default): without sequence parallelism the boundary tensor is replicated over the tp ranks, so
+  /// each rank sends 1/tp of it over its own link and the receiving stage all-gathers it inside its
+  /// tensor-parallel group. With sequence parallelism the boundary is already split over the tp ranks.
+  [[nodiscard]] seconds pipeline_send(bytes boundary, const plan_shape& s) const {
+    const cluster::route pair = cluster_.pairs(s.tp * s.dp, s.devices());
+    if (knobs_.sequence_parallel || s.tp == 1) return cost::point_to_point_time(boundary, pair);
+    return cost::point_to_point_time(boundary / static_cast<double>(s.tp), pair) +
+           cost::all_gather_time(boundary, s.tp, tensor_parallel_route(s.tp));
+  }
+
+  /// The pipeline sends on a stage's critical path per microbatch: none without a pipeline, else 2 v
+  /// boundary transfers (interior stages receive and send in both passes; with v chunks every chunk does, as
+  /// Megatron-LM's blocking send/recv pairs).
+  [[nodiscard]] seconds pipeline_sends(bytes boundary, const plan_shape& s) const {
+    if (s.pp <= 1) return seconds{0.0};
+    return pipeline_send(boundary, s) * (2.0 * static_cast<double>(chunks()));
+  }
+
+  /// A stage's time per microbatch: its layers' `work` (forward, backward, recomputation, TP collectives)
+  /// plus its pipeline sends.
+  [[nodiscard]] seconds stage_time(seconds work, bytes boundary, const plan_shape& s) const {
+    if (s.pp <= 1) return work;
+    return work + pipeline_sends(boundary, s);
+  }
+
+  /// The pipeline with fill and drain if every stage took `stage_time` (Narayanan et al., SC'21, section
+  /// 2.2): (m + (p - 1) / v) t for 1F1B, GPipe and interleaved 1F1B with v chunks.
+  [[nodiscard]] seconds pipeline_time(seconds stage_time, const plan_shape& s) const {
+    const double fill = static_cast<double>(s.pp - 1) / static_cast<double>(chunks());
+    return stage_time * (static_cast<double>(s.microbatches) + fill);
+  }
+
+  /// The pipeline's fill and drain alone: (p - 1) / v of the slowest stage's time.
+  [[nodiscard]] seconds bubble(seconds slowest_stage_time, const plan_shape& s) const {
+    return slowest_stage_time * (static_cast<double>(s.pp - 1) / static_cast<double>(chunks()));
+  }
+
+  /// Data-parallel gradient synchronization of a stage holding `parameters` per rank: a ring all-reduce of
+  /// the fp32 main gradients (Megatron-LM) over the dp ranks (Thakur et al. 2005) on the route of the
+  /// data-parallel rings, not overlapped; with the distributed optimizer a reduce-scatter of gradients and an
+  /// all-gather of weights (same volume).
+  [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s) const {
+    if (s.dp <= 1) return seconds{0.0};
+    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    return cost::all_reduce_time(bytes{parameters * per.gradients}, s.dp,
+                                 cluster_.ring({s.dp, s.tp}, s.devices()));
+  }
+
+  /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
+  /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth.
+  [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d) const {
+    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    const double shard = knobs_.distributed_optimizer ? static_cast<double>(s.dp) : 1.0;
+    const double state_bytes = parameters * (per.weights + per.gradients + per.optimizer / shard);
+    const double hbm =
+        d.hbm_bandwidth.value() * (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
+    return seconds{2.0 * state_bytes / hbm};
+  }
+
+  /// The iteration: the pipeline of the slowest stage (`largest_stage_cost` = pipeline_time of its stage
+  /// time), then the gradient synchronization and optimizer step of the stage holding the most parameters.
+  [[nodiscard]] seconds iteration(seconds largest_stage_cost, double largest_parameters, const plan_shape& s,
+                                  const hw::device& d) const {
+    return largest_stage_cost + gradient_sync(largest_parameters, s) +
+           optimizer_step(largest_parameters, s, d);
+  }
+
+  /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
+  [[nodiscard]] memory_breakdown stage_memory(double parameters, bytes activations, bytes working_set,
+                                              int stage, const plan_shape& s) const {
+    return stage_memory_of_load(parameters, activations, working_set, stage, s.pp, s.dp, s.microbatches,
+                                knobs_);
+  }
+
+  /// The device of pipeline stage `stage` (its tp * dp ranks must be of one device type).
+  [[nodiscard]] const hw::device& stage_device(int stage, const plan_shape& s) const {
+    const int first = stage * s.tp * s.dp;
+    const int last = first + s.tp * s.dp - 1;
+    if (cluster_.group_index(first) != cluster_.group_index(last)) {
+      throw input_error(
+          "pipeline stage " + std::to_string(stage) +
+          " spans two device groups of the cluster; give group sizes that are multiples of tp * dp");
+    }
+    return cluster_.device_at(first);
+  }
+
+ private:
+  cluster::cluster cluster_;
+  training_knobs knobs_{};
+};
+
 namespace detail {
 /// The TP collectives' cost in one pass of a layer (forward ops or backward ops), serial as on a GPU.
-inline seconds collective_share(const model::layer& l, const hw::device& d, bool backward) {
-  const auto table = cost::layer_costs(l, d);
+inline seconds collective_share(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                                bool backward) {
+  const auto table = cost::layer_costs(l, d, tp);
   seconds s{0.0};
   if (!backward) {
     for (std::size_t i = 0; i < l.ops.size(); ++i)
@@ -80,12 +212,6 @@ inline seconds collective_share(const model::layer& l, const hw::device& d, bool
       if (model::unit_of(ops[i]) == model::unit::network) s += table.backward[i].all_cores;
   }
   return s;
-}
-
-/// The TP collectives in the part of the forward that recomputation runs again.
-inline seconds recompute_collective_share(const model::layer& l, const hw::device& d, model::recompute mode) {
-  if (mode != model::recompute::full) return seconds{0.0};  // the attention core holds no collective
-  return collective_share(l, d, false);
 }
 
 /// One layer's costs plus its collective shares.
@@ -100,88 +226,59 @@ struct timed_layer {
 /// sequence-sharded input of each column-parallel GEMM and all-gathers it once more to compute the weight
 /// gradient (Korthikanti et al. 2022, section 4.2.2; Megatron-LM's
 /// LinearWithGradAccumulationAndAsyncCommunication.backward). Zero without sequence parallelism.
-inline seconds sequence_parallel_regather(const model::layer& l, const hw::device& d) {
+inline seconds sequence_parallel_regather(const model::layer& l, const hw::device& d,
+                                          const cluster::route& tp) {
   if (!l.shape.sequence_parallel || l.shape.tp <= 1) return seconds{0.0};
-  const auto table = cost::layer_costs(l, d);
+  const auto table = cost::layer_costs(l, d, tp);
   seconds s{0.0};
   for (std::size_t i = 0; i < l.ops.size(); ++i)
     if (l.ops[i].kind == model::op_kind::all_gather) s += table.forward[i].all_cores;
   return s;
 }
 
-inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, sched::schedule_cache& cache,
-                                    model::recompute mode) {
-  timed_layer r{time_layer(l, d, cache), collective_share(l, d, false), collective_share(l, d, true),
-                recompute_collective_share(l, d, mode)};
-  const seconds regather = sequence_parallel_regather(l, d);
+/// A layer's costs on `d` with TP route `tp` through `cache`, with its TP collectives' shares (the part of
+/// the forward that recomputation `mode` runs again holds collectives only under full recomputation: the
+/// attention core holds none).
+inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                                    const sched::schedule_cache& cache, model::recompute mode) {
+  timed_layer r{time_layer(l, d, tp, cache), collective_share(l, d, tp, false),
+                collective_share(l, d, tp, true),
+                mode == model::recompute::full ? collective_share(l, d, tp, false) : seconds{0.0}};
+  const seconds regather = sequence_parallel_regather(l, d, tp);
   r.t.backward += regather;
   r.tp_backward += regather;
   return r;
 }
 
-/// One boundary transfer of a pipeline stage per microbatch (activations forward or gradients backward) of a
-/// `boundary`-byte tensor per rank, with tp x dp ranks per stage. Over the network when consecutive stages
-/// sit in different nodes (tp * dp >= devices per node, Megatron's rank order tp, dp, pp), over NVLink
-/// otherwise. Megatron-LM's scatter-gather optimization (Narayanan et al., SC'21, section 4.1; on by
-/// default): without sequence parallelism the boundary tensor is replicated over the tp ranks, so each rank
-/// sends 1/tp of it over its own link and the receiving stage all-gathers it inside the node. With sequence
-/// parallelism the boundary is already split over the tp ranks.
-inline seconds pipeline_send(bytes boundary, int tp, int dp, bool sequence_parallel, const hw::links& links) {
-  const bool crosses_nodes = static_cast<std::int64_t>(tp) * dp >= links.devices_per_node;
-  const cost::group pair{2, crosses_nodes};
-  if (sequence_parallel || tp == 1) return cost::point_to_point_time(boundary, pair, links);
-  return cost::point_to_point_time(boundary / static_cast<double>(tp), pair, links) +
-         cost::all_gather_time(boundary, cost::packed_group(tp, links), links);
-}
-
-/// Data-parallel gradient synchronization of a stage holding `parameters` per rank: a ring all-reduce of
-/// the fp32 main gradients (Megatron-LM) over dp ranks (Thakur et al. 2005) on the slowest link the group
-/// spans (it spans nodes when tp * dp > devices per node), not overlapped; with the distributed optimizer a
-/// reduce-scatter of gradients and an all-gather of weights (same volume).
-inline seconds gradient_sync(double parameters, int tp, int dp, const train::training_knobs& k,
-                             const hw::links& links) {
-  if (dp <= 1) return seconds{0.0};
-  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
-  const cost::group group{dp, static_cast<std::int64_t>(tp) * dp > links.devices_per_node};
-  return cost::all_reduce_time(bytes{parameters * per.gradients}, group, links);
-}
-
-/// The optimizer step of a stage holding `parameters` per rank: weights, gradients and this rank's share of
-/// the optimizer state read and written once at the achievable HBM bandwidth.
-inline seconds optimizer_step(double parameters, int dp, const train::training_knobs& k,
-                              const hw::device& d) {
-  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
-  const double shard = k.distributed_optimizer ? static_cast<double>(dp) : 1.0;
-  const double state_bytes = parameters * (per.weights + per.gradients + per.optimizer / shard);
-  const double hbm =
-      d.hbm_bandwidth.value() * (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
-  return seconds{2.0 * state_bytes / hbm};
-}
-
-/// Model chunks per device: v under the interleaved schedule, 1 otherwise.
-inline int chunks_per_device(const train::training_knobs& k) {
-  return k.schedule == train::pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
-}
+/// The embedding, a block and the head of a run, timed on one device.
+struct timed_layers {
+  const hw::device* device = nullptr;
+  timed_layer embedding;
+  timed_layer block;
+  timed_layer head;
+};
 }  // namespace detail
 
-/// The time of one training iteration of `m` on `devices` = tp * pp * dp copies of `d` (the caller validated
-/// the plan with train::validate). Formulas (docs/step-time.md):
+/// The time of one training iteration of `m` on the first tp * pp * dp devices of cluster `c` (the caller
+/// validated the plan with train::validate). Formulas (docs/step-time.md), all from step_model:
 /// - Stages: `split` gives each stage's layers (pp entries, blocks adding up to the model's, the embedding on
 ///   stage 0 and the head on the last); empty means the uniform Megatron split (uniform_stage). Per
-///   microbatch a stage takes the forward, backward and recomputation of its layers (layer_times; on GPUs TP
-///   collectives are ops inside them) plus its pipeline sends: 2 v boundary transfers (activation forward,
-///   gradient backward, once per model chunk; detail::pipeline_send).
-/// - Pipeline (Narayanan et al., SC'21, section 2.2): iteration = m t_max + bubble, bubble = (p - 1) t_max
-///   for 1F1B and GPipe, (p - 1) / v t_max for interleaved 1F1B with v chunks, t_max the slowest stage.
-/// - Data parallelism: the largest stage's gradient synchronization (detail::gradient_sync), not overlapped.
-/// - Optimizer step: the model states of the device read and written once (detail::optimizer_step).
-/// place::step_policy puts the same terms in a placer's objective, so a placement found by chain_dp on a
-/// model's tables has exactly this time.
-inline step_estimate estimate_step(const model::model& m, const hw::device& d, const train::parallelism& p,
-                                   const train::training_knobs& k, sched::schedule_cache& cache,
+///   microbatch a stage takes the forward, backward and recomputation of its layers on its own devices
+///   (layer_times through `cache`; on GPUs TP collectives are ops inside them) plus its pipeline sends
+///   (step_model::stage_time).
+/// - Pipeline: (m + (p - 1) / v) t_max, t_max the slowest stage (step_model::pipeline_time).
+/// - Data parallelism and optimizer: the largest stage's gradient synchronization and optimizer step
+///   (step_model::iteration).
+/// The breakdown attributes the same time to compute, bubble, recomputation and communication.
+inline step_estimate estimate_step(const model::model& m, const cluster::cluster& c, const parallelism& p,
+                                   const training_knobs& k, const sched::schedule_cache& cache,
                                    const std::vector<stage_layers>& split = {}) {
+  if (p.devices() > c.devices()) {
+    throw input_error("the plan uses " + std::to_string(p.devices()) + " devices but the cluster has " +
+                      std::to_string(c.devices()) + "; give degrees whose product fits the cluster");
+  }
   step_estimate e;
-  const model::layer_shape shape = train::layer_shape_of(m, p, k);
+  const model::layer_shape shape = layer_shape_of(m, p, k);
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   std::vector<stage_layers> stages = split;
   if (stages.empty()) {
@@ -190,82 +287,103 @@ inline step_estimate estimate_step(const model::model& m, const hw::device& d, c
   if (static_cast<int>(stages.size()) != p.pp) {
     throw input_error("a stage split needs one entry per pipeline stage (" + std::to_string(p.pp) + ")");
   }
-  const auto built = detail::build_layers(run, shape);
-  const auto emb = detail::time_with_shares(built.embedding, d, cache, model::recompute::none);
-  const auto block = detail::time_with_shares(built.block, d, cache, k.recompute);
-  const auto head = detail::time_with_shares(built.head, d, cache, model::recompute::none);
-
-  const std::int64_t mb = train::microbatches_per_replica(p, k);
+  const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
-  const int v = detail::chunks_per_device(k);
-  const seconds send = p.pp > 1
-                           ? detail::pipeline_send(block.t.boundary, p.tp, p.dp, k.sequence_parallel, d.link)
-                           : seconds{0.0};
+  const step_model model{c, k};
+  const plan_shape where{p.tp, p.pp, p.dp, mb};
+  const cluster::route tp_route = model.tensor_parallel_route(p.tp);
+  const auto built = detail::build_layers(run, shape);
+  // Layers timed once per device type the stages run on.
+  std::vector<detail::timed_layers> timed;
+  auto timed_on = [&](const hw::device& d) -> const detail::timed_layers& {
+    for (const auto& t : timed)
+      if (*t.device == d) return t;
+    timed.push_back({&d,
+                     detail::time_with_shares(built.embedding, d, tp_route, cache, model::recompute::none),
+                     detail::time_with_shares(built.block, d, tp_route, cache, k.recompute),
+                     detail::time_with_shares(built.head, d, tp_route, cache, model::recompute::none)});
+    return timed.back();
+  };
 
   int slowest = 0;
-  std::int64_t largest_params = 0;
-  memory_breakdown peak;
+  int largest = 0;
+  std::int64_t largest_params = -1;
+  seconds t_max{0.0};
+  double capacity_sum = 0.0;
+  bool all_fit = true;
   for (int i = 0; i < p.pp; ++i) {
     const stage_layers& s = stages[static_cast<std::size_t>(i)];
+    const hw::device& d = model.stage_device(i, where);
+    const detail::timed_layers& l = timed_on(d);
     const auto blocks = static_cast<double>(s.blocks);
     stage_estimate st;
     st.layers = s.blocks + (s.embedding ? 1 : 0) + (s.head ? 1 : 0);
     st.blocks = s.blocks;
     st.devices = static_cast<std::int64_t>(p.tp) * p.dp;
-    st.forward = block.t.forward * blocks;
-    st.backward = block.t.backward * blocks;
-    st.recompute = block.t.recompute(k.recompute) * blocks;
-    st.tp_comm = (block.tp_forward + block.tp_backward + block.tp_recompute) * blocks;
+    st.forward = l.block.t.forward * blocks;
+    st.backward = l.block.t.backward * blocks;
+    st.recompute = l.block.t.recompute(k.recompute) * blocks;
+    st.tp_comm = (l.block.tp_forward + l.block.tp_backward + l.block.tp_recompute) * blocks;
     if (s.embedding) {
-      st.forward += emb.t.forward;
-      st.backward += emb.t.backward;
-      st.tp_comm += emb.tp_forward + emb.tp_backward;
+      st.forward += l.embedding.t.forward;
+      st.backward += l.embedding.t.backward;
+      st.tp_comm += l.embedding.tp_forward + l.embedding.tp_backward;
     }
     if (s.head) {
-      st.forward += head.t.forward;
-      st.backward += head.t.backward;
-      st.tp_comm += head.tp_forward + head.tp_backward;
+      st.forward += l.head.t.forward;
+      st.backward += l.head.t.backward;
+      st.tp_comm += l.head.tp_forward + l.head.tp_backward;
     }
-    // Interior stages receive and send in both passes; with v chunks every chunk does (2 v transfers on the
-    // critical path per microbatch, as Megatron-LM's blocking send/recv pairs).
-    st.pp_comm = send * (2.0 * static_cast<double>(v));
+    st.pp_comm = model.pipeline_sends(l.block.t.boundary, where);
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, s, i);
     st.memory = mem.total;
-    if (i == 0 || mem.total > peak.total) {
-      peak = mem;
+    st.capacity = d.hbm;
+    all_fit = all_fit && fits(mem, d);
+    if (i == 0 || mem.total > e.peak_memory) {
+      e.peak_memory = mem.total;
+      e.memory_capacity = d.hbm;
       e.peak_stage = i;
     }
-    largest_params = std::max(largest_params, detail::stage_parameters(built, run.config.tied_embeddings, s));
+    const std::int64_t params = detail::stage_parameters(built, run.config.tied_embeddings, s);
+    if (params > largest_params) {
+      largest_params = params;
+      largest = i;
+    }
+    capacity_sum += hw::peak_matrix_flops(d).value() * static_cast<double>(st.devices);
     e.stages.push_back(st);
-    if (st.per_microbatch() > e.stages[static_cast<std::size_t>(slowest)].per_microbatch()) slowest = i;
+    if (i == 0 || st.per_microbatch() > t_max) {
+      t_max = st.per_microbatch();
+      slowest = i;
+    }
   }
 
   const stage_estimate& worst = e.stages[static_cast<std::size_t>(slowest)];
-  const seconds t_max = worst.per_microbatch();
   const double m_count = static_cast<double>(mb);
-  const seconds rec_tp =
-      block.tp_recompute * static_cast<double>(stages[static_cast<std::size_t>(slowest)].blocks);
+  const seconds rec_tp = timed_on(model.stage_device(slowest, where)).block.tp_recompute *
+                         static_cast<double>(stages[static_cast<std::size_t>(slowest)].blocks);
+  const auto params = static_cast<double>(largest_params);
+  const hw::device& largest_device = model.stage_device(largest, where);
+  e.time_per_batch = model.iteration(model.pipeline_time(t_max, where), params, where, largest_device);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
   b.compute = (worst.forward + worst.backward - (worst.tp_comm - rec_tp)) * m_count;
   b.pp_comm = worst.pp_comm * m_count;
-  const double bubble_stages = static_cast<double>(p.pp - 1) / static_cast<double>(v);
-  b.bubble = t_max * bubble_stages;
-  const auto params = static_cast<double>(largest_params);
-  b.dp_comm = detail::gradient_sync(params, p.tp, p.dp, k, d.link);
-  b.optimizer = detail::optimizer_step(params, p.dp, k, d);
+  b.bubble = model.bubble(t_max, where);
+  b.dp_comm = model.gradient_sync(params, where);
+  b.optimizer = model.optimizer_step(params, where, largest_device);
 
-  e.time_per_batch = b.total();
   const double t = e.time_per_batch.value();
-  const auto seq = static_cast<double>(train::sequence_of(m, k));
+  const auto seq = static_cast<double>(sequence_of(m, k));
   e.samples_per_s = static_cast<double>(k.global_batch) / t;
   e.tokens_per_s = e.samples_per_s * seq;
   const flops model_flops = model::training_flops_per_iteration(run, k.global_batch);
   e.model_flops_per_device = flops_per_second{model_flops.value() / t / static_cast<double>(p.devices())};
-  e.mfu = e.model_flops_per_device.value() / hw::peak_matrix_flops(d).value();
-  e.peak_memory = peak.total;
-  e.fits = fits(peak, d);
+  // Over the mean peak of the devices used (one device type: its peak).
+  const double mean_peak = c.groups().size() == 1 ? hw::peak_matrix_flops(c.groups().front().device).value()
+                                                  : capacity_sum / static_cast<double>(p.devices());
+  e.mfu = e.model_flops_per_device.value() / mean_peak;
+  e.fits = all_fit;
   return e;
 }
 
