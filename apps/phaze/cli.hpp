@@ -14,6 +14,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "phaze/sched/scheduler.hpp"
+
 namespace phaze::cli {
 
 /// A registered subcommand: its CLI11 parser and the action to run when the user picked it. The action
@@ -37,6 +39,24 @@ inline CLI::Option* add_format_option(CLI::App& app, std::string& format) {
 inline output_format parse_format(const std::string& format) {
   return format == "json" ? output_format::json : output_format::table;
 }
+
+/// Adds `--solver ilp|list`: which scheduler times each layer (sched/: the ILP on GLPK, proven optimal or
+/// with its gap; the list scheduler, optimal whenever it meets the lower bound).
+inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const char* default_name = "list") {
+  return app
+      .add_option("--solver", solver,
+                  "layer schedules: ilp (optimal, GLPK; proven or with its gap) or list (fast; optimal when it "
+                  "meets the lower bound)")
+      ->check(CLI::IsMember({"ilp", "list"}))
+      ->default_str(default_name);
+}
+
+/// A schedule cache of the scheduler `--solver` names (solver.cpp: the only file of the program, besides
+/// `phaze schedule`, that includes the ILP).
+sched::schedule_cache schedule_cache_for(const std::string& solver);
+
+/// The scheduler `--solver` names.
+sched::any_scheduler scheduler_for(const std::string& solver);
 
 /// Accepts whole numbers above zero (a sequence length, a vocabulary size, a device count).
 inline const CLI::Validator positive_integer{

@@ -15,7 +15,6 @@
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/table.hpp"
-#include "phaze/sched/ilp.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/step.hpp"
 
@@ -67,8 +66,7 @@ int run_estimate(const estimate_options& o) {
   train::validate(m, p, k, o.devices);
   const cluster::cluster c = io::homogeneous_cluster(d, o.devices, o.devices_per_node);
 
-  sched::schedule_cache cache =
-      o.solver == "ilp" ? sched::schedule_cache{sched::ilp_scheduler{}} : sched::schedule_cache{};
+  const sched::schedule_cache cache = schedule_cache_for(o.solver);
   std::vector<train::stage_layers> split;
   if (!o.stage_blocks.empty()) split = train::split_of_blocks(m, o.stage_blocks, p.pp);
   const train::step_estimate e = train::estimate_step(m, c, p, k, cache, split);
@@ -121,9 +119,7 @@ command add_estimate_command(CLI::App& root) {
   parser->add_option("--precision", o->precision, "training precision")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->default_str("bf16");
-  parser->add_option("--solver", o->solver, "layer schedules: list (fast) or ilp (optimal, slower)")
-      ->check(CLI::IsMember({"ilp", "list"}))
-      ->default_str("list");
+  add_solver_option(*parser, o->solver);
   parser
       ->add_option("--stage-blocks", o->stage_blocks,
                    "transformer blocks per pipeline stage, comma-separated (default: the uniform split)")

@@ -51,31 +51,34 @@ struct plan_options {
   std::string emit;
   std::string layer_table;
   std::string placer = "chain";
+  std::string solver = "list";
   std::string format = "table";
 };
+
+/// The placer `--placer NAME` names, for tables of `Policy` (for a model, uniform is not used as a placer of
+/// its tables: plan_search evaluates Megatron-LM's even split directly).
+template <class Policy>
+place::any_placer<place::cost_table, Policy> placer_named(const std::string& name) {
+  if (name == "downset") return place::downset_placer{};
+  if (name == "brute") return place::brute_force_placer{};
+  if (name == "uniform") return place::uniform_placer{};
+  return place::chain_placer{};
+}
 
 /// `phaze plan --layer-table FILE [--placer ...]`: a placer on a layer cost table from any source
 /// (docs/layer-table.md); --devices, --tp, --pp and --dp override or fix the table's choices.
 int run_on_layer_table(const plan_options& o) {
   auto problem = io::read_layer_table(o.layer_table);
   if (o.devices > 0) problem.devices = o.devices;
-  auto configure = [&](auto placer) {
-    if (o.tp) placer.tp(*o.tp);
-    if (o.pp) placer.pp(*o.pp);
-    if (o.dp) placer.dp(*o.dp);
-    return placer.run();
-  };
-  place::plan best;
-  if (o.placer == "chain") {
-    best = configure(place::chain_dp(problem));
-  } else if (o.placer == "downset") {
-    best = configure(place::downset_dp(problem));
-  } else if (o.placer == "brute") {
-    best = configure(place::brute_force(problem));
-  } else {
-    if (!o.tp || !o.pp || !o.dp) throw input_error("the uniform placer needs --tp, --pp and --dp");
-    best = configure(place::uniform(problem));
+  if (o.placer == "uniform" && (!o.tp || !o.pp || !o.dp)) {
+    throw input_error("the uniform placer needs --tp, --pp and --dp");
   }
+  place::placement_request request;
+  request.tp = o.tp.value_or(0);
+  request.pp = o.pp.value_or(0);
+  request.dp = o.dp.value_or(0);
+  const place::plan best =
+      placer_named<place::pipeline_policy>(o.placer).place(problem, place::pipeline_policy{}, request);
   if (!best.feasible) {
     throw infeasible_error(
         fmt::format("no plan fits: the leanest needs {} per device but the table allows {}",
@@ -191,13 +194,8 @@ int run_plan(const plan_options& o) {
   base.virtual_stages = o.vp;
   base.distributed_optimizer = o.distributed_optimizer;
   place::plan_choices fixed;
-  if (o.placer == "downset" || o.placer == "brute") {
-    throw input_error(fmt::format(
-        "--placer {} works on layer tables (--layer-table FILE); for a model give --placer chain (uneven "
-        "stages, the default) or uniform (Megatron-LM's even split)",
-        o.placer));
-  }
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
+  fixed.placer = placer_named<place::step_policy>(o.placer);
   fixed.tp = o.tp;
   fixed.pp = o.pp;
   fixed.dp = o.dp;
@@ -206,7 +204,7 @@ int run_plan(const plan_options& o) {
   if (o.sequence_parallel) fixed.sequence_parallel = true;
   if (o.no_sequence_parallel) fixed.sequence_parallel = false;
 
-  sched::schedule_cache cache;
+  const sched::schedule_cache cache = schedule_cache_for(o.solver);
   const auto found = place::search_plans(m, c, base, fixed, cache);
   if (found.feasible.empty()) {
     throw infeasible_error(
@@ -266,7 +264,7 @@ int run_plan(const plan_options& o) {
   }
   print_text(fmt::format("{} on {} x {}, {} stages: {} plans evaluated, {} fit; best {}:\n",
                          m.config.name.view(), o.devices, d.name.view(),
-                         o.placer == "uniform" ? "uniform" : "uneven (chain DP)", found.evaluated,
+                         o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer), found.evaluated,
                          found.feasible.size(), shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
   print_text(io::estimate_table(m, c, best.parallel, best.knobs, best.estimate));
@@ -285,13 +283,13 @@ command add_plan_command(CLI::App& root) {
   parser->add_option("--layer-table", o->layer_table,
                      "place a layer cost table from any source instead of a model (docs/layer-table.md)");
   parser
-      ->add_option(
-          "--placer", o->placer,
-          "placer: chain (uneven stages by the chain DP; chains), downset (any DAG), uniform (Megatron-style "
-          "even split; on a table it needs --tp --pp --dp) or brute (small tables); for a model chain or "
-          "uniform")
+      ->add_option("--placer", o->placer,
+                   "placer: chain (uneven stages by the chain DP; chains), downset (the downset DP; any DAG), "
+                   "brute (every partition; tables of at most 16 nodes) or uniform (Megatron-style even split; "
+                   "on a table it needs --tp --pp --dp)")
       ->check(CLI::IsMember({"chain", "downset", "uniform", "brute"}))
       ->default_str("chain");
+  add_solver_option(*parser, o->solver);
   parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
       ->check(positive_integer);
   parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);

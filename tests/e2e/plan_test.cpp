@@ -65,10 +65,24 @@ TEST_CASE("phaze plan: impossible requests exit 2, plans that cannot fit exit 3"
   CHECK(bad_tp.status == 2);
 }
 
-TEST_CASE("phaze plan on a model takes the chain or uniform placer only", "[e2e][plan]") {
-  const auto r = run_phaze("plan gpt2 --device a100-80gb --devices 8 --global-batch 8 --placer downset");
+TEST_CASE("phaze plan on a model: every exact placer finds the same plans; uniform never beats them",
+          "[e2e][plan]") {
+  // GPT-2 has 14 layer nodes, few enough for the brute-force oracle.
+  const std::string small = "plan gpt2 --device v100-16gb --devices 8 --global-batch 64 --top 3";
+  const auto chain = run_json(small);
+  for (const char* placer : {"downset", "brute"}) {
+    const auto other = run_json(small + " --placer " + placer);
+    INFO(placer);
+    REQUIRE(other.at("top").size() == chain.at("top").size());
+    for (std::size_t i = 0; i < chain.at("top").size(); ++i) {
+      CHECK(other.at("top")[i].at("time_per_batch_s") == chain.at("top")[i].at("time_per_batch_s"));
+      CHECK(other.at("top")[i].at("plan") == chain.at("top")[i].at("plan"));
+    }
+  }
+  // A model too large for the oracle is refused with the limit.
+  const auto r = run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 8 --placer brute");
   CHECK(r.status == 2);
-  CHECK(contains(r.err, "--placer chain"));
+  CHECK(contains(r.err, "at most 16 nodes"));
   // Uneven stages never lose to the uniform split.
   const std::string args = "plan gpt2-xl --device a100-40gb --devices 16 --global-batch 64";
   const auto uneven = run_json(args);

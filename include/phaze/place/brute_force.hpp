@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,15 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
 
   /// The best plan, or an infeasible plan with the smallest memory need.
   [[nodiscard]] plan run() const {
+    if constexpr (base::valid_policy) {
+      return place_all();
+    } else {
+      return plan{};  // the constructor has reported what the policy misses
+    }
+  }
+
+ private:
+  [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
@@ -48,7 +58,7 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
     plan best;
     double need = detail::place::infinity;
     const std::size_t configs =
-        detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+        detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
           const auto& t = tables[ti];
           const std::uint32_t all = (std::uint32_t{1} << t.nodes.size()) - 1;
           std::vector<std::uint32_t> chain{0};
@@ -74,8 +84,8 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
           };
           extend(extend);
         });
-    if (configs == 0) detail::place::no_configuration(s, this->fixed_);
-    if (best.feasible && best.time_per_batch.value() < this->cutoff_) return best;
+    if (configs == 0) detail::place::no_configuration(s, this->request_);
+    if (best.feasible && best.time_per_batch.value() < this->request_.cutoff_s) return best;
     if (best.feasible) return this->above_cutoff();
     return detail::place::infeasible_plan(s, need);
   }
@@ -113,5 +123,16 @@ template <CostTable Table>
 brute_force(const placement_problem<Table>&) -> brute_force<Table>;
 template <CostTable Table, class Policy>
 brute_force(const placement_problem<Table>&, Policy) -> brute_force<Table, Policy>;
+
+/// brute_force as a Placer (place/concepts.hpp): every partition (the oracle; small tables only). What search::options and `phaze plan --placer
+/// brute` run.
+struct brute_force_placer {
+  [[nodiscard]] static constexpr std::string_view name() { return "brute"; }
+  template <CostTable Table, class Policy>
+  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
+                           const placement_request& request) const {
+    return brute_force<Table, Policy>(problem, policy).with(request).run();
+  }
+};
 
 }  // namespace phaze::place

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,15 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
   /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table
   /// is not a chain or no (tp, pp, dp) is admissible.
   [[nodiscard]] plan run() const {
+    if constexpr (base::valid_policy) {
+      return place_all();
+    } else {
+      return plan{};  // the constructor has reported what the policy misses
+    }
+  }
+
+ private:
+  [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
@@ -47,12 +57,12 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       prefixes.push_back(make_prefix(policy, s, t));
     }
     scratch work;
-    double best = this->cutoff_;
+    double best = this->request_.cutoff_s;
     std::size_t best_table = 0;
     int best_dp = 0;
     std::vector<std::size_t> best_cuts;
     const std::size_t configs =
-        detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+        detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
           const prefix& pre = prefixes[ti];
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
           const auto least_parameters = detail::place::configuration_bound(
@@ -76,8 +86,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                 best_cuts = work.cuts;
               });
         });
-    if (configs == 0) detail::place::no_configuration(s, this->fixed_);
-    if (best < this->cutoff_) {
+    if (configs == 0) detail::place::no_configuration(s, this->request_);
+    if (best < this->request_.cutoff_s) {
       std::vector<std::vector<std::size_t>> stages;
       for (std::size_t k = 0; k + 1 < best_cuts.size(); ++k) {
         stages.emplace_back();
@@ -88,9 +98,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       return out;
     }
     // Nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition.
-    if (this->cutoff_ < detail::place::infinity) return this->above_cutoff();
+    if (this->request_.cutoff_s < detail::place::infinity) return this->above_cutoff();
     return detail::place::smallest_memory_need(
-        policy, s, tables, this->fixed_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
+        policy, s, tables, this->request_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
         [&](std::size_t ti, int pp, int dp, double bound) {
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
           return solve<true>(policy, s, prefixes[ti], c, bound, detail::place::infinity, work);
@@ -203,5 +213,16 @@ template <CostTable Table>
 chain_dp(const placement_problem<Table>&) -> chain_dp<Table>;
 template <CostTable Table, class Policy>
 chain_dp(const placement_problem<Table>&, Policy) -> chain_dp<Table, Policy>;
+
+/// chain_dp as a Placer (place/concepts.hpp): the chain DP (exact on chains; the default). What search::options and `phaze plan --placer
+/// chain` run.
+struct chain_placer {
+  [[nodiscard]] static constexpr std::string_view name() { return "chain"; }
+  template <CostTable Table, class Policy>
+  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
+                           const placement_request& request) const {
+    return chain_dp<Table, Policy>(problem, policy).with(request).run();
+  }
+};
 
 }  // namespace phaze::place

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,15 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
   /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table has
   /// more downsets than downset_dp_max_downsets or no (tp, pp, dp) is admissible.
   [[nodiscard]] plan run() const {
+    if constexpr (base::valid_policy) {
+      return place_all();
+    } else {
+      return plan{};  // the constructor has reported what the policy misses
+    }
+  }
+
+ private:
+  [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
@@ -46,12 +56,12 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
     std::vector<lattice> lattices;
     for (const auto& t : tables) lattices.push_back(make_lattice(policy, s, t));
     scratch work;
-    double best = this->cutoff_;
+    double best = this->request_.cutoff_s;
     std::size_t best_table = 0;
     int best_dp = 0;
     std::vector<std::size_t> best_chain;
     const std::size_t configs =
-        detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+        detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
           const lattice& lat = lattices[ti];
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
           const auto least_parameters = detail::place::configuration_bound(
@@ -70,8 +80,8 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
                 best_chain = work.chain;
               });
         });
-    if (configs == 0) detail::place::no_configuration(s, this->fixed_);
-    if (best < this->cutoff_) {
+    if (configs == 0) detail::place::no_configuration(s, this->request_);
+    if (best < this->request_.cutoff_s) {
       const lattice& lat = lattices[best_table];
       std::vector<std::vector<std::size_t>> stages;
       for (std::size_t k = 1; k < best_chain.size(); ++k) {
@@ -86,9 +96,9 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
       out.time_per_batch = seconds{best};
       return out;
     }
-    if (this->cutoff_ < detail::place::infinity) return this->above_cutoff();
+    if (this->request_.cutoff_s < detail::place::infinity) return this->above_cutoff();
     return detail::place::smallest_memory_need(
-        policy, s, tables, this->fixed_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
+        policy, s, tables, this->request_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
         [&](std::size_t ti, int pp, int dp, double bound) {
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
           return solve<true>(policy, s, lattices[ti], c, bound, detail::place::infinity, work);
@@ -281,5 +291,16 @@ template <CostTable Table>
 downset_dp(const placement_problem<Table>&) -> downset_dp<Table>;
 template <CostTable Table, class Policy>
 downset_dp(const placement_problem<Table>&, Policy) -> downset_dp<Table, Policy>;
+
+/// downset_dp as a Placer (place/concepts.hpp): the downset DP (exact on any layer DAG, slower). What search::options and `phaze plan --placer
+/// downset` run.
+struct downset_placer {
+  [[nodiscard]] static constexpr std::string_view name() { return "downset"; }
+  template <CostTable Table, class Policy>
+  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
+                           const placement_request& request) const {
+    return downset_dp<Table, Policy>(problem, policy).with(request).run();
+  }
+};
 
 }  // namespace phaze::place

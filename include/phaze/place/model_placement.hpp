@@ -17,6 +17,7 @@
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/model.hpp"
+#include "phaze/place/any_placer.hpp"
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/cost_table.hpp"
 #include "phaze/place/objective.hpp"
@@ -230,26 +231,28 @@ struct model_placement {
   train::step_estimate estimate;           ///< train::estimate_step of that split (when feasible)
 };
 
+/// A placer for a model's tables under the step model, chosen at run time (chain_placer by default).
+using model_placer = any_placer<cost_table, step_policy>;
+
 /// The best placement with uneven stages of `m` for the knobs `k` over tensor-parallel widths `widths`,
-/// pipeline depths up to the block count and dp = devices / (tp * pp) (every device used), by chain_dp under
-/// step_policy. `fixed` may fix tp, pp or dp. The plan's time equals train::estimate_step's for its split.
-/// The interleaved schedule is not placed unevenly (its chunks are not contiguous): give 1F1B or GPipe.
+/// pipeline depths up to the block count and dp = devices / (tp * pp) (every device used), by `placer` under
+/// step_policy. `fixed` may fix tp, pp or dp and set a cutoff. The plan's time equals
+/// train::estimate_step's for its split. The interleaved schedule is not placed unevenly (its chunks are not
+/// contiguous): give 1F1B or GPipe.
 inline model_placement place_model(const model::model& m, const cluster::cluster& c,
                                    const train::training_knobs& k, const std::vector<int>& widths,
-                                   const sched::schedule_cache& cache, fixed_choices fixed = {}) {
+                                   const sched::schedule_cache& cache, placement_request fixed = {},
+                                   const model_placer& placer = chain_placer{}) {
   if (k.schedule == train::pipeline_schedule::interleaved) {
     throw input_error(
         "uneven stages need the 1F1B or GPipe schedule; the interleaved schedule is placed "
         "uniformly (use the uniform placer)");
   }
   const model_problem mp = model_tables(m, c, k, widths, cache);
-  auto placer = chain_dp(mp.problem, mp.policy);
-  if (fixed.tp != 0) placer.tp(fixed.tp);
-  if (fixed.pp != 0) placer.pp(fixed.pp);
-  if (fixed.dp != 0) placer.dp(fixed.dp);
-  placer.max_pp(static_cast<int>(m.config.layers)).use_all_devices(true);
+  fixed.max_pp = static_cast<int>(m.config.layers);
+  fixed.use_all_devices = true;
   model_placement out;
-  out.placed = placer.run();
+  out.placed = placer.place(mp.problem, mp.policy, fixed);
   if (!out.placed.feasible) return out;
   out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp};
   out.split = stage_split(out.placed, mp.problem.tables.front().nodes.size());

@@ -15,9 +15,17 @@
 
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
+#include "phaze/place/concepts.hpp"
 #include "phaze/place/cost_table.hpp"
 
 namespace phaze::place {
+
+/// No (tp, pp, dp) of a placement problem is admissible (none fits the devices and divides the microbatches):
+/// bad input for one problem, and for a search over knob settings a setting that is not a plan.
+class no_admissible_configuration : public input_error {
+ public:
+  using input_error::input_error;
+};
 
 /// What a stage adds up from its nodes (base units: seconds and bytes).
 struct stage_load {
@@ -261,22 +269,13 @@ inline std::string to_string(const plan& p) {
   return out;
 }
 
-/// Choices a caller fixes (0: free) and limits it sets.
-struct fixed_choices {
-  int tp = 0;
-  int pp = 0;
-  int dp = 0;
-  int max_pp = 0;                ///< deepest pipeline tried (0: the node count)
-  bool use_all_devices = false;  ///< only dp = devices / (tp * pp), where tp * pp divides the devices
-};
-
 namespace detail::place {
 /// Calls fn(table_index, pp, dp) for every admissible (tp, pp, dp): pp at most the node count (and
 /// fixed.max_pp), dp dividing the microbatches, tp * pp * dp <= devices (== with fixed.use_all_devices); pp
 /// ascending, dp descending. Returns how many it visited.
 template <CostTable Table, class Fn>
 std::size_t for_each_config(const placement_settings& s, const std::vector<Table>& tables,
-                            const fixed_choices& fixed, Fn&& fn) {
+                            const placement_request& fixed, Fn&& fn) {
   std::size_t visited = 0;
   for (std::size_t ti = 0; ti < tables.size(); ++ti) {
     const std::int64_t tp = tables[ti].tp;
@@ -356,8 +355,8 @@ void minimize_batch_time(const Policy& policy, const placement_settings& s, cons
   }
 }
 
-[[noreturn]] inline void no_configuration(const placement_settings& s, const fixed_choices& f) {
-  invalid("no (tp, pp, dp) fits " + std::to_string(s.devices) + " devices with " +
+[[noreturn]] inline void no_configuration(const placement_settings& s, const placement_request& f) {
+  throw no_admissible_configuration("placement problem: no (tp, pp, dp) fits " + std::to_string(s.devices) + " devices with " +
           std::to_string(s.microbatches) + " microbatches" +
           (f.tp != 0 ? ", tp " + std::to_string(f.tp) : std::string{}) +
           (f.pp != 0 ? ", pp " + std::to_string(f.pp) : std::string{}) +
@@ -380,7 +379,7 @@ inline plan infeasible_plan(const placement_settings& s, double smallest_need) {
 /// smallest peak memory of a partition below `bound` (or at least `bound` when none is).
 template <class Policy, class Tables, class Total, class Need>
 plan smallest_memory_need(const Policy& policy, const placement_settings& s, const Tables& tables,
-                          const fixed_choices& fixed, Total&& total_parameters, Need&& need) {
+                          const placement_request& fixed, Total&& total_parameters, Need&& need) {
   double smallest = infinity;
   for_each_config(s, tables, fixed, [&](std::size_t ti, int pp, int dp) {
     const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
@@ -395,34 +394,45 @@ plan smallest_memory_need(const Policy& policy, const placement_settings& s, con
 
 /// Named parameters shared by every placer (STYLE.md:
 /// `chain_dp(problem).devices(1024).memory(32_GiB).run()`). Setters override the problem's settings for this
-/// run; tp/pp/dp fix a choice.
+/// run; tp/pp/dp fix a choice; `with(request)` takes a whole placement_request (what the Placer objects
+/// pass). Made with a policy that is not a PlacementPolicy, it stops compilation with one sentence naming
+/// the missing member (explain_placement_policy), and its run() is not instantiated.
 template <class Derived, CostTable Table, class Policy>
 class placer_base {
  public:
   explicit placer_base(const placement_problem<Table>& problem, Policy policy = Policy{})
       : problem_(&problem),
         settings_(static_cast<const placement_settings&>(problem)),
-        policy_(std::move(policy)) {}
+        policy_(std::move(policy)) {
+    static_assert(explain_placement_policy<Policy, std::decay_t<decltype(problem.tables.front().nodes.front())>>());
+  }
 
   Derived& devices(int n) { return set(settings_.devices, n); }
   Derived& memory(bytes per_device) { return set(settings_.memory_per_device, per_device); }
   Derived& microbatches(std::int64_t m) { return set(settings_.microbatches, m); }
   Derived& schedule(train::pipeline_schedule sch) { return set(settings_.schedule, sch); }
   Derived& recompute(bool on) { return set(settings_.recompute, on); }
-  Derived& tp(int t) { return set(fixed_.tp, t); }
-  Derived& pp(int p) { return set(fixed_.pp, p); }
-  Derived& dp(int d) { return set(fixed_.dp, d); }
+  Derived& tp(int t) { return set(request_.tp, t); }
+  Derived& pp(int p) { return set(request_.pp, p); }
+  Derived& dp(int d) { return set(request_.dp, d); }
   /// Deepest pipeline to try (0: as many stages as nodes).
-  Derived& max_pp(int p) { return set(fixed_.max_pp, p); }
+  Derived& max_pp(int p) { return set(request_.max_pp, p); }
   /// Only plans that use every device (tp * pp * dp == devices), as Megatron-LM runs them.
-  Derived& use_all_devices(bool on) { return set(fixed_.use_all_devices, on); }
+  Derived& use_all_devices(bool on) { return set(request_.use_all_devices, on); }
   /// Only plans faster than `t` are of interest (a search's incumbent): the DP prunes with it and, when no
   /// plan beats it, returns an infeasible plan with above_cutoff set (and no memory-need search).
-  Derived& cutoff(seconds t) { return set(cutoff_, t.value()); }
+  Derived& cutoff(seconds t) { return set(request_.cutoff_s, t.value()); }
+  /// Every choice, limit and the cutoff of a request at once.
+  Derived& with(const placement_request& r) { return set(request_, r); }
 
   [[nodiscard]] const placement_settings& settings() const { return settings_; }
 
  protected:
+  /// Whether the policy is a PlacementPolicy: the placers' run() is compiled only then (the constructor's
+  /// static_assert has reported the missing member otherwise).
+  static constexpr bool valid_policy =
+      PlacementPolicy<Policy, std::decay_t<decltype(std::declval<const Table&>().nodes.front())>>;
+
   /// Validates the problem as this run sees it.
   void check() const {
     validate_settings(settings_);
@@ -432,8 +442,7 @@ class placer_base {
   const placement_problem<Table>* problem_;
   placement_settings settings_;
   Policy policy_;
-  fixed_choices fixed_;
-  double cutoff_ = detail::place::infinity;
+  placement_request request_;
 
   /// The plan to return when nothing beat the cutoff.
   [[nodiscard]] plan above_cutoff() const {

@@ -26,6 +26,7 @@ enum class stage_placement { uniform, uneven };
 /// What the search may vary; an empty optional means "search it".
 struct plan_choices {
   stage_placement placement = stage_placement::uniform;
+  model_placer placer = chain_placer{};  ///< places uneven stages
   std::optional<int> tp;
   std::optional<int> pp;
   std::optional<int> dp;
@@ -93,9 +94,9 @@ inline void record(plan_search_result& result, ranked_plan r) {
 /// Searches the plans of `m` on every device of cluster `c`. `base` gives the knobs that are not searched
 /// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
 /// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
-/// uniform split; with stage_placement::uneven, for every tp and knob setting chain_dp finds the best pp, dp
-/// and split under the same model (one plan per tp and knob setting; the interleaved schedule is always
-/// placed uniformly). The uneven plan of a setting is never slower than its best uniform plan.
+/// uniform split; with stage_placement::uneven, for every tp and knob setting `fixed.placer` (chain_dp by
+/// default) finds the best pp, dp and split under the same model (one plan per tp and knob setting; the
+/// interleaved schedule is always placed uniformly). The uneven plan of a setting is never slower than its best uniform plan.
 inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
                                        const train::training_knobs& base, const plan_choices& fixed,
                                        const sched::schedule_cache& cache) {
@@ -115,13 +116,13 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
         } catch (const input_error&) {
           return;
         }
-        fixed_choices f;
+        placement_request f;
         f.pp = fixed.pp.value_or(0);
         f.dp = fixed.dp.value_or(0);
         model_placement placed;
         try {
-          placed = place_model(m, c, k, {tp}, cache, f);
-        } catch (const input_error&) {
+          placed = place_model(m, c, k, {tp}, cache, f, fixed.placer);
+        } catch (const no_admissible_configuration&) {
           return;  // no (pp, dp) uses the devices with this batch: not a plan
         }
         any_admissible = true;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,13 +41,22 @@ class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
   /// The best uniform plan, or an infeasible plan with the smallest memory need among uniform plans.
   /// Throws input_error when a table is not a chain or no (tp, pp, dp) splits the blocks evenly.
   [[nodiscard]] plan run() const {
+    if constexpr (base::valid_policy) {
+      return place_all();
+    } else {
+      return plan{};  // the constructor has reported what the policy misses
+    }
+  }
+
+ private:
+  [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
     plan best;
     double need = detail::place::infinity;
     std::size_t even = 0;
-    detail::place::for_each_config(s, tables, this->fixed_, [&](std::size_t ti, int pp, int dp) {
+    detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
       const auto& t = tables[ti];
       if (!is_chain(t)) {
         detail::place::invalid("uniform: the table for tp " + std::to_string(t.tp) +
@@ -75,7 +85,7 @@ class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
           "uniform: no admissible (tp, pp, dp) splits the blocks evenly; choose pp dividing the number of "
           "blocks (nodes between the pinned embedding and head), and tp * pp * dp within the devices");
     }
-    if (best.feasible && best.time_per_batch.value() < this->cutoff_) return best;
+    if (best.feasible && best.time_per_batch.value() < this->request_.cutoff_s) return best;
     if (best.feasible) return this->above_cutoff();
     return detail::place::infeasible_plan(s, need);
   }
@@ -89,5 +99,16 @@ template <CostTable Table>
 uniform(const placement_problem<Table>&) -> uniform<Table>;
 template <CostTable Table, class Policy>
 uniform(const placement_problem<Table>&, Policy) -> uniform<Table, Policy>;
+
+/// uniform as a Placer (place/concepts.hpp): Megatron-LM's even split. What search::options and `phaze plan --placer
+/// uniform` run.
+struct uniform_placer {
+  [[nodiscard]] static constexpr std::string_view name() { return "uniform"; }
+  template <CostTable Table, class Policy>
+  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
+                           const placement_request& request) const {
+    return uniform<Table, Policy>(problem, policy).with(request).run();
+  }
+};
 
 }  // namespace phaze::place

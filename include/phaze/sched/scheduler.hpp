@@ -78,6 +78,27 @@ struct list_scheduler {
 };
 static_assert(Scheduler<list_scheduler>);
 
+/// Any Scheduler behind one type, for code that chooses its scheduler at run time (search::options, the
+/// command line). It is a Scheduler itself.
+class any_scheduler {
+ public:
+  template <class S>
+  any_scheduler(S s) {  // NOLINT(google-explicit-constructor): any Scheduler converts, as std::function does
+    static_assert(explain_scheduler<S>());
+    if constexpr (Scheduler<S>) {
+      name_ = std::string{s.name()};
+      solve_ = [s = std::move(s)](const problem& p) { return s.solve(p); };
+    }
+  }
+  [[nodiscard]] std::string_view name() const { return name_; }
+  [[nodiscard]] schedule solve(const problem& p) const { return solve_(p); }
+
+ private:
+  std::string name_;
+  std::function<schedule(const problem&)> solve_;
+};
+static_assert(Scheduler<any_scheduler>);
+
 /// Solved schedules by problem, so identical layers (and identical layer x core-configuration problems, from
 /// any device with the same per-op costs) are solved once, by the scheduler the cache was made with. Safe to
 /// share between threads; copies share the memo.
@@ -89,8 +110,10 @@ class schedule_cache {
   template <class S>
   explicit schedule_cache(S s) : state_(std::make_shared<state>()) {
     static_assert(explain_scheduler<S>());
-    state_->name = std::string{s.name()};
-    state_->solve = [s = std::move(s)](const problem& p) { return s.solve(p); };
+    if constexpr (Scheduler<S>) {
+      state_->name = std::string{s.name()};
+      state_->solve = [s = std::move(s)](const problem& p) { return s.solve(p); };
+    }
   }
 
   /// The schedule of `p`, solved on first request.

@@ -47,11 +47,12 @@ inline seconds layer_latency(const model::model& run, const hw::device& d) {
 inline std::vector<baseline> baselines(
     const spec& s, const design_result& best,
     const std::function<std::vector<design_result>(
-        std::size_t, const std::function<design_result(std::size_t)>&)>& map = serial_map) {
+        std::size_t, const std::function<design_result(std::size_t)>&)>& map = serial_map,
+    const options& o = {}) {
   std::vector<baseline> out;
   out.push_back({"tpuv4-like",
                  "PHAZE's reference accelerator (TPU v4) with its best plan under the same knobs",
-                 evaluate_design(s, hw::tpuv4_like, outside_the_space)});
+                 evaluate_design(s, hw::tpuv4_like, outside_the_space, o)});
 
   // Spotlight-style: lowest layer latency over the whole space (ties: the lower index).
   const model::model run = model_of(s);
@@ -73,7 +74,7 @@ inline std::vector<baseline> baselines(
   out.push_back({"spotlight-style",
                  "the design with the lowest single-accelerator layer latency (forward + backward of one "
                  "sequence), then placed",
-                 evaluate_design(s, s.space.at(fastest), fastest)});
+                 evaluate_design(s, s.space.at(fastest), fastest, o)});
 
   // Megatron-uniform: the best design with uniform stages only, over the spec's own knobs.
   design_result uniform = best;
@@ -85,7 +86,7 @@ inline std::vector<baseline> baselines(
   base.opt = s.knobs.opt;
   base.schedule = s.knobs.schedule;
   base.distributed_optimizer = s.knobs.distributed_optimizer;
-  sched::schedule_cache cache;
+  sched::schedule_cache cache{o.scheduler};
   const cluster::cluster on = cluster_of(s, best.device);
   for (const int tp : detail::widths_for(s, run, on)) {
     for (const std::int64_t mb : s.knobs.microbatches) {

@@ -32,10 +32,12 @@
 #include "phaze/hw/space.hpp"
 #include "phaze/model/layer.hpp"
 #include "phaze/model/model.hpp"
+#include "phaze/place/any_placer.hpp"
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/model_placement.hpp"
 #include "phaze/place/plan_search.hpp"
 #include "phaze/sched/layer_problem.hpp"
+#include "phaze/sched/scheduler.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
 #include "phaze/train/step.hpp"
@@ -48,6 +50,10 @@ struct options {
   std::size_t round = 64;   ///< designs per round (fixed, so results do not depend on parallelism)
   std::size_t top = 10;     ///< designs listed in summary::top
   bool baselines = true;    ///< evaluate the baselines too
+  /// Places each knob setting's layer tables (any place::Placer; the chain DP by default).
+  place::model_placer placer = place::chain_placer{};
+  /// Schedules each layer on each design (any sched::Scheduler; the list scheduler by default).
+  sched::any_scheduler scheduler = sched::list_scheduler{};
 };
 
 /// A sound upper bound on a design's throughput (samples/s): every device computing the iteration's model
@@ -148,7 +154,8 @@ inline bool any_admissible_plan(const spec& s) {
 /// sequence parallelism) chain_dp places the model under step_policy over every width, pipeline depth and
 /// data-parallel degree using all devices, with the best time found so far as its cutoff. `configurations`
 /// counts the knob settings placed.
-inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index) {
+inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index,
+                                     const options& o = {}) {
   const model::model run = model_of(s);
   design_result r;
   r.index = index;
@@ -157,7 +164,7 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
   r.upper_bound_samples_per_s = throughput_bound(s, d);
   const cluster::cluster c = cluster_of(s, d);
   const std::vector<int> all_widths = detail::widths_for(s, run, c);
-  sched::schedule_cache cache;
+  sched::schedule_cache cache{o.scheduler};
   double best = std::numeric_limits<double>::infinity();
   double smallest_need = std::numeric_limits<double>::infinity();
   std::optional<place::model_placement> chosen;
@@ -188,13 +195,14 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
         }
         if (widths.empty()) continue;
         const place::model_problem mp = place::model_tables(run, c, k, widths, cache);
-        auto placer = place::chain_dp(mp.problem, mp.policy);
-        placer.max_pp(static_cast<int>(run.config.layers)).use_all_devices(true);
-        if (best < std::numeric_limits<double>::infinity()) placer.cutoff(seconds{best});
+        place::placement_request request;
+        request.max_pp = static_cast<int>(run.config.layers);
+        request.use_all_devices = true;
+        request.cutoff_s = best;
         place::plan found;
         try {
-          found = placer.run();
-        } catch (const input_error&) {
+          found = o.placer.place(mp.problem, mp.policy, request);
+        } catch (const place::no_admissible_configuration&) {
           continue;  // no (tp, pp, dp) uses every device with this batch
         }
         ++r.configurations;
@@ -231,9 +239,9 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
 
 /// Recomputes a design's estimate from its plan: results.jsonl (resume, MPI) carries plans and throughputs,
 /// not estimates; search::run restores them for the designs its summary reports.
-inline void restore_estimate(const spec& s, design_result& r) {
+inline void restore_estimate(const spec& s, design_result& r, const options& o = {}) {
   if (r.status != outcome::evaluated) return;
-  sched::schedule_cache cache;
+  sched::schedule_cache cache{o.scheduler};
   const model::model run = model_of(s);
   r.estimate = train::estimate_step(run, cluster_of(s, r.device), r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
@@ -395,7 +403,7 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
     }
     const auto results = map(todo.size(), [&](std::size_t t) {
       const std::uint64_t index = order[todo[t]].first;
-      design_result r = evaluate_design(s, s.space.at(index), index);
+      design_result r = evaluate_design(s, s.space.at(index), index, o);
       if (h.finished) h.finished(r);
       return r;
     });
@@ -443,7 +451,7 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   // Designs read back (resumed, or evaluated by another process) carry no estimate: restore the reported
   // ones.
   auto restore = [&](design_result& r) {
-    if (r.status == outcome::evaluated && r.estimate.stages.empty()) restore_estimate(s, r);
+    if (r.status == outcome::evaluated && r.estimate.stages.empty()) restore_estimate(s, r, o);
   };
   restore(out.best);
   for (auto& r : out.top) restore(r);

@@ -1,0 +1,175 @@
+/// @file
+/// What a placement policy and a placer are (`PlacementPolicy`, `Placer`, beside `CostTable` of
+/// place/cost_table.hpp), what a caller asks of a placer (`placement_request`), and the sentences a compiler
+/// prints when a type misses a requirement (`explain_placement_policy`, `explain_placer`): one message that
+/// names the missing member and how to add it, at the call that used the type.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include "phaze/place/cost_table.hpp"
+
+namespace phaze::place {
+
+struct stage_load;
+struct stage_context;
+struct plan;
+struct pipeline_policy;
+
+/// What a caller asks of a placer besides the problem and the policy: the choices it fixes (tp, pp, dp), the
+/// deepest pipeline, whether every device must be used, and a cutoff (only plans faster than `cutoff_s` are
+/// of interest: a search's incumbent; when none is, the placer returns an infeasible plan with above_cutoff).
+struct placement_request {
+  int tp = 0;  ///< 0: free
+  int pp = 0;
+  int dp = 0;
+  int max_pp = 0;                ///< deepest pipeline tried (0: the node count)
+  bool use_all_devices = false;  ///< only tp * pp * dp == devices, as Megatron-LM runs them
+  double cutoff_s = std::numeric_limits<double>::infinity();
+};
+
+namespace detail::concepts {
+template <class P>
+concept says_whether_allreduce_counts = requires {
+  { P::allreduce_of_largest_stage } -> std::convertible_to<bool>;
+};
+template <class P, class Node>
+concept has_work = requires(const P& p, const placement_settings& s, const Node& n) {
+  { p.work_s(s, n) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_stage_time = requires(const P& p, const placement_settings& s, const stage_load& l,
+                                  const stage_context& c) {
+  { p.stage_time_s(s, l, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_stage_cost = requires(const P& p, const placement_settings& s, const stage_load& l,
+                                  const stage_context& c) {
+  { p.stage_cost_s(s, l, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_allreduce = requires(const P& p, const placement_settings& s, double bytes, const stage_context& c) {
+  { p.allreduce_s(s, bytes, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_batch_time = requires(const P& p, const placement_settings& s, double cost, double bytes,
+                                  const stage_context& c) {
+  { p.batch_time_s(s, cost, bytes, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_stage_memory = requires(const P& p, const placement_settings& s, const stage_load& l, int stage,
+                                    const stage_context& c) {
+  { p.stage_memory(s, l, stage, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_in_flight = requires(const P& p, const placement_settings& s, int stage, const stage_context& c) {
+  { p.microbatches_in_flight(s, stage, c) } -> std::convertible_to<double>;
+};
+}  // namespace detail::concepts
+
+/// A placement policy: how a stage's load becomes its time, cost and memory, and how stage costs and the
+/// largest stage's parameters become the time per batch (docs/layer-table.md, place/objective.hpp). Members:
+/// `allreduce_of_largest_stage` (static bool), `work_s(settings, node)`, `stage_time_s(settings, load,
+/// context)`, `stage_cost_s(settings, load, context)`, `allreduce_s(settings, parameter_bytes, context)`,
+/// `batch_time_s(settings, largest_cost, largest_parameter_bytes, context)`, `stage_memory(settings, load,
+/// stage, context)` and `microbatches_in_flight(settings, stage, context)`. Stage cost and memory must not
+/// decrease when a stage gains nodes and must be linear in the load (the placers prune and bound on it).
+/// pipeline_policy, bottleneck_policy and step_policy are ones.
+template <class P, class Node = cost_node>
+concept PlacementPolicy =
+    std::copy_constructible<P> && detail::concepts::says_whether_allreduce_counts<P> &&
+    detail::concepts::has_work<P, Node> && detail::concepts::has_stage_time<P> &&
+    detail::concepts::has_stage_cost<P> && detail::concepts::has_allreduce<P> &&
+    detail::concepts::has_batch_time<P> && detail::concepts::has_stage_memory<P> &&
+    detail::concepts::has_in_flight<P>;
+
+/// Stops compilation with one sentence naming the first requirement of PlacementPolicy that `P` misses; true
+/// when it meets them all. The placers call it when they are made with a policy.
+template <class P, class Node = cost_node>
+consteval bool explain_placement_policy() {
+  using namespace detail::concepts;
+  if constexpr (!std::copy_constructible<P>) {
+    static_assert(std::copy_constructible<P>,
+                  "phaze::place::PlacementPolicy: the policy must be copyable (every placer keeps a copy)");
+  } else if constexpr (!says_whether_allreduce_counts<P>) {
+    static_assert(says_whether_allreduce_counts<P>,
+                  "phaze::place::PlacementPolicy: 'allreduce_of_largest_stage' is missing; add `static constexpr "
+                  "bool allreduce_of_largest_stage = true;` when batch_time_s adds the largest stage's all-reduce");
+  } else if constexpr (!has_work<P, Node>) {
+    static_assert(has_work<P, Node>,
+                  "phaze::place::PlacementPolicy: 'work_s(settings, node)' is missing; add `template <class Node> "
+                  "double work_s(const placement_settings&, const Node&) const` (one microbatch of one node)");
+  } else if constexpr (!has_stage_time<P>) {
+    static_assert(has_stage_time<P>,
+                  "phaze::place::PlacementPolicy: 'stage_time_s(settings, load, context)' is missing; add `double "
+                  "stage_time_s(const placement_settings&, const stage_load&, const stage_context&) const`");
+  } else if constexpr (!has_stage_cost<P>) {
+    static_assert(has_stage_cost<P>,
+                  "phaze::place::PlacementPolicy: 'stage_cost_s(settings, load, context)' is missing; add `double "
+                  "stage_cost_s(const placement_settings&, const stage_load&, const stage_context&) const`");
+  } else if constexpr (!has_allreduce<P>) {
+    static_assert(has_allreduce<P>,
+                  "phaze::place::PlacementPolicy: 'allreduce_s(settings, parameter_bytes, context)' is missing; "
+                  "add `double allreduce_s(const placement_settings&, double, const stage_context&) const`");
+  } else if constexpr (!has_batch_time<P>) {
+    static_assert(has_batch_time<P>,
+                  "phaze::place::PlacementPolicy: 'batch_time_s(settings, largest_cost, largest_parameter_bytes, "
+                  "context)' is missing; add `double batch_time_s(const placement_settings&, double, double, const "
+                  "stage_context&) const`");
+  } else if constexpr (!has_stage_memory<P>) {
+    static_assert(has_stage_memory<P>,
+                  "phaze::place::PlacementPolicy: 'stage_memory(settings, load, stage, context)' is missing; add "
+                  "`double stage_memory(const placement_settings&, const stage_load&, int, const stage_context&) "
+                  "const` (bytes per device)");
+  } else if constexpr (!has_in_flight<P>) {
+    static_assert(has_in_flight<P>,
+                  "phaze::place::PlacementPolicy: 'microbatches_in_flight(settings, stage, context)' is missing; add "
+                  "`double microbatches_in_flight(const placement_settings&, int, const stage_context&) const`");
+  }
+  return PlacementPolicy<P, Node>;
+}
+
+namespace detail::concepts {
+template <class P>
+concept names_itself = requires(const P& p) {
+  { p.name() } -> std::convertible_to<std::string_view>;
+};
+template <class P, class Table, class Policy>
+concept places = requires(const P& p, const placement_problem<Table>& problem, const Policy& policy,
+                          const placement_request& r) {
+  { p.place(problem, policy, r) } -> std::same_as<plan>;
+};
+}  // namespace detail::concepts
+
+/// A placer: a copyable value with `name()` and `place(problem, policy, request) -> plan`, the best plan of a
+/// placement problem under a policy that honours the request (fixed degrees, cutoff), or an infeasible plan
+/// saying why none fits. chain_placer, downset_placer, brute_force_placer and uniform_placer are ones;
+/// search::options and `phaze plan` take any (examples/custom_placer.cpp writes one).
+template <class P, class Table = cost_table, class Policy = pipeline_policy>
+concept Placer = std::copy_constructible<P> && detail::concepts::names_itself<P> &&
+                 detail::concepts::places<P, Table, Policy>;
+
+/// Stops compilation with one sentence naming the first requirement of Placer that `P` misses (for tables of
+/// `Table` under `Policy`); true when it meets them all.
+template <class P, class Table = cost_table, class Policy = pipeline_policy>
+consteval bool explain_placer() {
+  using namespace detail::concepts;
+  if constexpr (!std::copy_constructible<P>) {
+    static_assert(std::copy_constructible<P>, "phaze::place::Placer: the placer must be copyable");
+  } else if constexpr (!names_itself<P>) {
+    static_assert(names_itself<P>,
+                  "phaze::place::Placer: 'p.name()' is missing; add `std::string_view name() const` returning a "
+                  "short name such as \"greedy\"");
+  } else if constexpr (!places<P, Table, Policy>) {
+    static_assert(places<P, Table, Policy>,
+                  "phaze::place::Placer: 'p.place(problem, policy, request)' returning place::plan is missing for "
+                  "this table and policy; add `template <CostTable T, PlacementPolicy P> plan place(const "
+                  "placement_problem<T>&, const P&, const placement_request&) const`");
+  }
+  return Placer<P, Table, Policy>;
+}
+
+}  // namespace phaze::place
