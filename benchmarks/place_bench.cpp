@@ -1,18 +1,21 @@
 /// @file
 /// Placers on a GPT-3-175B-shaped layer cost table (embedding, 96 blocks, head; TP widths 1, 2, 4, 8;
-/// 1024 devices, 4096 microbatches, 32 GiB per device). Goal (issue 5): chain_dp for all four TP widths
-/// together in at most 50 ms on one core; downset_dp finds the same optimum.
+/// 1024 devices, 4096 microbatches, 32 GiB per device): chain_dp for all four TP widths together in at most
+/// 50 ms on one core; downset_dp finds the same optimum. Then placer variants side by side (chain_dp,
+/// downset_dp and a user's greedy placer, examples/greedy_placer.hpp) on GPT-3 175B's real tables under the
+/// step model, as users benchmark placers of their own.
 #include <benchmark/benchmark.h>
-
-#include "../tests/support/clusters.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 
+#include "../examples/greedy_placer.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/zoo.hpp"
+#include "phaze/place/any_placer.hpp"
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/downset_dp.hpp"
 #include "phaze/place/model_placement.hpp"
@@ -136,9 +139,8 @@ void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
   k.recompute = model::recompute::selective;
   k.sequence_parallel = true;
   const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
-  const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
-  const auto mp = model_tables(m, phaze::test::cluster_of(d, 1024), k, {1, 2, 4, 8}, cache);
+  const auto mp = model_tables(m, cluster::preset_cluster("a100-80gb", 1024), k, {1, 2, 4, 8}, cache);
   plan best;
   for (auto _ : state) {
     best = chain_dp(mp.problem, mp.policy).max_pp(96).use_all_devices(true).run();
@@ -147,5 +149,35 @@ void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
   report(state, best);
 }
 BENCHMARK(chain_dp_step_policy_gpt3_175b)->Unit(benchmark::kMillisecond);
+
+/// GPT-3 175B's tables under the step model (as above), placed by one placer variant through the Placer
+/// interface (the way search::options runs it). The counter `vs_chain` is the plan's time over the exact
+/// chain DP's (1 for exact placers).
+void placer_variant_gpt3_175b(benchmark::State& state, const model_placer& placer) {
+  train::training_knobs k;
+  k.global_batch = 1536;
+  k.recompute = model::recompute::selective;
+  k.sequence_parallel = true;
+  const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
+  sched::schedule_cache cache;
+  const auto mp = model_tables(m, cluster::preset_cluster("a100-80gb", 1024), k, {1, 2, 4, 8}, cache);
+  placement_request request;
+  request.max_pp = 96;
+  request.use_all_devices = true;
+  const plan exact = chain_placer{}.place(mp.problem, mp.policy, request);
+  plan best;
+  for (auto _ : state) {
+    best = placer.place(mp.problem, mp.policy, request);
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+  state.counters["vs_chain"] = best.time_per_batch / exact.time_per_batch;
+}
+BENCHMARK_CAPTURE(placer_variant_gpt3_175b, chain, model_placer{chain_placer{}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(placer_variant_gpt3_175b, downset, model_placer{downset_placer{}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(placer_variant_gpt3_175b, greedy, model_placer{user::greedy_placer{}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -3,8 +3,7 @@
 // Counters report the distribution of per-problem ILP solve times (the goal: median <= 50 ms).
 #include <benchmark/benchmark.h>
 
-#include "../tests/support/clusters.hpp"
-
+#include <phaze/cluster/presets.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
@@ -26,6 +25,8 @@ std::vector<hw::device> designs() {
 }
 
 std::vector<sched::problem> problems(const std::vector<hw::device>& devices) {
+  // Tensor-parallel width 1: no collective runs, so no route is taken.
+  const cluster::route tp1 = cluster::tensor_parallel_route(cluster::reference_node, 1);
   std::vector<sched::problem> out;
   for (const auto& d : devices)
     for (const auto& e : zoo::entries) {
@@ -33,7 +34,7 @@ std::vector<sched::problem> problems(const std::vector<hw::device>& devices) {
       for (const auto& kind : model::distinct_layers(m)) {
         const auto l = model::layer_at(m, static_cast<std::size_t>(kind.first_node), {1, 0, 1, false, 2});
         for (auto which : {sched::pass::forward, sched::pass::backward})
-          out.push_back(sched::layer_problem(l, d, phaze::test::tp_route(d, l.shape.tp), which));
+          out.push_back(sched::layer_problem(l, d, tp1, which));
       }
     }
   return out;

@@ -25,11 +25,13 @@ class any_placer {
   /// Keeps a copy of `p`.
   template <class P>
   any_placer(P p) {  // NOLINT(google-explicit-constructor): any Placer converts, as std::function does
-    static_assert(explain_placer<P, Table, Policy>());
+    static_cast<void>(explain_placer<P, Table, Policy>());  // reports what is missing, once
     if constexpr (Placer<P, Table, Policy>) {
       name_ = std::string{p.name()};
       place_ = [p = std::move(p)](const placement_problem<Table>& problem, const Policy& policy,
-                                  const placement_request& request) { return p.place(problem, policy, request); };
+                                  const placement_request& request) {
+        return p.place(problem, policy, request);
+      };
     }
   }
 

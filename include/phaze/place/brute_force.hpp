@@ -124,8 +124,8 @@ brute_force(const placement_problem<Table>&) -> brute_force<Table>;
 template <CostTable Table, class Policy>
 brute_force(const placement_problem<Table>&, Policy) -> brute_force<Table, Policy>;
 
-/// brute_force as a Placer (place/concepts.hpp): every partition (the oracle; small tables only). What search::options and `phaze plan --placer
-/// brute` run.
+/// brute_force as a Placer (place/concepts.hpp): every partition (the oracle; small tables only). What
+/// search::options and `phaze plan --placer brute` run.
 struct brute_force_placer {
   [[nodiscard]] static constexpr std::string_view name() { return "brute"; }
   template <CostTable Table, class Policy>

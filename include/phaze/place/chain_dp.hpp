@@ -214,8 +214,8 @@ chain_dp(const placement_problem<Table>&) -> chain_dp<Table>;
 template <CostTable Table, class Policy>
 chain_dp(const placement_problem<Table>&, Policy) -> chain_dp<Table, Policy>;
 
-/// chain_dp as a Placer (place/concepts.hpp): the chain DP (exact on chains; the default). What search::options and `phaze plan --placer
-/// chain` run.
+/// chain_dp as a Placer (place/concepts.hpp): the chain DP (exact on chains; the default). What
+/// search::options and `phaze plan --placer chain` run.
 struct chain_placer {
   [[nodiscard]] static constexpr std::string_view name() { return "chain"; }
   template <CostTable Table, class Policy>

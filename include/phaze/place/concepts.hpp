@@ -51,7 +51,8 @@ concept has_stage_cost = requires(const P& p, const placement_settings& s, const
   { p.stage_cost_s(s, l, c) } -> std::convertible_to<double>;
 };
 template <class P>
-concept has_allreduce = requires(const P& p, const placement_settings& s, double bytes, const stage_context& c) {
+concept has_allreduce = requires(const P& p, const placement_settings& s, double bytes,
+                                 const stage_context& c) {
   { p.allreduce_s(s, bytes, c) } -> std::convertible_to<double>;
 };
 template <class P>
@@ -79,8 +80,7 @@ concept has_in_flight = requires(const P& p, const placement_settings& s, int st
 /// decrease when a stage gains nodes and must be linear in the load (the placers prune and bound on it).
 /// pipeline_policy, bottleneck_policy and step_policy are ones.
 template <class P, class Node = cost_node>
-concept PlacementPolicy =
-    std::copy_constructible<P> && detail::concepts::says_whether_allreduce_counts<P> &&
+concept PlacementPolicy = std::copy_constructible<P> && detail::concepts::says_whether_allreduce_counts<P> &&
     detail::concepts::has_work<P, Node> && detail::concepts::has_stage_time<P> &&
     detail::concepts::has_stage_cost<P> && detail::concepts::has_allreduce<P> &&
     detail::concepts::has_batch_time<P> && detail::concepts::has_stage_memory<P> &&
@@ -95,39 +95,47 @@ consteval bool explain_placement_policy() {
     static_assert(std::copy_constructible<P>,
                   "phaze::place::PlacementPolicy: the policy must be copyable (every placer keeps a copy)");
   } else if constexpr (!says_whether_allreduce_counts<P>) {
-    static_assert(says_whether_allreduce_counts<P>,
-                  "phaze::place::PlacementPolicy: 'allreduce_of_largest_stage' is missing; add `static constexpr "
-                  "bool allreduce_of_largest_stage = true;` when batch_time_s adds the largest stage's all-reduce");
+    static_assert(
+        says_whether_allreduce_counts<P>,
+        "phaze::place::PlacementPolicy: 'allreduce_of_largest_stage' is missing; add `static constexpr "
+        "bool allreduce_of_largest_stage = true;` when batch_time_s adds the largest stage's all-reduce");
   } else if constexpr (!has_work<P, Node>) {
-    static_assert(has_work<P, Node>,
-                  "phaze::place::PlacementPolicy: 'work_s(settings, node)' is missing; add `template <class Node> "
-                  "double work_s(const placement_settings&, const Node&) const` (one microbatch of one node)");
+    static_assert(
+        has_work<P, Node>,
+        "phaze::place::PlacementPolicy: 'work_s(settings, node)' is missing; add `template <class Node> "
+        "double work_s(const placement_settings&, const Node&) const` (one microbatch of one node)");
   } else if constexpr (!has_stage_time<P>) {
-    static_assert(has_stage_time<P>,
-                  "phaze::place::PlacementPolicy: 'stage_time_s(settings, load, context)' is missing; add `double "
-                  "stage_time_s(const placement_settings&, const stage_load&, const stage_context&) const`");
+    static_assert(
+        has_stage_time<P>,
+        "phaze::place::PlacementPolicy: 'stage_time_s(settings, load, context)' is missing; add `double "
+        "stage_time_s(const placement_settings&, const stage_load&, const stage_context&) const`");
   } else if constexpr (!has_stage_cost<P>) {
-    static_assert(has_stage_cost<P>,
-                  "phaze::place::PlacementPolicy: 'stage_cost_s(settings, load, context)' is missing; add `double "
-                  "stage_cost_s(const placement_settings&, const stage_load&, const stage_context&) const`");
+    static_assert(
+        has_stage_cost<P>,
+        "phaze::place::PlacementPolicy: 'stage_cost_s(settings, load, context)' is missing; add `double "
+        "stage_cost_s(const placement_settings&, const stage_load&, const stage_context&) const`");
   } else if constexpr (!has_allreduce<P>) {
-    static_assert(has_allreduce<P>,
-                  "phaze::place::PlacementPolicy: 'allreduce_s(settings, parameter_bytes, context)' is missing; "
-                  "add `double allreduce_s(const placement_settings&, double, const stage_context&) const`");
+    static_assert(
+        has_allreduce<P>,
+        "phaze::place::PlacementPolicy: 'allreduce_s(settings, parameter_bytes, context)' is missing; "
+        "add `double allreduce_s(const placement_settings&, double, const stage_context&) const`");
   } else if constexpr (!has_batch_time<P>) {
-    static_assert(has_batch_time<P>,
-                  "phaze::place::PlacementPolicy: 'batch_time_s(settings, largest_cost, largest_parameter_bytes, "
-                  "context)' is missing; add `double batch_time_s(const placement_settings&, double, double, const "
-                  "stage_context&) const`");
+    static_assert(
+        has_batch_time<P>,
+        "phaze::place::PlacementPolicy: 'batch_time_s(settings, largest_cost, largest_parameter_bytes, "
+        "context)' is missing; add `double batch_time_s(const placement_settings&, double, double, const "
+        "stage_context&) const`");
   } else if constexpr (!has_stage_memory<P>) {
-    static_assert(has_stage_memory<P>,
-                  "phaze::place::PlacementPolicy: 'stage_memory(settings, load, stage, context)' is missing; add "
-                  "`double stage_memory(const placement_settings&, const stage_load&, int, const stage_context&) "
-                  "const` (bytes per device)");
+    static_assert(
+        has_stage_memory<P>,
+        "phaze::place::PlacementPolicy: 'stage_memory(settings, load, stage, context)' is missing; add "
+        "`double stage_memory(const placement_settings&, const stage_load&, int, const stage_context&) "
+        "const` (bytes per device)");
   } else if constexpr (!has_in_flight<P>) {
-    static_assert(has_in_flight<P>,
-                  "phaze::place::PlacementPolicy: 'microbatches_in_flight(settings, stage, context)' is missing; add "
-                  "`double microbatches_in_flight(const placement_settings&, int, const stage_context&) const`");
+    static_assert(
+        has_in_flight<P>,
+        "phaze::place::PlacementPolicy: 'microbatches_in_flight(settings, stage, context)' is missing; add "
+        "`double microbatches_in_flight(const placement_settings&, int, const stage_context&) const`");
   }
   return PlacementPolicy<P, Node>;
 }
@@ -150,7 +158,7 @@ concept places = requires(const P& p, const placement_problem<Table>& problem, c
 /// search::options and `phaze plan` take any (examples/custom_placer.cpp writes one).
 template <class P, class Table = cost_table, class Policy = pipeline_policy>
 concept Placer = std::copy_constructible<P> && detail::concepts::names_itself<P> &&
-                 detail::concepts::places<P, Table, Policy>;
+    detail::concepts::places<P, Table, Policy>;
 
 /// Stops compilation with one sentence naming the first requirement of Placer that `P` misses (for tables of
 /// `Table` under `Policy`); true when it meets them all.
@@ -160,14 +168,16 @@ consteval bool explain_placer() {
   if constexpr (!std::copy_constructible<P>) {
     static_assert(std::copy_constructible<P>, "phaze::place::Placer: the placer must be copyable");
   } else if constexpr (!names_itself<P>) {
-    static_assert(names_itself<P>,
-                  "phaze::place::Placer: 'p.name()' is missing; add `std::string_view name() const` returning a "
-                  "short name such as \"greedy\"");
+    static_assert(
+        names_itself<P>,
+        "phaze::place::Placer: 'p.name()' is missing; add `std::string_view name() const` returning a "
+        "short name such as \"greedy\"");
   } else if constexpr (!places<P, Table, Policy>) {
-    static_assert(places<P, Table, Policy>,
-                  "phaze::place::Placer: 'p.place(problem, policy, request)' returning place::plan is missing for "
-                  "this table and policy; add `template <CostTable T, PlacementPolicy P> plan place(const "
-                  "placement_problem<T>&, const P&, const placement_request&) const`");
+    static_assert(
+        places<P, Table, Policy>,
+        "phaze::place::Placer: 'p.place(problem, policy, request)' returning place::plan is missing for "
+        "this table and policy; add `template <CostTable T, PlacementPolicy P> plan place(const "
+        "placement_problem<T>&, const P&, const placement_request&) const`");
   }
   return Placer<P, Table, Policy>;
 }

@@ -292,8 +292,8 @@ downset_dp(const placement_problem<Table>&) -> downset_dp<Table>;
 template <CostTable Table, class Policy>
 downset_dp(const placement_problem<Table>&, Policy) -> downset_dp<Table, Policy>;
 
-/// downset_dp as a Placer (place/concepts.hpp): the downset DP (exact on any layer DAG, slower). What search::options and `phaze plan --placer
-/// downset` run.
+/// downset_dp as a Placer (place/concepts.hpp): the downset DP (exact on any layer DAG, slower). What
+/// search::options and `phaze plan --placer downset` run.
 struct downset_placer {
   [[nodiscard]] static constexpr std::string_view name() { return "downset"; }
   template <CostTable Table, class Policy>

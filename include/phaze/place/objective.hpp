@@ -356,13 +356,14 @@ void minimize_batch_time(const Policy& policy, const placement_settings& s, cons
 }
 
 [[noreturn]] inline void no_configuration(const placement_settings& s, const placement_request& f) {
-  throw no_admissible_configuration("placement problem: no (tp, pp, dp) fits " + std::to_string(s.devices) + " devices with " +
-          std::to_string(s.microbatches) + " microbatches" +
-          (f.tp != 0 ? ", tp " + std::to_string(f.tp) : std::string{}) +
-          (f.pp != 0 ? ", pp " + std::to_string(f.pp) : std::string{}) +
-          (f.dp != 0 ? ", dp " + std::to_string(f.dp) : std::string{}) +
-          "; give a table for a TP width that fits, more devices, pp at most the node count and dp dividing "
-          "the microbatches");
+  throw no_admissible_configuration(
+      "placement problem: no (tp, pp, dp) fits " + std::to_string(s.devices) + " devices with " +
+      std::to_string(s.microbatches) + " microbatches" +
+      (f.tp != 0 ? ", tp " + std::to_string(f.tp) : std::string{}) +
+      (f.pp != 0 ? ", pp " + std::to_string(f.pp) : std::string{}) +
+      (f.dp != 0 ? ", dp " + std::to_string(f.dp) : std::string{}) +
+      "; give a table for a TP width that fits, more devices, pp at most the node count and dp dividing "
+      "the microbatches");
 }
 
 /// A plan that says no candidate fits, with the smallest peak memory found.
@@ -404,7 +405,10 @@ class placer_base {
       : problem_(&problem),
         settings_(static_cast<const placement_settings&>(problem)),
         policy_(std::move(policy)) {
-    static_assert(explain_placement_policy<Policy, std::decay_t<decltype(problem.tables.front().nodes.front())>>());
+    static_cast<void>(
+        explain_placement_policy<
+            Policy, std::decay_t<decltype(problem.tables.front().nodes.front())>>());  // reports what is
+                                                                                       // missing, once
   }
 
   Derived& devices(int n) { return set(settings_.devices, n); }

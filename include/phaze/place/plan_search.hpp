@@ -96,7 +96,8 @@ inline void record(plan_search_result& result, ranked_plan r) {
 /// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
 /// uniform split; with stage_placement::uneven, for every tp and knob setting `fixed.placer` (chain_dp by
 /// default) finds the best pp, dp and split under the same model (one plan per tp and knob setting; the
-/// interleaved schedule is always placed uniformly). The uneven plan of a setting is never slower than its best uniform plan.
+/// interleaved schedule is always placed uniformly). The uneven plan of a setting is never slower than its
+/// best uniform plan.
 inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
                                        const train::training_knobs& base, const plan_choices& fixed,
                                        const sched::schedule_cache& cache) {

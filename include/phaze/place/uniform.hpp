@@ -100,8 +100,8 @@ uniform(const placement_problem<Table>&) -> uniform<Table>;
 template <CostTable Table, class Policy>
 uniform(const placement_problem<Table>&, Policy) -> uniform<Table, Policy>;
 
-/// uniform as a Placer (place/concepts.hpp): Megatron-LM's even split. What search::options and `phaze plan --placer
-/// uniform` run.
+/// uniform as a Placer (place/concepts.hpp): Megatron-LM's even split. What search::options and `phaze plan
+/// --placer uniform` run.
 struct uniform_placer {
   [[nodiscard]] static constexpr std::string_view name() { return "uniform"; }
   template <CostTable Table, class Policy>

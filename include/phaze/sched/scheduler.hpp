@@ -84,7 +84,7 @@ class any_scheduler {
  public:
   template <class S>
   any_scheduler(S s) {  // NOLINT(google-explicit-constructor): any Scheduler converts, as std::function does
-    static_assert(explain_scheduler<S>());
+    static_cast<void>(explain_scheduler<S>());  // reports what is missing, once
     if constexpr (Scheduler<S>) {
       name_ = std::string{s.name()};
       solve_ = [s = std::move(s)](const problem& p) { return s.solve(p); };
@@ -109,7 +109,7 @@ class schedule_cache {
   /// A cache of the schedules `s` finds.
   template <class S>
   explicit schedule_cache(S s) : state_(std::make_shared<state>()) {
-    static_assert(explain_scheduler<S>());
+    static_cast<void>(explain_scheduler<S>());  // reports what is missing, once
     if constexpr (Scheduler<S>) {
       state_->name = std::string{s.name()};
       state_->solve = [s = std::move(s)](const problem& p) { return s.solve(p); };

@@ -1,0 +1,38 @@
+// expect-error: phaze::place::PlacementPolicy: 'allreduce_of_largest_stage' is missing
+// A policy written from scratch must say whether the time per batch adds the largest stage's all-reduce.
+#include <phaze/place/downset_dp.hpp>
+
+struct mine {
+  template <class Node>
+  double work_s(const phaze::place::placement_settings&, const Node& n) const {
+    return n.forward.value() + n.backward.value();
+  }
+  double stage_time_s(const phaze::place::placement_settings&, const phaze::place::stage_load& l,
+                      const phaze::place::stage_context&) const {
+    return l.work_s;
+  }
+  double stage_cost_s(const phaze::place::placement_settings&, const phaze::place::stage_load& l,
+                      const phaze::place::stage_context&) const {
+    return l.work_s;
+  }
+  double allreduce_s(const phaze::place::placement_settings&, double,
+                     const phaze::place::stage_context&) const {
+    return 0.0;
+  }
+  double batch_time_s(const phaze::place::placement_settings&, double cost, double,
+                      const phaze::place::stage_context&) const {
+    return cost;
+  }
+  double stage_memory(const phaze::place::placement_settings&, const phaze::place::stage_load& l, int,
+                      const phaze::place::stage_context&) const {
+    return l.parameter_bytes;
+  }
+  double microbatches_in_flight(const phaze::place::placement_settings&, int,
+                                const phaze::place::stage_context&) const {
+    return 1.0;
+  }
+};
+
+phaze::place::plan place(const phaze::place::placement_problem<>& problem) {
+  return phaze::place::downset_dp(problem, mine{}).run();
+}
