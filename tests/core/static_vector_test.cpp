@@ -109,3 +109,14 @@ TEST_CASE("static_vector works in constant expressions", "[static_vector]") {
   }();
   STATIC_REQUIRE(sum == 0 + 1 + 4 + 9 + 16 + 25 + 36 + 49);
 }
+
+TEST_CASE("static_vector converts from and to std::vector", "[static_vector]") {
+  const std::vector<long> from_cli{4, 1, 2};
+  static_vector<long, 4> v = from_cli;
+  CHECK(v == static_vector<long, 4>{4, 1, 2});
+  CHECK(v.front() == 4);
+  const std::vector<long> back = v;
+  CHECK(back == from_cli);
+  CHECK(static_vector<bool, 2>{true} == std::vector<bool>{true});
+  CHECK_THROWS_AS((static_vector<long, 2>{from_cli}), std::length_error);
+}

@@ -3,8 +3,13 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstddef>
+#include <initializer_list>
+#include <iterator>
 #include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 namespace phaze {
 
@@ -31,6 +36,20 @@ class static_vector {
   constexpr static_vector(std::initializer_list<T> init) {
     for (const T& v : init) push_back(v);
   }
+  /// The elements of another range (a std::vector read from a command line, say); more than `Capacity`
+  /// elements is an error.
+  template <class Range>
+  requires(!std::is_same_v<std::remove_cvref_t<Range>, static_vector> && requires(const Range& r) {
+    { *std::begin(r) } -> std::convertible_to<T>;
+    std::end(r);
+  }) constexpr static_vector(const Range& r) {  // NOLINT(google-explicit-constructor): a vector converts
+    for (const auto& v : r) push_back(static_cast<T>(v));
+  }
+
+  /// The elements as a std::vector, for code that grows its own lists from a fixed one.
+  operator std::vector<T>() const {  // NOLINT(google-explicit-constructor): converts like a vector
+    return std::vector<T>(begin(), end());
+  }
 
   constexpr void push_back(const T& v) {
     if (size_ >= Capacity) detail::static_vector_capacity_exceeded_raise_its_capacity();
@@ -56,6 +75,8 @@ class static_vector {
     if (i >= size_) detail::static_vector_index_out_of_range();
     return data_[i];
   }
+  constexpr T& front() { return data_[0]; }
+  constexpr const T& front() const { return data_[0]; }
   constexpr T& back() { return data_[size_ - 1]; }
   constexpr const T& back() const { return data_[size_ - 1]; }
 

@@ -24,6 +24,7 @@
 #include "phaze/io/model_source.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
+#include "phaze/train/knob_space.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/memory.hpp"
 
@@ -141,9 +142,67 @@ inline hw::space space_from_json(const nlohmann::json& j) {
   return s;
 }
 
+/// The knobs of a search spec from JSON (docs/search.md): {"microbatches": [1, 2, 4], "recompute": ["none",
+/// "full"], "sequence_parallel": [false, true], "tensor_parallel": [1, 2, 4], "optimizer": "adam",
+/// "distributed_optimizer": false, "schedule": "interleaved", "virtual_stages": 2}, every key optional (the
+/// defaults are train::knob_space's). The same train::knob_space `dsl::training` builds in C++.
+inline train::knob_space knobs_from_json(const nlohmann::json& k) {
+  namespace sj = detail::search_json;
+  sj::check_keys(k,
+                 {"microbatches", "recompute", "sequence_parallel", "tensor_parallel", "optimizer",
+                  "distributed_optimizer", "schedule", "virtual_stages"},
+                 "knobs");
+  train::knob_space out;
+  // A list of at most `list.capacity()` values, each read by `read`.
+  auto read_list = [&](const char* key, auto& list, auto read) {
+    if (!k.contains(key)) return;
+    const auto& v = k.at(key);
+    const std::string where = std::string{"knobs."} + key;
+    if (!v.is_array() || v.empty()) sj::bad(where, "must be a non-empty list");
+    if (v.size() > list.capacity())
+      sj::bad(where, "takes at most " + std::to_string(list.capacity()) + " values, each once");
+    list.clear();
+    for (const auto& x : v) list.push_back(read(x, where));
+  };
+  read_list("microbatches", out.microbatches, [](const nlohmann::json& x, const std::string& where) {
+    if (!x.is_number_integer()) sj::bad(where, "takes positive integers");
+    return x.get<std::int64_t>();
+  });
+  read_list("recompute", out.recompute,
+            [](const nlohmann::json& x, const std::string&) { return sj::parse_mode(x); });
+  read_list("sequence_parallel", out.sequence_parallel,
+            [](const nlohmann::json& x, const std::string& where) {
+              if (!x.is_boolean()) sj::bad(where, "takes true and/or false");
+              return x.get<bool>();
+            });
+  read_list("tensor_parallel", out.tensor_parallel, [](const nlohmann::json& x, const std::string& where) {
+    if (!x.is_number_integer()) sj::bad(where, "takes positive integers");
+    return x.get<int>();
+  });
+  if (k.contains("optimizer")) {
+    if (!k.at("optimizer").is_string()) sj::bad("knobs.optimizer", "adam or sgd");
+    out.opt = train::parse_optimizer(k.at("optimizer").get<std::string>());
+  }
+  if (k.contains("distributed_optimizer")) {
+    if (!k.at("distributed_optimizer").is_boolean()) sj::bad("knobs.distributed_optimizer", "true or false");
+    out.distributed_optimizer = k.at("distributed_optimizer").get<bool>();
+  }
+  if (k.contains("schedule")) {
+    if (!k.at("schedule").is_string()) sj::bad("knobs.schedule", "1f1b, gpipe or interleaved");
+    out.schedule = train::parse_pipeline_schedule(k.at("schedule").get<std::string>());
+  }
+  if (k.contains("virtual_stages")) {
+    const auto& v = k.at("virtual_stages");
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
+      sj::bad("knobs.virtual_stages", "must be a positive integer (model chunks per device)");
+    out.virtual_stages = v.get<int>();
+  }
+  train::validate(out);
+  return out;
+}
+
 /// A whole search spec from JSON: {"model", "devices", "global_batch", "sequence", "vocab", "space",
-/// "knobs": {"microbatches", "recompute", "sequence_parallel", "tensor_parallel", "optimizer",
-/// "distributed_optimizer"}}. Every key but "model" is optional (PHAZE's setting).
+/// "knobs" (knobs_from_json)}. Every key but "model" is optional (PHAZE's setting).
 inline search::spec spec_from_json(const nlohmann::json& j) {
   namespace sj = detail::search_json;
   sj::check_keys(j, {"model", "devices", "global_batch", "sequence", "vocab", "space", "knobs"}, "top level");
@@ -164,51 +223,7 @@ inline search::spec spec_from_json(const nlohmann::json& j) {
   integer("vocab", vocab);
   if (vocab > 0) s.model = model::with_vocab(s.model, vocab);
   if (j.contains("space")) s.space = space_from_json(j.at("space"));
-  if (j.contains("knobs")) {
-    const auto& k = j.at("knobs");
-    sj::check_keys(k,
-                   {"microbatches", "recompute", "sequence_parallel", "tensor_parallel", "optimizer",
-                    "distributed_optimizer"},
-                   "knobs");
-    auto list = [&](const char* key) -> const nlohmann::json& {
-      const auto& v = k.at(key);
-      if (!v.is_array() || v.empty()) sj::bad(std::string{"knobs."} + key, "must be a non-empty list");
-      return v;
-    };
-    if (k.contains("microbatches")) {
-      s.knobs.microbatches.clear();
-      for (const auto& v : list("microbatches")) {
-        if (!v.is_number_integer()) sj::bad("knobs.microbatches", "takes positive integers");
-        s.knobs.microbatches.push_back(v.get<std::int64_t>());
-      }
-    }
-    if (k.contains("recompute")) {
-      s.knobs.recompute.clear();
-      for (const auto& v : list("recompute")) s.knobs.recompute.push_back(sj::parse_mode(v));
-    }
-    if (k.contains("sequence_parallel")) {
-      s.knobs.sequence_parallel.clear();
-      for (const auto& v : list("sequence_parallel")) {
-        if (!v.is_boolean()) sj::bad("knobs.sequence_parallel", "takes true and/or false");
-        s.knobs.sequence_parallel.push_back(v.get<bool>());
-      }
-    }
-    if (k.contains("tensor_parallel")) {
-      for (const auto& v : list("tensor_parallel")) {
-        if (!v.is_number_integer()) sj::bad("knobs.tensor_parallel", "takes positive integers");
-        s.knobs.tensor_parallel.push_back(v.get<int>());
-      }
-    }
-    if (k.contains("optimizer")) {
-      if (!k.at("optimizer").is_string()) sj::bad("knobs.optimizer", "adam or sgd");
-      s.knobs.opt = train::parse_optimizer(k.at("optimizer").get<std::string>());
-    }
-    if (k.contains("distributed_optimizer")) {
-      if (!k.at("distributed_optimizer").is_boolean())
-        sj::bad("knobs.distributed_optimizer", "true or false");
-      s.knobs.distributed_optimizer = k.at("distributed_optimizer").get<bool>();
-    }
-  }
+  if (j.contains("knobs")) s.knobs = knobs_from_json(j.at("knobs"));
   search::validate(s);
   return s;
 }
@@ -231,6 +246,19 @@ inline nlohmann::ordered_json spec_to_json(const search::spec& s) {
   space["exempt_single_core"] = s.space.exempts_single_core();
   auto modes = nlohmann::ordered_json::array();
   for (const auto m : s.knobs.recompute) modes.push_back(std::string{model::to_string(m)});
+  const auto& k = s.knobs;
+  nlohmann::ordered_json knobs{
+      {"microbatches", std::vector<std::int64_t>(k.microbatches.begin(), k.microbatches.end())},
+      {"recompute", modes},
+      {"sequence_parallel", std::vector<bool>(k.sequence_parallel.begin(), k.sequence_parallel.end())},
+      {"tensor_parallel", std::vector<int>(k.tensor_parallel.begin(), k.tensor_parallel.end())},
+      {"optimizer", std::string{train::to_string(k.opt)}},
+      {"distributed_optimizer", k.distributed_optimizer}};
+  // Written only when not the default, so the spec.json of a search run before these keys existed still
+  // matches on --resume.
+  if (k.schedule != train::pipeline_schedule::one_f_one_b)
+    knobs["schedule"] = std::string{train::to_string(k.schedule)};
+  if (k.virtual_stages != 1) knobs["virtual_stages"] = k.virtual_stages;
   const auto& c = s.model.config;
   return {{"model", std::string{c.name.view()}},
           {"layers", c.layers},
@@ -245,13 +273,7 @@ inline nlohmann::ordered_json spec_to_json(const search::spec& s) {
           {"global_batch", s.global_batch},
           {"sequence", s.sequence > 0 ? s.sequence : s.model.config.sequence},
           {"space", space},
-          {"knobs",
-           {{"microbatches", s.knobs.microbatches},
-            {"recompute", modes},
-            {"sequence_parallel", s.knobs.sequence_parallel},
-            {"tensor_parallel", s.knobs.tensor_parallel},
-            {"optimizer", std::string{train::to_string(s.knobs.opt)}},
-            {"distributed_optimizer", s.knobs.distributed_optimizer}}}};
+          {"knobs", knobs}};
 }
 
 /// A systolic design's parameters.
@@ -326,14 +348,12 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     r.energy_per_sample = hw::energy{j.at("energy_per_sample_j").get<double>()};
     const auto& p = j.at("plan");
     r.parallel = {p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>()};
-    r.knobs.global_batch = s.global_batch;
-    r.knobs.microbatch = p.at("microbatch").get<std::int64_t>();
-    r.knobs.recompute = train::parse_recompute(p.at("recompute").get<std::string>());
-    r.knobs.sequence_parallel = p.at("sequence_parallel").get<bool>();
-    r.knobs.precision = s.knobs.precision;
-    r.knobs.opt = s.knobs.opt;
-    r.knobs.schedule = s.knobs.schedule;
-    r.knobs.distributed_optimizer = s.knobs.distributed_optimizer;
+    r.knobs =
+        train::knobs_of(s.knobs,
+                        train::knob_setting{p.at("microbatch").get<std::int64_t>(),
+                                            train::parse_recompute(p.at("recompute").get<std::string>()),
+                                            p.at("sequence_parallel").get<bool>()},
+                        s.global_batch);
     // The plan must be one the search could have made: the degrees use the cluster, the knobs are the
     // spec's, the split covers the model (checked as `phaze estimate` checks a plan).
     const model::model run = s.sequence > 0 ? model::with_sequence(s.model, s.sequence) : s.model;

@@ -4,6 +4,7 @@
 /// for every design. PHAZE's setting (Wang et al., ICML 2024, section 5) is `phaze_setting`.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,23 +15,10 @@
 #include "phaze/hw/space.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/transformer.hpp"
+#include "phaze/train/knob_space.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace phaze::search {
-
-/// The knobs tried for every design: every combination of the lists. Tensor-parallel widths are the
-/// powers of two that divide the model and fit in a node unless `tensor_parallel` lists them.
-struct knob_space {
-  std::vector<std::int64_t> microbatches{1, 2, 4, 8};
-  std::vector<model::recompute> recompute{model::recompute::none, model::recompute::selective,
-                                          model::recompute::full};
-  std::vector<bool> sequence_parallel{false, true};
-  std::vector<int> tensor_parallel;  ///< empty: every admissible width
-  hw::precision precision = hw::precision::bf16;
-  train::optimizer opt = train::optimizer::adam;
-  train::pipeline_schedule schedule = train::pipeline_schedule::one_f_one_b;
-  bool distributed_optimizer = false;
-};
 
 /// A whole search.
 struct spec {
@@ -40,7 +28,7 @@ struct spec {
   std::int64_t global_batch = 4096;                   ///< sequences per iteration
   std::int64_t sequence = 0;                          ///< 0: the model's own
   hw::space space = hw::phaze_default_space;
-  knob_space knobs{};
+  train::knob_space knobs{};  ///< the knobs tried for every design
 };
 
 /// The cluster of `s.devices` copies of design `d` in the spec's nodes.
@@ -57,11 +45,6 @@ namespace rules {
 [[noreturn]] inline void search_needs_devices_and_a_batch() {
   throw input_error("a search needs --devices and --global-batch of at least 1");
 }
-[[noreturn]] inline void knob_lists_must_not_be_empty() {
-  throw input_error(
-      "every knob list (microbatches, recompute, sequence_parallel) needs at least one value; give e.g. "
-      "\"microbatches\": [1, 2, 4]");
-}
 [[noreturn]] inline void microbatches_must_divide_the_batch() {
   throw input_error(
       "no microbatch size in the knob list divides the global batch; give sizes that divide it");
@@ -77,20 +60,25 @@ namespace rules {
 inline void validate(const spec& s) {
   if (s.devices < 1 || s.global_batch < 1) rules::search_needs_devices_and_a_batch();
   cluster::validate(s.node);
-  const auto& k = s.knobs;
-  if (k.microbatches.empty() || k.recompute.empty() || k.sequence_parallel.empty()) {
-    rules::knob_lists_must_not_be_empty();
-  }
-  bool divides = false;
-  for (const std::int64_t mb : k.microbatches) {
-    if (mb < 1) throw input_error("microbatch sizes must be at least 1");
-    divides = divides || s.global_batch % mb == 0;
-  }
-  if (!divides) rules::microbatches_must_divide_the_batch();
-  for (const int tp : k.tensor_parallel) {
-    if (tp < 1) throw input_error("tensor-parallel widths must be at least 1");
-  }
+  train::validate(s.knobs);
+  const auto& mbs = s.knobs.microbatches;
+  if (std::none_of(mbs.begin(), mbs.end(), [&](std::int64_t mb) { return s.global_batch % mb == 0; }))
+    rules::microbatches_must_divide_the_batch();
   if (s.space.count() == 0) rules::the_space_holds_no_design();
+}
+
+/// The spec that co-searches `space` for the training of `m` a training space describes (`dsl::training`):
+/// its knobs, global batch and sequence, and its devices when it fixes them (else the spec's 1024).
+inline spec spec_of(const model::model& m, const hw::space& space, const train::training_space& t) {
+  train::validate(m, t);
+  spec s;
+  s.model = m;
+  if (t.devices > 0) s.devices = t.devices;
+  s.global_batch = t.global_batch;
+  s.sequence = t.sequence;
+  s.space = space;
+  s.knobs = t.knobs;
+  return s;
 }
 
 }  // namespace phaze::search

@@ -78,6 +78,13 @@ inline constexpr std::array all_recompute_modes{model::recompute::none, model::r
 inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16,
                                                 hw::precision::fp32};
 
+/// Whether phaze trains in format `p` (one of training_precisions).
+constexpr bool is_training_precision(hw::precision p) {
+  for (const hw::precision q : training_precisions)
+    if (p == q) return true;
+  return false;
+}
+
 /// Parses `adam` / `sgd`; anything else is an input_error listing the valid names.
 inline optimizer parse_optimizer(std::string_view name) {
   return detail::parse_enum(name, "optimizer", all_optimizers);
@@ -224,38 +231,51 @@ inline constexpr auto data_parallel_degree = [](int devices, int tp, int pp) con
   return devices / (tp * pp);
 };
 
-/// Checks that a model can be trained on `devices` devices with the given degrees and knobs. Every broken
-/// rule throws input_error (or stops compilation in a constant expression) with a message that says how to
-/// fix it. tp * pp * dp must equal `devices` exactly: a plan leaves no device idle.
-inline constexpr auto validate =
-    [](const model::model& m, const parallelism& p, const training_knobs& k, int devices) constexpr {
-  if (devices <= 0) rules::device_count_must_be_positive();
-  if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0) rules::parallel_degrees_must_be_positive();
-  if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
-  if (k.global_batch <= 0) rules::global_batch_must_be_positive();
-  if (k.microbatch <= 0) rules::microbatch_must_be_positive();
-  if (k.sequence < 0) rules::sequence_must_not_be_negative();
-  if (k.global_batch % (k.microbatch * p.dp) != 0)
-    rules::global_batch_must_be_divisible_by_microbatch_times_dp();
-  if (k.precision != hw::precision::bf16 && k.precision != hw::precision::fp16 &&
-      k.precision != hw::precision::fp32)
-    rules::precision_must_be_bf16_fp16_or_fp32();
-  const std::int64_t blocks = m.config.layers;
-  if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
-  if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();
-  if (k.schedule != pipeline_schedule::interleaved && k.virtual_stages > 1)
-    rules::virtual_stages_need_the_interleaved_schedule();
-  if (k.schedule == pipeline_schedule::interleaved) {
-    if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
-    if (p.pp <= 2) rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
-    if (blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
-      rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
-    if (microbatches_per_replica(p, k) % p.pp != 0)
-      rules::interleaved_schedule_needs_microbatches_divisible_by_pp();
+struct knob_space;      // train/knob_space.hpp
+struct training_space;  // train/knob_space.hpp
+
+/// `validate(...)`: checks that a plan, a knob space or a training space obeys the rules. Every broken rule
+/// throws input_error (or stops compilation in a constant expression, naming the rule) with a message that
+/// says how to fix it.
+struct validate_fn {
+  /// Checks that a model can be trained on `devices` devices with the given degrees and knobs. tp * pp * dp
+  /// must equal `devices` exactly: a plan leaves no device idle.
+  constexpr void operator()(const model::model& m, const parallelism& p, const training_knobs& k,
+                            int devices) const {
+    if (devices <= 0) rules::device_count_must_be_positive();
+    if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0) rules::parallel_degrees_must_be_positive();
+    if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
+    if (k.global_batch <= 0) rules::global_batch_must_be_positive();
+    if (k.microbatch <= 0) rules::microbatch_must_be_positive();
+    if (k.sequence < 0) rules::sequence_must_not_be_negative();
+    if (k.global_batch % (k.microbatch * p.dp) != 0)
+      rules::global_batch_must_be_divisible_by_microbatch_times_dp();
+    if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_or_fp32();
+    const std::int64_t blocks = m.config.layers;
+    if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
+    if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();
+    if (k.schedule != pipeline_schedule::interleaved && k.virtual_stages > 1)
+      rules::virtual_stages_need_the_interleaved_schedule();
+    if (k.schedule == pipeline_schedule::interleaved) {
+      if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
+      if (p.pp <= 2) rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
+      if (blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
+        rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
+      if (microbatches_per_replica(p, k) % p.pp != 0)
+        rules::interleaved_schedule_needs_microbatches_divisible_by_pp();
+    }
+    // Heads, key/value heads and the MLP width must split over tp; the sequence over tp with sequence
+    // parallelism (the model's own rules, each named after its mistake).
+    model::validate_shape(m.config, layer_shape_of(m, p, k));
   }
-  // Heads, key/value heads and the MLP width must split over tp; the sequence over tp with sequence
-  // parallelism (the model's own rules, each named after its mistake).
-  model::validate_shape(m.config, layer_shape_of(m, p, k));
+  /// Checks the knob lists on their own (defined in train/knob_space.hpp).
+  constexpr void operator()(const knob_space& k) const;
+  /// Checks a training space on its own: its knobs, and that its batch, devices and widths can run each
+  /// listed value (defined in train/knob_space.hpp).
+  constexpr void operator()(const training_space& t) const;
+  /// Checks a training space against the model it trains (defined in train/knob_space.hpp).
+  constexpr void operator()(const model::model& m, const training_space& t) const;
 };
+inline constexpr validate_fn validate{};
 
 }  // namespace phaze::train
