@@ -18,10 +18,11 @@ namespace fs = std::filesystem;
 const fs::path include_root = fs::path{PHAZE_SOURCE_DIR} / "include";
 
 /// The layer of each folder: a header may include headers of its own folder and of lower layers only.
-/// Folders of the same layer (model and hw) do not include each other.
+/// Folders of the same layer (model and hw) do not include each other. detail/ holds the doors to
+/// third-party libraries (detail/hana.hpp), below everything.
 const std::map<std::string, int> layer_of{
-    {"detail", 0}, {"core", 0},  {"model", 1}, {"hw", 1},     {"cluster", 2}, {"cost", 3},
-    {"sched", 4},  {"train", 5}, {"place", 6}, {"search", 7}, {"io", 8},
+    {"detail", -1}, {"core", 0},  {"model", 1}, {"hw", 1},     {"cluster", 2}, {"cost", 3},
+    {"sched", 4},   {"train", 5}, {"place", 6}, {"search", 7}, {"io", 8},
 };
 
 struct header {
@@ -113,4 +114,18 @@ TEST_CASE("Only the ILP scheduler reaches Lemon and GLPK", "[architecture]") {
     if (reach(all, path).count("sched/ilp.hpp") == 1) reaching.push_back(path);
   // The umbrella for the DSL and the pure model, every record and every report reach no solver.
   CHECK(reaching == std::vector<std::string>{"sched/ilp.hpp"});
+}
+
+TEST_CASE("Boost.Hana is reached through phaze/detail/hana.hpp only", "[architecture]") {
+  const auto all = read_headers();
+  std::vector<std::string> direct;
+  for (const auto& [path, h] : all) {
+    const bool hana = std::any_of(h.external.begin(), h.external.end(),
+                                  [](const std::string& e) { return e.rfind("boost/hana", 0) == 0; });
+    if (hana) direct.push_back(path);
+  }
+  CHECK(direct == std::vector<std::string>{"detail/hana.hpp"});
+  // It includes Hana's parts one by one: <boost/hana.hpp> would cost every DSL user all of Hana.
+  const auto& parts = all.at("detail/hana.hpp").external;
+  CHECK(std::find(parts.begin(), parts.end(), "boost/hana.hpp") == parts.end());
 }

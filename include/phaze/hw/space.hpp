@@ -681,15 +681,6 @@ constexpr bool space_call_is_valid() {
          count_of<tags::base, Args...> <= 1;
 }
 
-template <class T>
-inline constexpr bool is_pow2_values = false;
-template <class T>
-inline constexpr bool is_pow2_values<pow2_values<T>> = true;
-template <class T>
-inline constexpr bool is_listed_values = false;
-template <class T, std::size_t N>
-inline constexpr bool is_listed_values<listed_values<T, N>> = true;
-
 template <class Tag, class T>
 constexpr void apply_space_option(hw::space& s, const argument<Tag, T>& a) {
   if constexpr (space_dimension_tag<Tag>) {

@@ -36,8 +36,11 @@ namespace dsl {
 
 /// Option tags. Each knows which call it belongs to.
 namespace tags {
+struct transformer_call;
+struct shape_call;
+struct training_call;  // dsl::training (train/dsl.hpp)
 // clang-format off
-struct name { using of = struct transformer_call; };
+struct name { using of = transformer_call; };
 struct arch { using of = transformer_call; };
 struct hidden { using of = transformer_call; };
 struct heads { using of = transformer_call; };
@@ -46,7 +49,7 @@ struct head_dim { using of = transformer_call; };
 struct ffn { using of = transformer_call; };
 struct layers { using of = transformer_call; };
 struct vocab { using of = transformer_call; };
-struct sequence { using of = transformer_call; };
+struct sequence { using of = calls<transformer_call, training_call>; };
 struct max_positions { using of = transformer_call; };
 struct norm { using of = transformer_call; };
 struct mlp { using of = transformer_call; };
@@ -56,10 +59,10 @@ struct tied_embeddings { using of = transformer_call; };
 struct pre_norm { using of = transformer_call; };
 struct parallel_residual { using of = transformer_call; };
 struct dropout { using of = transformer_call; };
-struct microbatch { using of = struct shape_call; };
+struct microbatch { using of = calls<shape_call, training_call>; };
 struct seq_override { using of = shape_call; };
 struct tp { using of = shape_call; };
-struct sequence_parallel { using of = shape_call; };
+struct sequence_parallel { using of = calls<shape_call, training_call>; };
 struct element_bytes { using of = shape_call; };
 // clang-format on
 }  // namespace tags
@@ -84,10 +87,10 @@ inline constexpr keyword<tags::tied_embeddings, bool> tied_embeddings{};
 inline constexpr keyword<tags::pre_norm, bool> pre_norm{};
 inline constexpr keyword<tags::parallel_residual, bool> parallel_residual{};
 inline constexpr keyword<tags::dropout, bool> dropout{};
-inline constexpr keyword<tags::microbatch, std::int64_t> microbatch{};
+inline constexpr set_keyword<tags::microbatch, std::int64_t> microbatch{};
 inline constexpr keyword<tags::seq_override, std::int64_t> shape_sequence{};
 inline constexpr keyword<tags::tp, int> tp{};
-inline constexpr keyword<tags::sequence_parallel, bool> sequence_parallel{};
+inline constexpr set_keyword<tags::sequence_parallel, bool> sequence_parallel{};
 inline constexpr keyword<tags::element_bytes, int> element_bytes{};
 // clang-format on
 
@@ -97,7 +100,8 @@ template <class Call, class Arg, class... Args>
 constexpr void check_option() {
   static_assert(belongs_to<Call, Arg>,
                 "phaze::dsl: this option does not belong to this call (the tag above names it); "
-                "transformer() takes architecture options, shape() takes microbatch/tp/sequence_parallel");
+                "transformer() takes architecture options, shape() takes microbatch/tp/sequence_parallel, "
+                "training() takes training knobs");
   static_assert(count_of<typename Arg::tag, Args...> == 1,
                 "phaze::dsl: an option was given twice (the tag above names it); give each option once");
 }
@@ -134,17 +138,33 @@ requires(detail::is_argument<Args>&&...) constexpr model::model transformer(Args
   return model::make_model(c);
 }
 
+namespace detail {
+/// Whether the option `Tag`, when given, holds one value of type `T` (not a value set).
+template <class Tag, class T, class... Args>
+inline constexpr bool one_value_of =
+    std::is_void_v<value_type_of_t<Tag, Args...>> || std::is_same_v<value_type_of_t<Tag, Args...>, T>;
+}  // namespace detail
+
 /// A layer shape from keyword options (microbatch, shape_sequence, tp, sequence_parallel, element_bytes).
 template <class... Args>
 requires(detail::is_argument<Args>&&...) constexpr model::layer_shape shape(Args... args) {
   (detail::check_option<tags::shape_call, Args, Args...>(), ...);
   using namespace detail;
+  static_assert(one_value_of<tags::microbatch, std::int64_t, Args...>,
+                "phaze::dsl::shape: 'microbatch' takes one value; pow2(...) and one_of(...) list the sizes a "
+                "training run tries (dsl::training)");
+  static_assert(one_value_of<tags::sequence_parallel, bool, Args...>,
+                "phaze::dsl::shape: 'sequence_parallel' takes true or false; one_of(false, true) lists the "
+                "settings a training run tries (dsl::training)");
   model::layer_shape s;
-  s.microbatch = value_or<tags::microbatch, std::int64_t>(1, args...);
-  s.sequence = value_or<tags::seq_override, std::int64_t>(0, args...);
-  s.tp = value_or<tags::tp, int>(1, args...);
-  s.sequence_parallel = value_or<tags::sequence_parallel, bool>(false, args...);
-  s.elem_bytes = value_or<tags::element_bytes, int>(2, args...);
+  if constexpr (one_value_of<tags::microbatch, std::int64_t, Args...> &&
+                one_value_of<tags::sequence_parallel, bool, Args...>) {
+    s.microbatch = value_or<tags::microbatch, std::int64_t>(1, args...);
+    s.sequence = value_or<tags::seq_override, std::int64_t>(0, args...);
+    s.tp = value_or<tags::tp, int>(1, args...);
+    s.sequence_parallel = value_or<tags::sequence_parallel, bool>(false, args...);
+    s.elem_bytes = value_or<tags::element_bytes, int>(2, args...);
+  }
   return s;
 }
 
