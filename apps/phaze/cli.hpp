@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/core.h>
@@ -44,9 +45,10 @@ inline output_format parse_format(const std::string& format) {
 /// with its gap; the list scheduler, optimal whenever it meets the lower bound).
 inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const char* default_name = "list") {
   return app
-      .add_option("--solver", solver,
-                  "layer schedules: ilp (optimal, GLPK; proven or with its gap) or list (fast; optimal when it "
-                  "meets the lower bound)")
+      .add_option(
+          "--solver", solver,
+          "layer schedules: ilp (optimal, GLPK; proven or with its gap) or list (fast; optimal when it "
+          "meets the lower bound)")
       ->check(CLI::IsMember({"ilp", "list"}))
       ->default_str(default_name);
 }
@@ -57,6 +59,15 @@ sched::schedule_cache schedule_cache_for(const std::string& solver);
 
 /// The scheduler `--solver` names.
 sched::any_scheduler scheduler_for(const std::string& solver);
+
+/// Where layer times came from, in words: "ILP schedules, proven optimal" or "list schedules (gap at most
+/// 1.2%)".
+inline std::string schedules_text(std::string_view scheduler, double gap) {
+  const char* kind = scheduler == "ilp" ? "ILP" : scheduler == "list" ? "list" : "";
+  std::string name = *kind != '\0' ? std::string{kind} : std::string{scheduler};
+  if (gap <= 0.0) return fmt::format("{} schedules, proven optimal", name);
+  return fmt::format("{} schedules, within {:.2g}% of optimal", name, 100.0 * gap);
+}
 
 /// Accepts whole numbers above zero (a sequence length, a vocabulary size, a device count).
 inline const CLI::Validator positive_integer{

@@ -40,7 +40,7 @@ struct estimate_options {
   std::string optimizer = "adam";
   bool distributed_optimizer = false;
   std::string precision = "bf16";
-  std::string solver = "list";
+  std::string solver = "ilp";
   std::vector<std::int64_t> stage_blocks;  // empty: the uniform split
   std::string format = "table";
 };
@@ -72,9 +72,13 @@ int run_estimate(const estimate_options& o) {
   const train::step_estimate e = train::estimate_step(m, c, p, k, cache, split);
 
   if (parse_format(o.format) == output_format::json) {
-    print_json(io::estimate_json(m, c, p, k, e));
+    auto j = io::estimate_json(m, c, p, k, e);
+    j["scheduler"] = std::string{cache.scheduler()};
+    j["schedule_gap"] = cache.worst_gap();
+    print_json(j);
   } else {
     print_text(io::estimate_table(m, c, p, k, e));
+    print_text(fmt::format("\nlayer times: {}\n", schedules_text(cache.scheduler(), cache.worst_gap())));
   }
   if (!e.fits) {
     throw infeasible_error(fmt::format(
@@ -119,7 +123,7 @@ command add_estimate_command(CLI::App& root) {
   parser->add_option("--precision", o->precision, "training precision")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->default_str("bf16");
-  add_solver_option(*parser, o->solver);
+  add_solver_option(*parser, o->solver, "ilp");
   parser
       ->add_option("--stage-blocks", o->stage_blocks,
                    "transformer blocks per pipeline stage, comma-separated (default: the uniform split)")

@@ -51,7 +51,7 @@ struct plan_options {
   std::string emit;
   std::string layer_table;
   std::string placer = "chain";
-  std::string solver = "list";
+  std::string solver = "ilp";
   std::string format = "table";
 };
 
@@ -196,15 +196,19 @@ int run_plan(const plan_options& o) {
   place::plan_choices fixed;
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
-  fixed.tp = o.tp;
+  if (o.tp) fixed.tensor_parallel = {*o.tp};
   fixed.pp = o.pp;
   fixed.dp = o.dp;
-  fixed.microbatch = o.microbatch;
-  if (o.recompute) fixed.recompute = train::parse_recompute(*o.recompute);
-  if (o.sequence_parallel) fixed.sequence_parallel = true;
-  if (o.no_sequence_parallel) fixed.sequence_parallel = false;
+  if (o.microbatch) fixed.microbatches = {*o.microbatch};
+  if (o.recompute) fixed.recompute = {train::parse_recompute(*o.recompute)};
+  if (o.sequence_parallel) fixed.sequence_parallel = {true};
+  if (o.no_sequence_parallel) fixed.sequence_parallel = {false};
 
-  const sched::schedule_cache cache = schedule_cache_for(o.solver);
+  // Plans are found on list schedules; with the ILP (the default) the best --top plans are then exact under
+  // ILP schedules (place::search_plans refines every plan whose lower bound could reach them).
+  const sched::schedule_cache cache;
+  if (o.solver == "ilp") fixed.refine = scheduler_for("ilp");
+  fixed.refine_top = static_cast<std::size_t>(std::max(o.top, 1));
   const auto found = place::search_plans(m, c, base, fixed, cache);
   if (found.feasible.empty()) {
     throw infeasible_error(
@@ -236,13 +240,18 @@ int run_plan(const plan_options& o) {
   }
   if (parse_format(o.format) == output_format::json) {
     auto j = io::estimate_json(m, c, best.parallel, best.knobs, best.estimate);
+    j["scheduler"] = best.scheduler;
+    j["schedule_gap"] = best.schedule_gap;
     j["placement"] = o.placer == "uniform" ? "uniform" : "uneven";
     j["plans_evaluated"] = found.evaluated;
     j["plans_feasible"] = found.feasible.size();
     auto top = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& r = found.feasible[i];
-      top.push_back(io::estimate_json(m, c, r.parallel, r.knobs, r.estimate));
+      auto entry = io::estimate_json(m, c, r.parallel, r.knobs, r.estimate);
+      entry["scheduler"] = r.scheduler;
+      entry["schedule_gap"] = r.schedule_gap;
+      top.push_back(entry);
     }
     j["top"] = top;
     print_json(j);
@@ -262,12 +271,14 @@ int run_plan(const plan_options& o) {
                fmt::format("{:.4g}", r.estimate.samples_per_s),
                fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), io::format_bytes(r.estimate.peak_memory)});
   }
-  print_text(fmt::format("{} on {} x {}, {} stages: {} plans evaluated, {} fit; best {}:\n",
-                         m.config.name.view(), o.devices, d.name.view(),
-                         o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer), found.evaluated,
-                         found.feasible.size(), shown == 1 ? "plan" : "plans"));
+  print_text(fmt::format(
+      "{} on {} x {}, {} stages: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(), o.devices,
+      d.name.view(),
+      o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer),
+      found.evaluated, found.feasible.size(), shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
   print_text(io::estimate_table(m, c, best.parallel, best.knobs, best.estimate));
+  print_text(fmt::format("\nlayer times: {}\n", schedules_text(best.scheduler, best.schedule_gap)));
   return 0;
 }
 }  // namespace
@@ -283,13 +294,14 @@ command add_plan_command(CLI::App& root) {
   parser->add_option("--layer-table", o->layer_table,
                      "place a layer cost table from any source instead of a model (docs/layer-table.md)");
   parser
-      ->add_option("--placer", o->placer,
-                   "placer: chain (uneven stages by the chain DP; chains), downset (the downset DP; any DAG), "
-                   "brute (every partition; tables of at most 16 nodes) or uniform (Megatron-style even split; "
-                   "on a table it needs --tp --pp --dp)")
+      ->add_option(
+          "--placer", o->placer,
+          "placer: chain (uneven stages by the chain DP; chains), downset (the downset DP; any DAG), "
+          "brute (every partition; tables of at most 16 nodes) or uniform (Megatron-style even split; "
+          "on a table it needs --tp --pp --dp)")
       ->check(CLI::IsMember({"chain", "downset", "uniform", "brute"}))
       ->default_str("chain");
-  add_solver_option(*parser, o->solver);
+  add_solver_option(*parser, o->solver, "ilp");
   parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
       ->check(positive_integer);
   parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);

@@ -38,12 +38,14 @@ std::vector<std::string> lines_of(const fs::path& file) {
   return out;
 }
 
-/// The design indices in results.jsonl, each once.
-std::set<std::uint64_t> indices(const fs::path& file, std::size_t* count) {
-  std::set<std::uint64_t> out;
+/// The records of results.jsonl as (design index, scheduler): every design once with the list scheduler's
+/// first pass, and the designs refined on ILP schedules once more. `count` is the number of lines.
+std::set<std::pair<std::uint64_t, std::string>> indices(const fs::path& file, std::size_t* count) {
+  std::set<std::pair<std::uint64_t, std::string>> out;
   *count = 0;
   for (const auto& line : lines_of(file)) {
-    out.insert(nlohmann::json::parse(line).at("index").get<std::uint64_t>());
+    const auto j = nlohmann::json::parse(line);
+    out.emplace(j.at("index").get<std::uint64_t>(), j.value("scheduler", std::string{"list"}));
     ++*count;
   }
   return out;

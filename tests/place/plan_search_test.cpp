@@ -61,8 +61,8 @@ TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest
   const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
   place::plan_choices fixed;
-  fixed.tp = 8;
-  fixed.recompute = model::recompute::full;
+  fixed.tensor_parallel = {8};
+  fixed.recompute = {model::recompute::full};
   const auto found = place::search_plans(m, phaze::test::cluster_of(d, 64), batch(64), fixed, cache);
   REQUIRE_FALSE(found.feasible.empty());
   for (const auto& r : found.feasible) {
@@ -77,7 +77,7 @@ TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest
   CHECK(none.smallest_infeasible_need > v100.hbm);
   // No admissible plan at all is bad input.
   place::plan_choices impossible;
-  impossible.tp = 3;
+  impossible.tensor_parallel = {3};
   CHECK_THROWS_AS(place::search_plans(m, phaze::test::cluster_of(d, 64), batch(64), impossible, cache),
                   input_error);
 }

@@ -303,6 +303,8 @@ inline nlohmann::ordered_json result_json(const search::design_result& r) {
   auto blocks = nlohmann::ordered_json::array();
   for (const auto& s : r.split) blocks.push_back(s.blocks);
   j["throughput_samples_per_s"] = r.samples_per_s;
+  j["scheduler"] = r.scheduler;
+  j["schedule_gap"] = r.schedule_gap;
   j["time_per_batch_s"] = r.estimate.time_per_batch.value();
   j["mfu"] = r.estimate.mfu;
   j["peak_memory_bytes"] = r.estimate.peak_memory.value();
@@ -345,6 +347,12 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     if (status != "evaluated") throw input_error("unknown status '" + status + "'");
     r.status = search::outcome::evaluated;
     r.samples_per_s = j.at("throughput_samples_per_s").get<double>();
+    r.scheduler = j.value("scheduler", std::string{"list"});
+    if (r.scheduler != "list" && r.scheduler != "ilp")
+      throw input_error("unknown scheduler '" + r.scheduler + "'");
+    r.schedule_gap = j.value("schedule_gap", 0.0);
+    if (!(r.schedule_gap >= 0.0 && r.schedule_gap < 1.0))
+      throw input_error("schedule_gap must lie in [0, 1)");
     r.energy_per_sample = hw::energy{j.at("energy_per_sample_j").get<double>()};
     const auto& p = j.at("plan");
     r.parallel = {p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>()};
@@ -377,6 +385,8 @@ inline nlohmann::ordered_json best_json(const search::spec& s, const search::sum
   const auto& b = sum.best;
   nlohmann::ordered_json j =
       estimate_json(run, search::cluster_of(s, b.device), b.parallel, b.knobs, b.estimate);
+  j["scheduler"] = b.scheduler;
+  j["schedule_gap"] = b.schedule_gap;
   j["design_index"] = b.index;
   j["design"] = design_json(b.device);
   j["area_mm2"] = b.die_area.value();
@@ -394,9 +404,14 @@ inline nlohmann::ordered_json best_json(const search::spec& s, const search::sum
     base[x.name] = e;
   }
   j["baselines"] = base;
-  j["search"] = {
-      {"designs", sum.designs},       {"evaluated", sum.evaluated},          {"pruned", sum.pruned},
-      {"infeasible", sum.infeasible}, {"pareto_designs", sum.pareto.size()}, {"space", sum.space}};
+  j["search"] = {{"designs", sum.designs},
+                 {"evaluated", sum.evaluated},
+                 {"pruned", sum.pruned},
+                 {"infeasible", sum.infeasible},
+                 {"pareto_designs", sum.pareto.size()},
+                 {"space", sum.space},
+                 {"scheduler", sum.scheduler},
+                 {"refined", sum.refined}};
   return j;
 }
 

@@ -1,19 +1,21 @@
 /// @file
 /// The best Megatron-style training plan for a model on a cluster of one device type: every admissible
 /// tensor-parallel width, pipeline depth, data-parallel degree, microbatch size, recomputation mode and
-/// sequence-parallel setting, each evaluated by the training-step model (place/step_time.hpp) and ranked by
+/// sequence-parallel setting, each evaluated by the training-step model (train/step.hpp) and ranked by
 /// time per batch among the plans that fit. Choices the caller fixes are not searched.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/model_placement.hpp"
+#include "phaze/sched/scheduler.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/step.hpp"
 
@@ -23,17 +25,22 @@ namespace phaze::place {
 /// under the same step-time model (model_placement.hpp).
 enum class stage_placement { uniform, uneven };
 
-/// What the search may vary; an empty optional means "search it".
+/// What the search may vary: an empty optional or list means "search it"; a list gives the values tried.
 struct plan_choices {
   stage_placement placement = stage_placement::uniform;
   model_placer placer = chain_placer{};  ///< places uneven stages
-  std::optional<int> tp;
+  std::vector<int> tensor_parallel;      ///< empty: every admissible width
   std::optional<int> pp;
   std::optional<int> dp;
-  std::optional<std::int64_t> microbatch;
-  std::optional<model::recompute> recompute;
-  std::optional<bool> sequence_parallel;
-  std::int64_t max_microbatch = 16;  ///< largest microbatch tried when it is searched
+  std::vector<std::int64_t> microbatches;   ///< empty: powers of two up to max_microbatch
+  std::vector<model::recompute> recompute;  ///< empty: none, selective and full
+  std::vector<bool> sequence_parallel;      ///< empty: off, and on where tp > 1
+  std::int64_t max_microbatch = 16;         ///< largest microbatch tried when it is searched
+  /// When set (the program sets the ILP), the best `refine_top` plans are placed and timed again on layer
+  /// times from this scheduler, exactly: every plan whose lower-bound time (sched::bound_scheduler) could
+  /// reach them is refined. Plans further down keep their first times.
+  std::optional<sched::any_scheduler> refine;
+  std::size_t refine_top = 1;
 };
 
 /// One evaluated plan.
@@ -42,6 +49,8 @@ struct ranked_plan {
   train::training_knobs knobs;
   train::step_estimate estimate;
   std::vector<train::stage_layers> split;  ///< each stage's layers (the uniform split when placed uniformly)
+  std::string scheduler = "list";          ///< the scheduler its layer times come from
+  double schedule_gap = 0.0;               ///< largest gap of the schedules behind it (0: all proven optimal)
 };
 
 /// The outcome of a search: the plans that fit, best first, and the smallest memory need of those that do
@@ -49,6 +58,7 @@ struct ranked_plan {
 struct plan_search_result {
   std::vector<ranked_plan> feasible;
   std::size_t evaluated = 0;
+  std::size_t refined = 0;              ///< plans timed again with plan_choices::refine
   bytes smallest_infeasible_need{0.0};  ///< peak memory per device of the leanest plan that did not fit
 };
 
@@ -58,17 +68,19 @@ template <class Fn>
 void for_each_knob_setting(const train::training_knobs& base, const plan_choices& fixed, int tp, Fn&& fn) {
   std::vector<model::recompute> modes{model::recompute::none, model::recompute::selective,
                                       model::recompute::full};
-  if (fixed.recompute) modes = {*fixed.recompute};
-  std::vector<std::int64_t> sizes;
-  if (fixed.microbatch) {
-    sizes.push_back(*fixed.microbatch);
-  } else {
+  if (!fixed.recompute.empty()) modes = fixed.recompute;
+  std::vector<std::int64_t> sizes = fixed.microbatches;
+  if (sizes.empty()) {
     for (std::int64_t mb = 1; mb <= fixed.max_microbatch; mb *= 2) sizes.push_back(mb);
   }
+  // Sequence parallelism is a no-op without tensor parallelism: tried only where tp > 1, unless forced.
+  const bool forced = fixed.sequence_parallel.size() == 1;
+  const std::vector<bool> parallel =
+      fixed.sequence_parallel.empty() ? std::vector<bool>{false, true} : fixed.sequence_parallel;
   for (const std::int64_t mb : sizes) {
     for (model::recompute mode : modes) {
-      for (bool sp : {false, true}) {
-        if (fixed.sequence_parallel ? sp != *fixed.sequence_parallel : (sp && tp == 1)) continue;
+      for (const bool sp : parallel) {
+        if (!forced && sp && tp == 1) continue;
         train::training_knobs k = base;
         k.microbatch = mb;
         k.recompute = mode;
@@ -91,51 +103,82 @@ inline void record(plan_search_result& result, ranked_plan r) {
 }
 }  // namespace detail
 
-/// Searches the plans of `m` on every device of cluster `c`. `base` gives the knobs that are not searched
-/// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
-/// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
-/// uniform split; with stage_placement::uneven, for every tp and knob setting `fixed.placer` (chain_dp by
-/// default) finds the best pp, dp and split under the same model (one plan per tp and knob setting; the
-/// interleaved schedule is always placed uniformly). The uneven plan of a setting is never slower than its
-/// best uniform plan.
-inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
-                                       const train::training_knobs& base, const plan_choices& fixed,
-                                       const sched::schedule_cache& cache) {
+namespace detail {
+/// One thing plan search evaluates: a fully given uniform plan, or a (tp, knob setting) whose stages the
+/// placer chooses.
+struct plan_item {
+  bool uneven = false;
+  train::parallelism parallel;  ///< uneven: tp only
+  train::training_knobs knobs;
+};
+
+/// The outcome of one item through a schedule cache: a plan (fitting or not), or nothing when no (pp, dp)
+/// uses the devices (uneven items only).
+struct item_outcome {
+  std::optional<ranked_plan> plan;
+  bytes smallest_need{0.0};  ///< when the placer found nothing that fits
+};
+
+inline item_outcome evaluate_item(const model::model& m, const cluster::cluster& c, const plan_item& item,
+                                  const plan_choices& fixed, const sched::schedule_cache& cache) {
+  item_outcome out;
+  if (!item.uneven) {
+    std::vector<train::stage_layers> split;
+    for (int i = 0; i < item.parallel.pp; ++i) split.push_back(train::uniform_stage(m, item.parallel.pp, i));
+    out.plan = ranked_plan{item.parallel, item.knobs,
+                           train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
+  } else {
+    placement_request f;
+    f.pp = fixed.pp.value_or(0);
+    f.dp = fixed.dp.value_or(0);
+    model_placement placed;
+    try {
+      placed = place_model(m, c, item.knobs, {item.parallel.tp}, cache, f, fixed.placer);
+    } catch (const no_admissible_configuration&) {
+      return out;  // no (pp, dp) uses the devices with this batch: not a plan
+    }
+    if (!placed.placed.feasible) {
+      out.smallest_need = placed.placed.smallest_memory_need;
+      out.plan = ranked_plan{};  // evaluated, did not fit
+      out.plan->estimate.fits = false;
+      out.plan->estimate.peak_memory = placed.placed.smallest_memory_need;
+      return out;
+    }
+    out.plan = ranked_plan{placed.parallel, item.knobs, placed.estimate, placed.split};
+  }
+  out.plan->scheduler = std::string{cache.scheduler()};
+  out.plan->schedule_gap = cache.worst_gap();
+  return out;
+}
+
+/// The items of a search: every admissible (tp, pp, dp) and knob setting (uniform), or every tp and knob
+/// setting whose shape, batch and precision rules hold (uneven).
+inline std::vector<plan_item> plan_items(const model::model& m, const cluster::cluster& c,
+                                         const train::training_knobs& base, const plan_choices& fixed) {
   const int devices = c.devices();
-  plan_search_result result;
   std::vector<int> tps = admissible_widths(m, c);
-  if (fixed.tp) tps = {*fixed.tp};
+  if (!fixed.tensor_parallel.empty()) {
+    std::vector<int> kept;
+    for (const int tp : fixed.tensor_parallel) {
+      // A width the user fixed is tried even if it is not admissible (its rules then say why it fails).
+      if (fixed.tensor_parallel.size() == 1 || std::find(tps.begin(), tps.end(), tp) != tps.end())
+        kept.push_back(tp);
+    }
+    tps = kept;
+  }
   const bool uneven =
       fixed.placement == stage_placement::uneven && base.schedule != train::pipeline_schedule::interleaved;
-  bool any_admissible = false;
-  for (int tp : tps) {
+  std::vector<plan_item> items;
+  for (const int tp : tps) {
     if (uneven) {
-      detail::for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+      for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
         // The rules that do not depend on pp and dp (shape, batch, precision) must hold at pp = dp = 1.
         try {
           train::validate(m, train::parallelism{tp, 1, 1}, k, tp);
         } catch (const input_error&) {
           return;
         }
-        placement_request f;
-        f.pp = fixed.pp.value_or(0);
-        f.dp = fixed.dp.value_or(0);
-        model_placement placed;
-        try {
-          placed = place_model(m, c, k, {tp}, cache, f, fixed.placer);
-        } catch (const no_admissible_configuration&) {
-          return;  // no (pp, dp) uses the devices with this batch: not a plan
-        }
-        any_admissible = true;
-        if (!placed.placed.feasible) {
-          ++result.evaluated;
-          if (result.smallest_infeasible_need.value() == 0.0 ||
-              placed.placed.smallest_memory_need < result.smallest_infeasible_need) {
-            result.smallest_infeasible_need = placed.placed.smallest_memory_need;
-          }
-          return;
-        }
-        detail::record(result, ranked_plan{placed.parallel, k, placed.estimate, placed.split});
+        items.push_back({true, {tp, 1, 1}, k});
       });
       continue;
     }
@@ -144,19 +187,48 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
       if ((devices / tp) % pp != 0 && !fixed.dp) continue;
       const int dp = fixed.dp ? *fixed.dp : devices / (tp * pp);
       if (tp * pp * dp != devices) continue;
-      detail::for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
-        train::parallelism p{tp, pp, dp};
+      for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+        const train::parallelism p{tp, pp, dp};
         try {
           train::validate(m, p, k, devices);
         } catch (const input_error&) {
           return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
         }
-        any_admissible = true;
-        std::vector<train::stage_layers> split;
-        for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
-        detail::record(result, ranked_plan{p, k, train::estimate_step(m, c, p, k, cache), std::move(split)});
+        items.push_back({false, p, k});
       });
     }
+  }
+  return items;
+}
+
+inline bool faster(const ranked_plan& a, const ranked_plan& b) {
+  return a.estimate.time_per_batch < b.estimate.time_per_batch;
+}
+}  // namespace detail
+
+/// Searches the plans of `m` on every device of cluster `c`. `base` gives the knobs that are not searched
+/// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
+/// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
+/// uniform split; with stage_placement::uneven, for every tp and knob setting `fixed.placer` (chain_dp by
+/// default) finds the best pp, dp and split under the same model (one plan per tp and knob setting; the
+/// interleaved schedule is always placed uniformly). The uneven plan of a setting is never slower than its
+/// best uniform plan. Layer times come from `cache`; with `fixed.refine` the best `fixed.refine_top` plans
+/// are exact under that scheduler: a plan's time with lower-bound layer times (sched::bound_scheduler) is no
+/// later than with any schedule, and no refined time is later than the first, so every item whose bound is
+/// within the refine_top-th first time is evaluated again with the refined scheduler.
+inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
+                                       const train::training_knobs& base, const plan_choices& fixed,
+                                       const sched::schedule_cache& cache) {
+  const auto items = detail::plan_items(m, c, base, fixed);
+  plan_search_result result;
+  std::vector<std::size_t> feasible_items;  // item of each feasible plan
+  bool any_admissible = false;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto outcome = detail::evaluate_item(m, c, items[i], fixed, cache);
+    if (!outcome.plan) continue;
+    any_admissible = true;
+    if (outcome.plan->estimate.fits) feasible_items.push_back(i);
+    detail::record(result, std::move(*outcome.plan));
   }
   if (!any_admissible) {
     throw input_error(
@@ -164,10 +236,25 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
         "model, the devices and the global batch; check --devices, --global-batch and the fixed "
         "choices");
   }
-  std::stable_sort(result.feasible.begin(), result.feasible.end(),
-                   [](const ranked_plan& a, const ranked_plan& b) {
-                     return a.estimate.time_per_batch < b.estimate.time_per_batch;
-                   });
+  if (fixed.refine && !result.feasible.empty()) {
+    // The refine_top-th time so far, the bound every refined candidate must reach.
+    std::vector<double> times;
+    for (const auto& r : result.feasible) times.push_back(r.estimate.time_per_batch.value());
+    std::sort(times.begin(), times.end());
+    const double threshold = times[std::min(times.size(), std::max<std::size_t>(fixed.refine_top, 1)) - 1];
+    const sched::schedule_cache bounds{sched::bound_scheduler{}};
+    const sched::schedule_cache refined{*fixed.refine};
+    for (std::size_t k = 0; k < feasible_items.size(); ++k) {
+      const auto bound = detail::evaluate_item(m, c, items[feasible_items[k]], fixed, bounds);
+      if (!bound.plan || bound.plan->estimate.time_per_batch.value() > threshold * (1 + 1e-12)) continue;
+      auto better = detail::evaluate_item(m, c, items[feasible_items[k]], fixed, refined);
+      if (better.plan && better.plan->estimate.fits) {
+        result.feasible[k] = std::move(*better.plan);
+        ++result.refined;
+      }
+    }
+  }
+  std::stable_sort(result.feasible.begin(), result.feasible.end(), detail::faster);
   return result;
 }
 

@@ -31,6 +31,10 @@ struct ilp_options {
   bool skip_when_bound_met =
       true;                 ///< return the list schedule when it meets a lower bound (provably optimal)
   int max_cut_rounds = 50;  ///< rounds of lazily added core-capacity cuts
+  /// Branch-and-bound nodes per solve (0: no limit). Unlike the time limit, a node budget stops GLPK at the
+  /// same point on every machine and under any load, so searches that set it give the same schedules for any
+  /// number of threads or processes; when it stops a solve, the schedule's gap says how far it may be.
+  int max_nodes = 0;
 };
 
 /// What the ILP did, for reports and benchmarks.
@@ -66,10 +70,20 @@ struct callback_state {
   std::vector<double> incumbent;  ///< 1-based column values, as glp_ios_heur_sol expects
   bool offered = false;
   double best_bound = 0.0;
+  int max_nodes = 0;  ///< stop after this many branch-and-bound nodes (0: no limit)
+  bool stopped = false;
 };
 
 inline void on_branch_and_bound_event(glp_tree* tree, void* info) {
   auto* state = static_cast<callback_state*>(info);
+  if (state->max_nodes > 0 && !state->stopped) {
+    int active = 0, in_tree = 0, total = 0;
+    glp_ios_tree_size(tree, &active, &in_tree, &total);
+    if (total >= state->max_nodes) {
+      state->stopped = true;
+      glp_ios_terminate(tree);
+    }
+  }
   switch (glp_ios_reason(tree)) {
     case GLP_IHEUR:
       if (!state->offered && !state->incumbent.empty()) {
@@ -271,6 +285,7 @@ class schedule_mip {
 
     callback_state state;
     state.incumbent = incumbent_;
+    state.max_nodes = options.max_nodes;
     state.best_bound = glp_get_status(lp) == GLP_OPT ? glp_get_obj_val(lp) : 0.0;
     glp_iocp parm;
     glp_init_iocp(&parm);

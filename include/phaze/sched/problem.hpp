@@ -108,7 +108,7 @@ struct placement {
 /// How a schedule was found and how good it is known to be.
 enum class solve_status : std::uint8_t {
   optimal,     ///< proven optimal (the ILP, or a heuristic schedule that meets a lower bound)
-  time_limit,  ///< the ILP stopped at its time limit: `gap` says how far from optimal it may be
+  time_limit,  ///< the ILP stopped at its time or node limit: `gap` says how far from optimal it may be
   heuristic,   ///< the list scheduler alone, optimality not proven
 };
 

@@ -8,6 +8,7 @@
 ///     const sched::schedule s = exact.solve(problem);
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -78,6 +79,22 @@ struct list_scheduler {
 };
 static_assert(Scheduler<list_scheduler>);
 
+/// Not a scheduler of real schedules: the lower bound of a problem (critical path, work per pool; sched/
+/// bounds.hpp) as its makespan, with no placements. Any schedule, the ILP's included, is at least this
+/// long, so step times computed from it are lower bounds on the step times of any schedules: the search and
+/// plan search rank and prune with them, and never report them.
+struct bound_scheduler {
+  [[nodiscard]] static constexpr std::string_view name() { return "bound"; }
+  [[nodiscard]] schedule solve(const problem& p) const {
+    schedule s;
+    s.makespan = lower_bounds(p).best();
+    s.lower_bound = s.makespan;
+    s.status = solve_status::heuristic;  // a bound, not a schedule
+    return s;
+  }
+};
+static_assert(Scheduler<bound_scheduler>);
+
 /// Any Scheduler behind one type, for code that chooses its scheduler at run time (search::options, the
 /// command line). It is a Scheduler itself.
 class any_scheduler {
@@ -123,14 +140,32 @@ class schedule_cache {
       const std::lock_guard lock(state_->mutex);
       if (const auto it = state_->memo.find(key); it != state_->memo.end()) {
         ++state_->hits;
+        seen_->worst_gap = std::max(seen_->worst_gap, it->second.gap());
         return it->second;
       }
     }
     schedule s = state_->solve(p);
     const std::lock_guard lock(state_->mutex);
     ++state_->misses;
+    seen_->worst_gap = std::max(seen_->worst_gap, s.gap());
     state_->memo.emplace(key, s);
     return s;
+  }
+
+  /// The largest relative gap (makespan - lower bound) / makespan of any schedule this cache (or a copy of
+  /// it) has returned: 0 when every one is proven optimal. A plan timed through it is within this share of
+  /// its optimal schedules.
+  [[nodiscard]] double worst_gap() const {
+    const std::lock_guard lock(state_->mutex);
+    return seen_->worst_gap;
+  }
+
+  /// A cache that shares this one's solved schedules but counts worst_gap() afresh: time one plan through it
+  /// to learn the gap of that plan's schedules alone.
+  [[nodiscard]] schedule_cache tracked() const {
+    schedule_cache out = *this;
+    out.seen_ = std::make_shared<seen>();
+    return out;
   }
 
   /// The scheduler's name ("list", "ilp", or a user scheduler's).
@@ -175,7 +210,12 @@ class schedule_cache {
     std::size_t hits = 0;
     std::size_t misses = 0;
   };
+  /// What one handle (and its copies) has returned.
+  struct seen {
+    double worst_gap = 0.0;
+  };
   std::shared_ptr<state> state_;
+  std::shared_ptr<seen> seen_ = std::make_shared<seen>();
 };
 
 }  // namespace phaze::sched

@@ -52,7 +52,7 @@ inline std::vector<baseline> baselines(
   std::vector<baseline> out;
   out.push_back({"tpuv4-like",
                  "PHAZE's reference accelerator (TPU v4) with its best plan under the same knobs",
-                 evaluate_design(s, hw::tpuv4_like, outside_the_space, o)});
+                 evaluate_reported(s, hw::tpuv4_like, outside_the_space, o)});
 
   // Spotlight-style: lowest layer latency over the whole space (ties: the lower index).
   const model::model run = model_of(s);
@@ -74,7 +74,7 @@ inline std::vector<baseline> baselines(
   out.push_back({"spotlight-style",
                  "the design with the lowest single-accelerator layer latency (forward + backward of one "
                  "sequence), then placed",
-                 evaluate_design(s, s.space.at(fastest), fastest, o)});
+                 evaluate_reported(s, s.space.at(fastest), fastest, o)});
 
   // Megatron-uniform: the best design with uniform stages only, over the spec's own knobs.
   design_result uniform = best;
@@ -86,38 +86,37 @@ inline std::vector<baseline> baselines(
   base.opt = s.knobs.opt;
   base.schedule = s.knobs.schedule;
   base.distributed_optimizer = s.knobs.distributed_optimizer;
-  sched::schedule_cache cache{o.scheduler};
+  // One plan search over the spec's own widths and knob lists, refined like the designs when the options
+  // refine (place::search_plans).
+  const sched::schedule_cache cache{o.scheduler};
   const cluster::cluster on = cluster_of(s, best.device);
+  place::plan_choices choices;
+  choices.placement = place::stage_placement::uniform;
   for (const int tp : detail::widths_for(s, run, on)) {
-    for (const std::int64_t mb : s.knobs.microbatches) {
-      for (const model::recompute mode : s.knobs.recompute) {
-        for (const bool sp : s.knobs.sequence_parallel) {
-          if (sp && tp == 1) continue;  // as the search: sequence parallelism needs tensor parallelism
-          place::plan_choices choices;
-          choices.placement = place::stage_placement::uniform;
-          choices.tp = tp;
-          choices.microbatch = mb;
-          choices.max_microbatch = mb;
-          choices.recompute = mode;
-          choices.sequence_parallel = sp;
-          place::plan_search_result found;
-          try {
-            found = place::search_plans(run, on, base, choices, cache);
-          } catch (const input_error&) {
-            continue;  // no uniform plan is admissible with these knobs
-          }
-          if (found.feasible.empty()) continue;
-          const auto& r = found.feasible.front();
-          if (r.estimate.samples_per_s <= uniform.samples_per_s) continue;
-          uniform.status = outcome::evaluated;
-          uniform.parallel = r.parallel;
-          uniform.knobs = r.knobs;
-          uniform.split = r.split;
-          uniform.estimate = r.estimate;
-          uniform.samples_per_s = r.estimate.samples_per_s;
-        }
-      }
+    // As the search: sequence parallelism needs tensor parallelism.
+    const bool only_parallel = s.knobs.sequence_parallel == std::vector<bool>{true};
+    if (!(only_parallel && tp == 1)) choices.tensor_parallel.push_back(tp);
+  }
+  choices.microbatches = s.knobs.microbatches;
+  choices.recompute = s.knobs.recompute;
+  choices.sequence_parallel = s.knobs.sequence_parallel;
+  choices.refine = o.refine;
+  try {
+    const auto found = choices.tensor_parallel.empty() ? place::plan_search_result{}
+                                                       : place::search_plans(run, on, base, choices, cache);
+    if (!found.feasible.empty()) {
+      const auto& r = found.feasible.front();
+      uniform.status = outcome::evaluated;
+      uniform.parallel = r.parallel;
+      uniform.knobs = r.knobs;
+      uniform.split = r.split;
+      uniform.estimate = r.estimate;
+      uniform.samples_per_s = r.estimate.samples_per_s;
+      uniform.scheduler = r.scheduler;
+      uniform.schedule_gap = r.schedule_gap;
     }
+  } catch (const input_error&) {
+    // no uniform plan is admissible with these knobs
   }
   if (uniform.status == outcome::evaluated) {
     uniform.energy_per_sample =

@@ -40,6 +40,7 @@
 #include "phaze/sched/scheduler.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
+#include "phaze/train/knob_settings.hpp"
 #include "phaze/train/step.hpp"
 
 namespace phaze::search {
@@ -52,8 +53,13 @@ struct options {
   bool baselines = true;    ///< evaluate the baselines too
   /// Places each knob setting's layer tables (any place::Placer; the chain DP by default).
   place::model_placer placer = place::chain_placer{};
-  /// Schedules each layer on each design (any sched::Scheduler; the list scheduler by default).
+  /// Schedules each layer on each design (any sched::Scheduler; the list scheduler by default): it orders
+  /// and prunes the designs.
   sched::any_scheduler scheduler = sched::list_scheduler{};
+  /// When set (the program sets the ILP, sched::ilp_scheduler), the numbers reported (best, top list,
+  /// Pareto front) come from this scheduler: every design that could be among them, by sound bounds, is
+  /// placed again on its layer times (refine_design), so the top list and the front are exact under it.
+  std::optional<sched::any_scheduler> refine;
 };
 
 /// A sound upper bound on a design's throughput (samples/s): every device computing the iteration's model
@@ -150,98 +156,186 @@ inline bool any_admissible_plan(const spec& s) {
   return false;
 }
 
-/// The best plan of one design over every knob setting of the spec: for each (microbatch, recomputation,
-/// sequence parallelism) chain_dp places the model under step_policy over every width, pipeline depth and
-/// data-parallel degree using all devices, with the best time found so far as its cutoff. `configurations`
-/// counts the knob settings placed.
-inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index,
-                                     const options& o = {}) {
-  const model::model run = model_of(s);
+namespace detail {
+/// One knob setting of a spec on a design: its knobs and the tensor-parallel widths it admits.
+struct setting {
+  train::training_knobs knobs;
+  std::vector<int> widths;
+};
+
+/// Every knob setting of the spec (train::knob_settings: microbatch, then recomputation, then sequence
+/// parallelism) with a width that admits it, in that order.
+inline std::vector<setting> settings_for(const spec& s, const model::model& run,
+                                         const std::vector<int>& all_widths) {
+  std::vector<setting> out;
+  for (const train::knob_setting& knob : train::knob_settings(s.knobs, s.global_batch)) {
+    // run already has the spec's sequence
+    const train::training_knobs k = train::knobs_of(s.knobs, knob, s.global_batch);
+    std::vector<int> widths;
+    for (const int tp : all_widths) {
+      if (k.sequence_parallel && tp == 1)
+        continue;  // sequence parallelism is a no-op without tensor parallelism
+      try {
+        train::validate(run, train::parallelism{tp, 1, 1}, k, tp);
+      } catch (const input_error&) {
+        continue;
+      }
+      widths.push_back(tp);
+    }
+    if (!widths.empty()) out.push_back({k, std::move(widths)});
+  }
+  return out;
+}
+
+/// One setting placed: the model's tables through `cache`, placed by the options' placer over every width,
+/// pipeline depth and data-parallel degree using all devices, faster than `cutoff` seconds. Nothing when no
+/// (tp, pp, dp) uses every device with this batch.
+struct placed_setting {
+  place::plan plan;
+  std::size_t nodes = 0;  ///< nodes of the tables (to read the plan's stages)
+};
+inline std::optional<placed_setting> place_setting(const model::model& run, const cluster::cluster& c,
+                                                   const setting& st, const sched::schedule_cache& cache,
+                                                   const options& o, double cutoff) {
+  const place::model_problem mp = place::model_tables(run, c, st.knobs, st.widths, cache);
+  place::placement_request request;
+  request.max_pp = static_cast<int>(run.config.layers);
+  request.use_all_devices = true;
+  request.cutoff_s = cutoff;
+  try {
+    return placed_setting{o.placer.place(mp.problem, mp.policy, request),
+                          mp.problem.tables.front().nodes.size()};
+  } catch (const place::no_admissible_configuration&) {
+    return std::nullopt;
+  }
+}
+
+/// A design's record before placement: index, device, area and the peak-rate bound.
+inline design_result blank_result(const spec& s, const hw::device& d, std::uint64_t index) {
   design_result r;
   r.index = index;
   r.device = d;
   r.die_area = d.kind == hw::device_kind::systolic ? hw::area_of(d.systolic, s.space.tech()) : hw::area{0.0};
   r.upper_bound_samples_per_s = throughput_bound(s, d);
-  const cluster::cluster c = cluster_of(s, d);
-  const std::vector<int> all_widths = detail::widths_for(s, run, c);
-  sched::schedule_cache cache{o.scheduler};
-  double best = std::numeric_limits<double>::infinity();
-  double smallest_need = std::numeric_limits<double>::infinity();
-  std::optional<place::model_placement> chosen;
-  train::training_knobs chosen_knobs;
-  for (const std::int64_t mb : s.knobs.microbatches) {
-    if (s.global_batch % mb != 0) continue;
-    for (const model::recompute mode : s.knobs.recompute) {
-      for (const bool sp : s.knobs.sequence_parallel) {
-        train::training_knobs k;
-        k.global_batch = s.global_batch;
-        k.microbatch = mb;
-        k.sequence = 0;  // run already has the spec's sequence
-        k.precision = s.knobs.precision;
-        k.opt = s.knobs.opt;
-        k.recompute = mode;
-        k.sequence_parallel = sp;
-        k.schedule = s.knobs.schedule;
-        k.distributed_optimizer = s.knobs.distributed_optimizer;
-        std::vector<int> widths;
-        for (const int tp : all_widths) {
-          if (sp && tp == 1) continue;  // sequence parallelism is a no-op without tensor parallelism
-          try {
-            train::validate(run, train::parallelism{tp, 1, 1}, k, tp);
-          } catch (const input_error&) {
-            continue;
-          }
-          widths.push_back(tp);
-        }
-        if (widths.empty()) continue;
-        const place::model_problem mp = place::model_tables(run, c, k, widths, cache);
-        place::placement_request request;
-        request.max_pp = static_cast<int>(run.config.layers);
-        request.use_all_devices = true;
-        request.cutoff_s = best;
-        place::plan found;
-        try {
-          found = o.placer.place(mp.problem, mp.policy, request);
-        } catch (const place::no_admissible_configuration&) {
-          continue;  // no (tp, pp, dp) uses every device with this batch
-        }
-        ++r.configurations;
-        if (!found.feasible) {
-          if (!found.above_cutoff)
-            smallest_need = std::min(smallest_need, found.smallest_memory_need.value());
-          continue;
-        }
-        best = found.time_per_batch.value();
-        place::model_placement m;
-        m.placed = found;
-        m.parallel = {found.tp, found.pp, found.dp};
-        m.split = place::stage_split(found, mp.problem.tables.front().nodes.size());
-        chosen = std::move(m);
-        chosen_knobs = k;
-      }
-    }
-  }
+  return r;
+}
+
+/// Completes a design's record with its chosen plan (estimated through `cache`), or marks it infeasible.
+inline void record_choice(const spec& s, const model::model& run, const cluster::cluster& c, design_result& r,
+                          const std::optional<placed_setting>& chosen, const train::training_knobs& knobs,
+                          double smallest_need, const sched::schedule_cache& cache) {
   if (!chosen) {
     r.status = outcome::infeasible;
     r.smallest_memory_need =
         bytes{smallest_need < std::numeric_limits<double>::infinity() ? smallest_need : 0.0};
-    return r;
+    return;
   }
+  const place::plan& found = chosen->plan;
   r.status = outcome::evaluated;
-  r.parallel = chosen->parallel;
-  r.knobs = chosen_knobs;
-  r.split = chosen->split;
-  r.estimate = train::estimate_step(run, c, r.parallel, r.knobs, cache, r.split);
+  r.parallel = {found.tp, found.pp, found.dp};
+  r.knobs = knobs;
+  r.split = place::stage_split(found, chosen->nodes);
+  const sched::schedule_cache plan_cache = cache.tracked();  // the gap of this plan's schedules alone
+  r.estimate = train::estimate_step(run, c, r.parallel, r.knobs, plan_cache, r.split);
+  r.scheduler = std::string{cache.scheduler()};
+  r.schedule_gap = plan_cache.worst_gap();
   r.samples_per_s = r.estimate.samples_per_s;
-  r.energy_per_sample = energy_per_sample(run, d, r.parallel, r.knobs, s.space.tech());
+  r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
+}
+}  // namespace detail
+
+/// The best plan of one design over every knob setting of the spec: for each (microbatch, recomputation,
+/// sequence parallelism) the options' placer (the chain DP) places the model under step_policy over every
+/// width, pipeline depth and data-parallel degree using all devices, with the best time found so far as its
+/// cutoff, on layer times from the options' scheduler. `configurations` counts the knob settings placed;
+/// `schedule_gap` is the largest gap of the schedules used (list schedules: how far the ILP could improve a
+/// layer at most).
+inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index,
+                                     const options& o = {}) {
+  const model::model run = model_of(s);
+  design_result r = detail::blank_result(s, d, index);
+  const cluster::cluster c = cluster_of(s, d);
+  const sched::schedule_cache cache{o.scheduler};
+  double best = std::numeric_limits<double>::infinity();
+  double smallest_need = std::numeric_limits<double>::infinity();
+  std::optional<detail::placed_setting> chosen;
+  train::training_knobs chosen_knobs;
+  for (const auto& st : detail::settings_for(s, run, detail::widths_for(s, run, c))) {
+    auto found = detail::place_setting(run, c, st, cache, o, best);
+    if (!found) continue;
+    ++r.configurations;
+    if (!found->plan.feasible) {
+      if (!found->plan.above_cutoff)
+        smallest_need = std::min(smallest_need, found->plan.smallest_memory_need.value());
+      continue;
+    }
+    best = found->plan.time_per_batch.value();
+    chosen = std::move(found);
+    chosen_knobs = st.knobs;
+  }
+  detail::record_choice(s, run, c, r, chosen, chosen_knobs, smallest_need, cache);
+  // The refinement's bound: how much better schedules could speed any of this design's settings up.
+  r.schedule_gap = std::max(r.schedule_gap, cache.worst_gap());
   return r;
+}
+
+/// The best plan of one design with layer times from `refined` (the ILP): exact over the knob settings
+/// without refining most of them. Each knob setting and tensor-parallel width is first placed on lower-bound
+/// layer times (sched::bound_scheduler), which no schedule beats; they are then refined in the order of those
+/// bounds until no bound is faster than the best refined plan. `schedule_gap` is the largest gap of the
+/// refined schedules (0 when all are proven optimal).
+inline design_result refine_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
+                                   const sched::any_scheduler& refined) {
+  const model::model run = model_of(s);
+  design_result r = detail::blank_result(s, d, index);
+  const cluster::cluster c = cluster_of(s, d);
+  const sched::schedule_cache bounds{sched::bound_scheduler{}};
+  const sched::schedule_cache cache{refined};
+  // One item per knob setting and tensor-parallel width: a width whose bound cannot win is never refined.
+  std::vector<detail::setting> settings;
+  for (const auto& st : detail::settings_for(s, run, detail::widths_for(s, run, c)))
+    for (const int tp : st.widths) settings.push_back({st.knobs, {tp}});
+  std::vector<std::pair<double, std::size_t>> order;  // (lower bound on time, item)
+  double smallest_need = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    const auto bound =
+        detail::place_setting(run, c, settings[i], bounds, o, std::numeric_limits<double>::infinity());
+    if (!bound) continue;
+    ++r.configurations;
+    if (!bound->plan.feasible) {  // memory does not depend on schedules: infeasible under any
+      smallest_need = std::min(smallest_need, bound->plan.smallest_memory_need.value());
+      continue;
+    }
+    order.emplace_back(bound->plan.time_per_batch.value(), i);
+  }
+  std::stable_sort(order.begin(), order.end());
+  double best = std::numeric_limits<double>::infinity();
+  std::optional<detail::placed_setting> chosen;
+  train::training_knobs chosen_knobs;
+  for (const auto& [bound, i] : order) {
+    if (bound >= best) break;  // no later setting can beat the best refined plan
+    auto found = detail::place_setting(run, c, settings[i], cache, o, best);
+    if (!found || !found->plan.feasible) continue;
+    best = found->plan.time_per_batch.value();
+    chosen = std::move(found);
+    chosen_knobs = settings[i].knobs;
+  }
+  detail::record_choice(s, run, c, r, chosen, chosen_knobs, smallest_need, cache);
+  return r;
+}
+
+/// A design's best plan as the search reports it: refined with `o.refine` when the options set it.
+inline design_result evaluate_reported(const spec& s, const hw::device& d, std::uint64_t index,
+                                       const options& o) {
+  return o.refine ? refine_design(s, d, index, o, *o.refine) : evaluate_design(s, d, index, o);
 }
 
 /// Recomputes a design's estimate from its plan: results.jsonl (resume, MPI) carries plans and throughputs,
 /// not estimates; search::run restores them for the designs its summary reports.
 inline void restore_estimate(const spec& s, design_result& r, const options& o = {}) {
   if (r.status != outcome::evaluated) return;
-  sched::schedule_cache cache{o.scheduler};
+  const bool refined = o.refine && r.scheduler == o.refine->name();
+  const sched::schedule_cache cache{refined ? *o.refine : o.scheduler};
   const model::model run = model_of(s);
   r.estimate = train::estimate_step(run, cluster_of(s, r.device), r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
@@ -318,6 +412,10 @@ struct progress {
 struct hooks {
   std::function<std::vector<design_result>(std::size_t, const std::function<design_result(std::size_t)>&)>
       map;
+  /// Like `map`, for evaluations that are not records of results.jsonl (the refinement's bounds): nothing is
+  /// written. Serial when not given.
+  std::function<std::vector<design_result>(std::size_t, const std::function<design_result(std::size_t)>&)>
+      exchange;
   std::function<void(const design_result&)> finished;
   std::function<void(const progress&)> report;
 };
@@ -341,6 +439,128 @@ inline std::vector<std::pair<std::uint64_t, double>> design_order(const spec& s)
   return order;
 }
 
+/// The evaluated designs (positions in `all`) that could be among the `top` best or on the Pareto front once
+/// refined by a scheduler whose schedules are no longer than the list scheduler's and no shorter than the
+/// lower bound. A design's step times on such schedules shrink at most by 1 / (1 - schedule_gap) (every
+/// layer time by at most that factor, and the step time is linear in layer times with non-negative extra
+/// terms), so its refined throughput is at most samples_per_s / (1 - schedule_gap), and at most its
+/// peak-rate bound; a refined throughput never drops below the list one. A design is left out when that
+/// bound is below the top-th list throughput and below the best list throughput of another design with no
+/// larger area: refining can then neither lift it into the top list nor onto the front. Exact when the
+/// placer is exact (chain_dp, downset_dp).
+inline std::vector<std::size_t> refinement_candidates(const std::vector<design_result>& all,
+                                                      std::size_t top) {
+  std::vector<std::size_t> evaluated;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].status == outcome::evaluated) evaluated.push_back(i);
+  // The top-th list throughput.
+  std::vector<double> speeds;
+  for (const std::size_t i : evaluated) speeds.push_back(all[i].samples_per_s);
+  std::sort(speeds.begin(), speeds.end(), std::greater<>());
+  const double top_th = top > 0 && speeds.size() >= top ? speeds[top - 1] : 0.0;
+  // The best list throughput of another design with no larger area: designs by area, the best before each
+  // area group and the two best inside it.
+  std::sort(evaluated.begin(), evaluated.end(),
+            [&](std::size_t a, std::size_t b) { return all[a].die_area < all[b].die_area; });
+  std::vector<std::size_t> out;
+  double before = 0.0;  // best of strictly smaller areas
+  for (std::size_t g = 0; g < evaluated.size();) {
+    std::size_t end = g;
+    double first = 0.0, second = 0.0;
+    while (end < evaluated.size() && all[evaluated[end]].die_area == all[evaluated[g]].die_area) {
+      const double x = all[evaluated[end]].samples_per_s;
+      if (x > first) {
+        second = first;
+        first = x;
+      } else if (x > second) {
+        second = x;
+      }
+      ++end;
+    }
+    for (std::size_t k = g; k < end; ++k) {
+      const design_result& r = all[evaluated[k]];
+      const double others = std::max(before, r.samples_per_s == first ? second : first);
+      const double gap = std::min(r.schedule_gap, 1.0 - 1e-12);
+      const double bound =
+          std::min(r.upper_bound_samples_per_s, r.samples_per_s / (1.0 - gap)) * (1.0 + 1e-9);
+      if (bound >= std::min(top_th, others)) out.push_back(evaluated[k]);
+    }
+    before = std::max(before, first);
+    g = end;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Refines, in `all`, the designs that could be reported (refinement_candidates) with `o.refine`, through
+/// the hooks' map (threads, processes) and `finished` (results.jsonl); designs whose list schedules are all
+/// proven optimal already have the refined numbers and are only relabelled. Returns how many were placed
+/// again.
+inline std::uint64_t refine(const spec& s, const options& o, const hooks& h, std::vector<design_result>& all,
+                            const std::vector<std::optional<design_result>>& known) {
+  const std::string name{o.refine->name()};
+  const auto map = h.map ? h.map : serial_map;
+  const auto exchange = h.exchange ? h.exchange : serial_map;
+  // First, a tighter bound for the designs the cheap bound keeps: each design placed on lower-bound layer
+  // times (sched::bound_scheduler), no faster than any schedule lets it be. Its throughput replaces the
+  // peak-rate bound where it is lower.
+  std::vector<std::size_t> loose;
+  for (const std::size_t i : refinement_candidates(all, o.top)) {
+    if (!known[all[i].index] && all[i].schedule_gap > 0.0) loose.push_back(i);
+  }
+  options bounding = o;
+  bounding.scheduler = sched::bound_scheduler{};
+  const auto bounds = exchange(loose.size(), [&](std::size_t t) {
+    design_result b = all[loose[t]];
+    b.upper_bound_samples_per_s =
+        evaluate_design(s, b.device, b.index, bounding).samples_per_s * (1.0 + 1e-9);
+    return b;
+  });
+  for (std::size_t t = 0; t < loose.size(); ++t) {
+    design_result& r = all[loose[t]];
+    r.upper_bound_samples_per_s = std::min(r.upper_bound_samples_per_s, bounds[t].upper_bound_samples_per_s);
+  }
+  // Then the designs that could still be reported, placed again on refined schedules, the most promising
+  // first, in rounds of o.round: refined throughputs only rise, so every round may rule out more of the rest
+  // (the same rounds for any number of threads or processes).
+  std::vector<bool> refined(all.size(), false);
+  std::uint64_t placed = 0;
+  while (true) {
+    std::vector<std::size_t> todo;
+    for (const std::size_t i : refinement_candidates(all, o.top)) {
+      if (refined[i]) continue;
+      design_result& r = all[i];
+      if (known[r.index]) {
+        r = *known[r.index];
+        refined[i] = true;
+      } else if (r.schedule_gap == 0.0) {
+        r.scheduler = name;  // the refined scheduler returns these very schedules (they meet the bound)
+        refined[i] = true;
+      } else {
+        todo.push_back(i);
+      }
+    }
+    if (todo.empty()) break;
+    std::stable_sort(todo.begin(), todo.end(), [&](std::size_t a, std::size_t b) {
+      return all[a].upper_bound_samples_per_s > all[b].upper_bound_samples_per_s;
+    });
+    todo.resize(std::min(todo.size(), std::max<std::size_t>(o.round, 1)));
+    const auto results = map(todo.size(), [&](std::size_t t) {
+      const design_result& listed = all[todo[t]];
+      design_result r = refine_design(s, listed.device, listed.index, o, *o.refine);
+      r.upper_bound_samples_per_s = listed.upper_bound_samples_per_s;
+      if (h.finished) h.finished(r);
+      return r;
+    });
+    for (std::size_t t = 0; t < todo.size(); ++t) {
+      all[todo[t]] = results[t];
+      refined[todo[t]] = true;
+    }
+    placed += todo.size();
+  }
+  return placed;
+}
+
 /// Runs the search. `resumed` holds designs already finished by an earlier run of the same spec (by index);
 /// they are not evaluated again. Throws input_error for a bad spec.
 inline summary run(const spec& s, const options& o, const hooks& h = {},
@@ -355,9 +575,16 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   }
   const auto start = std::chrono::steady_clock::now();
   const auto order = design_order(s);
+  // Records of an earlier run: the first pass's, and the refined ones (by the scheduler's name).
   std::vector<std::optional<design_result>> known(order.size());
+  std::vector<std::optional<design_result>> known_refined(order.size());
   for (const auto& r : resumed) {
-    if (r.index < known.size()) known[r.index] = r;
+    if (r.index >= known.size()) continue;
+    if (o.refine && r.scheduler == o.refine->name() && r.scheduler != o.scheduler.name()) {
+      known_refined[r.index] = r;
+    } else {
+      known[r.index] = r;
+    }
   }
   const auto map = h.map ? h.map : serial_map;
   summary out;
@@ -426,6 +653,11 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
     if (h.report) h.report(p);
   }
   out.configurations = p.configurations;
+  out.scheduler = std::string{o.scheduler.name()};
+  if (o.refine) {
+    out.scheduler = std::string{o.refine->name()};
+    out.refined = refine(s, o, h, all, known_refined);
+  }
   std::vector<design_result> ranked;
   for (const auto& r : all)
     if (r.status == outcome::evaluated) ranked.push_back(r);
