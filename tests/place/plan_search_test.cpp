@@ -2,8 +2,10 @@
 // evaluating fixed plans one by one), fixed choices are honoured, and when nothing fits it says how much
 // memory the leanest plan needs.
 #include <phaze/hw/presets.hpp>
+#include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/place/plan_search.hpp>
+#include <phaze/sched/ilp.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -80,4 +82,42 @@ TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest
   impossible.tensor_parallel = {3};
   CHECK_THROWS_AS(place::search_plans(m, phaze::test::cluster_of(d, 64), batch(64), impossible, cache),
                   input_error);
+}
+
+TEST_CASE("Refined on ILP schedules, the best plans are those of a search on ILP schedules throughout",
+          "[place][plan_search]") {
+  // A design of PHAZE's space where the ILP shortens layers the list scheduler leaves long.
+  const auto designs = hw::spread_sample(hw::phaze_default_space, 8);
+  const auto m = zoo::get("gpt2-xl");
+  sched::ilp_options ilp;
+  ilp.max_nodes = 100;
+  const sched::any_scheduler exact = sched::ilp_scheduler{ilp};
+  int improved = 0;
+  for (const auto placement : {place::stage_placement::uneven, place::stage_placement::uniform}) {
+    for (const std::size_t k : {std::size_t{2}, std::size_t{4}}) {
+      const auto& d = designs[k];
+      const auto c = phaze::test::cluster_of(d, 32);
+      place::plan_choices choices;
+      choices.placement = placement;
+      choices.microbatches = {1, 2};
+      choices.refine = exact;
+      choices.refine_top = 3;
+      const auto fast = place::search_plans(m, c, batch(64), choices, sched::schedule_cache{});
+      choices.refine.reset();
+      const auto oracle = place::search_plans(m, c, batch(64), choices, sched::schedule_cache{exact});
+      const auto listed = place::search_plans(m, c, batch(64), choices, sched::schedule_cache{});
+      REQUIRE(fast.feasible.size() >= 3);
+      REQUIRE(oracle.feasible.size() == fast.feasible.size());
+      CHECK(fast.refined < fast.feasible.size());  // the bounds spared some plans the ILP
+      for (std::size_t i = 0; i < 3; ++i) {
+        INFO(d.name.view() << " plan " << i);
+        CHECK(fast.feasible[i].estimate.time_per_batch == oracle.feasible[i].estimate.time_per_batch);
+        CHECK(fast.feasible[i].parallel == oracle.feasible[i].parallel);
+        CHECK(fast.feasible[i].scheduler == "ilp");
+      }
+      if (oracle.feasible.front().estimate.time_per_batch < listed.feasible.front().estimate.time_per_batch)
+        ++improved;
+    }
+  }
+  CHECK(improved > 0);  // the ILP changes the answer somewhere, so the comparison is not trivial
 }
