@@ -17,6 +17,7 @@
 #include "phaze/model/zoo.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/place/chain_dp.hpp"
+#include "phaze/place/constant_tables.hpp"
 #include "phaze/place/downset_dp.hpp"
 #include "phaze/place/model_placement.hpp"
 #include "phaze/place/uniform.hpp"
@@ -178,6 +179,50 @@ BENCHMARK_CAPTURE(placer_variant_gpt3_175b, chain, model_placer{chain_placer{}})
 BENCHMARK_CAPTURE(placer_variant_gpt3_175b, downset, model_placer{downset_placer{}})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(placer_variant_gpt3_175b, greedy, model_placer{user::greedy_placer{}})
+    ->Unit(benchmark::kMillisecond);
+
+/// GPT-3 175B's layer cost tables on A100-80GB for TP 1, 2, 4 and 8 (microbatch 1, selective recomputation
+/// with sequence parallelism), built by the compiler (place::constant_table): what a user who benchmarks
+/// placers on a fixed model and device compiles once.
+constexpr train::training_knobs gpt3_knobs = [] {
+  train::training_knobs k;
+  k.global_batch = 1536;
+  k.recompute = model::recompute::selective;
+  k.sequence_parallel = true;
+  return k;
+}();
+constexpr hw::device a100 = *hw::find_preset("a100-80gb");
+constexpr cluster::node_spec dgx = cluster::node_of("a100-80gb");
+constexpr auto gpt3 = model::with_vocab(zoo::gpt3_175b(), 51200);
+constexpr std::array compiled_gpt3_tables{place::constant_table<98>(gpt3, a100, dgx, gpt3_knobs, 1),
+                                          place::constant_table<98>(gpt3, a100, dgx, gpt3_knobs, 2),
+                                          place::constant_table<98>(gpt3, a100, dgx, gpt3_knobs, 4),
+                                          place::constant_table<98>(gpt3, a100, dgx, gpt3_knobs, 8)};
+
+/// The placer variants on the compile-time tables under the default objective, 1024 devices.
+void placer_variant_compiled_gpt3_175b(benchmark::State& state,
+                                       const any_placer<fixed_cost_table<98>, pipeline_policy>& placer) {
+  placement_problem<fixed_cost_table<98>> problem;
+  static_cast<placement_settings&>(problem) = constant_settings(a100, dgx, 1024, gpt3_knobs);
+  problem.tables.assign(compiled_gpt3_tables.begin(), compiled_gpt3_tables.end());
+  placement_request request;
+  request.max_pp = 96;
+  request.use_all_devices = true;
+  const plan exact = chain_placer{}.place(problem, pipeline_policy{}, request);
+  plan best;
+  for (auto _ : state) {
+    best = placer.place(problem, pipeline_policy{}, request);
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+  state.counters["vs_chain"] = best.time_per_batch / exact.time_per_batch;
+}
+using compiled_placer = any_placer<fixed_cost_table<98>, pipeline_policy>;
+BENCHMARK_CAPTURE(placer_variant_compiled_gpt3_175b, chain, compiled_placer{chain_placer{}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(placer_variant_compiled_gpt3_175b, downset, compiled_placer{downset_placer{}})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(placer_variant_compiled_gpt3_175b, greedy, compiled_placer{user::greedy_placer{}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -34,7 +34,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
 
   /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table
   /// is not a chain or no (tp, pp, dp) is admissible.
-  [[nodiscard]] plan run() const {
+  [[nodiscard]] constexpr plan run() const {
     if constexpr (base::valid_policy) {
       return place_all();
     } else {
@@ -43,7 +43,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
   }
 
  private:
-  [[nodiscard]] plan place_all() const {
+  [[nodiscard]] constexpr plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
     const placement_settings& s = this->settings_;
@@ -124,7 +124,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<std::size_t> cuts;      ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
   };
 
-  static prefix make_prefix(const Policy& policy, const placement_settings& s, const Table& t) {
+  static constexpr prefix make_prefix(const Policy& policy, const placement_settings& s, const Table& t) {
     prefix pre;
     const std::size_t n = t.nodes.size();
     for (std::size_t v = 0; v < n; ++v) {
@@ -155,8 +155,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
   /// counting only values below `cap`; infinity when none.
   /// Leaves the partition in work.cuts.
   template <bool Memory>
-  static double solve(const Policy& policy, const placement_settings& s, const prefix& pre,
-                      const stage_context& c, double cap, double parameter_cap, scratch& work) {
+  static constexpr double solve(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                const stage_context& c, double cap, double parameter_cap, scratch& work) {
     const std::size_t n = pre.work.size() - 1;
     const auto stages = static_cast<std::size_t>(c.stages);
     const double capacity = s.memory_per_device.value();

@@ -89,30 +89,30 @@ namespace detail::place {
 /// Checks a table: a positive TP width, at least one node, non-negative values, edges within range and
 /// in topological order. Throws input_error naming the offending entry.
 template <CostTable Table>
-void validate_table(const Table& t) {
+constexpr void validate_table(const Table& t) {
   using detail::place::invalid;
-  const std::string where = "table for tp " + std::to_string(t.tp);
+  const auto where = [&] { return "table for tp " + std::to_string(t.tp); };  // built only for a message
   if (t.tp < 1) invalid("a table has tp " + std::to_string(t.tp) + "; give a positive TP width");
-  if (t.nodes.size() == 0) invalid(where + " has no nodes; give at least one layer node");
+  if (t.nodes.size() == 0) invalid(where() + " has no nodes; give at least one layer node");
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto& n = t.nodes[i];
     if (!(n.forward.value() >= 0) || !(n.backward.value() >= 0) || !(n.recompute.value() >= 0) ||
         !(n.parameters.value() >= 0) || !(n.activations.value() >= 0)) {
-      invalid(where + ", node " + std::to_string(i) + ": times and sizes must be at least 0");
+      invalid(where() + ", node " + std::to_string(i) + ": times and sizes must be at least 0");
     }
   }
   for (std::size_t e = 0; e < t.edges.size(); ++e) {
     const auto& edge = t.edges[e];
     if (edge.from >= edge.to || edge.to >= t.nodes.size()) {
-      invalid(where + ", edge " + std::to_string(e) + " (" + std::to_string(edge.from) + " -> " +
+      invalid(where() + ", edge " + std::to_string(e) + " (" + std::to_string(edge.from) + " -> " +
               std::to_string(edge.to) + "): nodes must exist and be in topological order (from < to)");
     }
-    if (!(edge.boundary.value() >= 0)) invalid(where + ", edge " + std::to_string(e) + ": negative bytes");
+    if (!(edge.boundary.value() >= 0)) invalid(where() + ", edge " + std::to_string(e) + ": negative bytes");
   }
 }
 
 /// Checks the scalar settings; throws input_error saying what to fix.
-inline void validate_settings(const placement_settings& p) {
+constexpr void validate_settings(const placement_settings& p) {
   using detail::place::invalid;
   if (p.devices < 1) invalid("devices is " + std::to_string(p.devices) + "; give at least 1");
   if (!(p.memory_per_device.value() > 0)) invalid("memory per device must be positive");
@@ -125,7 +125,7 @@ inline void validate_settings(const placement_settings& p) {
 
 /// Checks every table: at least one, one per TP width, each valid; throws input_error saying what to fix.
 template <CostTable Table>
-void validate_tables(const std::vector<Table>& tables) {
+constexpr void validate_tables(const std::vector<Table>& tables) {
   using detail::place::invalid;
   if (tables.empty()) invalid("no cost tables; give a table for at least one TP width");
   for (std::size_t i = 0; i < tables.size(); ++i) {
@@ -140,14 +140,14 @@ void validate_tables(const std::vector<Table>& tables) {
 
 /// Checks the settings and every table; throws input_error saying what to fix.
 template <CostTable Table>
-void validate(const placement_problem<Table>& p) {
+constexpr void validate(const placement_problem<Table>& p) {
   validate_settings(p);
   validate_tables(p.tables);
 }
 
 /// Whether a table is a chain: node i feeds node i + 1 and nothing else.
 template <CostTable Table>
-bool is_chain(const Table& t) {
+constexpr bool is_chain(const Table& t) {
   if (t.edges.size() + 1 != t.nodes.size()) return false;
   std::vector<bool> seen(t.nodes.size(), false);
   for (std::size_t e = 0; e < t.edges.size(); ++e) {

@@ -58,38 +58,42 @@ struct pipeline_policy {
   static constexpr bool allreduce_of_largest_stage = true;
 
   /// Microbatches whose activations stage `stage` (0-based) holds at once.
-  static std::int64_t microbatches_in_flight(const placement_settings& s, int stage, const stage_context& c) {
+  static constexpr std::int64_t microbatches_in_flight(const placement_settings& s, int stage,
+                                                       const stage_context& c) {
     if (s.schedule == train::pipeline_schedule::gpipe) return c.microbatches;
     return std::min<std::int64_t>(c.stages - stage, c.microbatches);
   }
   /// Work of one node for one microbatch.
   template <class Node>
-  static double work_s(const placement_settings& s, const Node& n) {
+  static constexpr double work_s(const placement_settings& s, const Node& n) {
     return n.forward.value() + n.backward.value() + (s.recompute ? n.recompute.value() : 0.0);
   }
   /// Time of one microbatch through a stage: compute plus sending activations forward and receiving their
   /// gradients backward over the p2p link.
-  static double stage_time_s(const placement_settings& s, const stage_load& l, const stage_context& /*c*/) {
+  static constexpr double stage_time_s(const placement_settings& s, const stage_load& l,
+                                       const stage_context& /*c*/) {
     return l.work_s + 2.0 * l.boundary_bytes / s.p2p_bandwidth.value();
   }
   /// Ring all-reduce of the stage's gradients over the dp replicas: 2 (dp - 1) / dp * bytes / bandwidth.
-  static double allreduce_s(const placement_settings& s, double parameter_bytes, const stage_context& c) {
+  static constexpr double allreduce_s(const placement_settings& s, double parameter_bytes,
+                                      const stage_context& c) {
     if (c.dp <= 1) return 0.0;
     return 2.0 * static_cast<double>(c.dp - 1) / static_cast<double>(c.dp) * parameter_bytes /
            s.dp_bandwidth.value();
   }
   /// (m + p - 1) * stage time: the pipeline with fill and drain if every stage were this one.
-  static double stage_cost_s(const placement_settings& s, const stage_load& l, const stage_context& c) {
+  static constexpr double stage_cost_s(const placement_settings& s, const stage_load& l,
+                                       const stage_context& c) {
     return static_cast<double>(c.microbatches + c.stages - 1) * stage_time_s(s, l, c);
   }
   /// The largest stage cost plus the all-reduce of the largest stage's gradients.
-  static double batch_time_s(const placement_settings& s, double largest_stage_cost,
-                             double largest_stage_parameters, const stage_context& c) {
+  static constexpr double batch_time_s(const placement_settings& s, double largest_stage_cost,
+                                       double largest_stage_parameters, const stage_context& c) {
     return largest_stage_cost + allreduce_s(s, largest_stage_parameters, c);
   }
   /// Weights, gradients and optimizer state of the stage's parameters plus the activations in flight.
-  static double stage_memory(const placement_settings& s, const stage_load& l, int stage,
-                             const stage_context& c) {
+  static constexpr double stage_memory(const placement_settings& s, const stage_load& l, int stage,
+                                       const stage_context& c) {
     return l.parameter_bytes / s.weight_bytes_per_parameter * s.state_bytes_per_parameter +
            l.activation_bytes * static_cast<double>(microbatches_in_flight(s, stage, c));
   }
@@ -100,12 +104,13 @@ struct pipeline_policy {
 /// pipeline_policy's time; equal when the slowest stage also holds the most parameters.
 struct bottleneck_policy : pipeline_policy {
   static constexpr bool allreduce_of_largest_stage = false;
-  static double stage_cost_s(const placement_settings& s, const stage_load& l, const stage_context& c) {
+  static constexpr double stage_cost_s(const placement_settings& s, const stage_load& l,
+                                       const stage_context& c) {
     return static_cast<double>(c.microbatches + c.stages - 1) * stage_time_s(s, l, c) +
            allreduce_s(s, l.parameter_bytes, c);
   }
-  static double batch_time_s(const placement_settings&, double largest_stage_cost, double,
-                             const stage_context&) {
+  static constexpr double batch_time_s(const placement_settings&, double largest_stage_cost, double,
+                                       const stage_context&) {
     return largest_stage_cost;
   }
 };
@@ -136,7 +141,7 @@ struct plan {
   bytes memory_per_device{};     ///< the capacity the plan was checked against
   bool above_cutoff = false;     ///< infeasible because no plan beat the placer's cutoff (not memory)
 
-  [[nodiscard]] int devices_used() const { return tp * pp * dp; }
+  [[nodiscard]] constexpr int devices_used() const { return tp * pp * dp; }
 };
 
 namespace detail::place {
@@ -144,8 +149,9 @@ inline constexpr double infinity = std::numeric_limits<double>::infinity();
 
 /// Sums a node set into a stage load; `in_stage[v]` marks the set.
 template <class Policy, CostTable Table>
-stage_load load_of(const Policy& policy, const placement_settings& s, const Table& t,
-                   const std::vector<std::size_t>& nodes, const std::vector<int>& stage_of, int stage) {
+constexpr stage_load load_of(const Policy& policy, const placement_settings& s, const Table& t,
+                             const std::vector<std::size_t>& nodes, const std::vector<int>& stage_of,
+                             int stage) {
   stage_load l;
   for (const std::size_t v : nodes) {
     l.work_s += policy.work_s(s, t.nodes[v]);
@@ -164,8 +170,9 @@ stage_load load_of(const Policy& policy, const placement_settings& s, const Tabl
 /// nodes alone (the oracle the tests hold every placer to). Throws input_error when the stages are not a
 /// partition into contiguous sets in pipeline order, or the degrees do not fit.
 template <class Policy = pipeline_policy, CostTable Table>
-plan evaluate(const placement_settings& s, const Table& t, int dp,
-              const std::vector<std::vector<std::size_t>>& stages, const Policy& policy = Policy{}) {
+constexpr plan evaluate(const placement_settings& s, const Table& t, int dp,
+                        const std::vector<std::vector<std::size_t>>& stages,
+                        const Policy& policy = Policy{}) {
   using detail::place::invalid;
   const int pp = static_cast<int>(stages.size());
   if (dp < 1 || pp < 1) invalid("a plan needs dp >= 1 and at least one stage");
@@ -274,8 +281,8 @@ namespace detail::place {
 /// fixed.max_pp), dp dividing the microbatches, tp * pp * dp <= devices (== with fixed.use_all_devices); pp
 /// ascending, dp descending. Returns how many it visited.
 template <CostTable Table, class Fn>
-std::size_t for_each_config(const placement_settings& s, const std::vector<Table>& tables,
-                            const placement_request& fixed, Fn&& fn) {
+constexpr std::size_t for_each_config(const placement_settings& s, const std::vector<Table>& tables,
+                                      const placement_request& fixed, Fn&& fn) {
   std::size_t visited = 0;
   for (std::size_t ti = 0; ti < tables.size(); ++ti) {
     const std::int64_t tp = tables[ti].tp;
@@ -303,9 +310,10 @@ std::size_t for_each_config(const placement_settings& s, const std::vector<Table
 /// parameter bound, or nothing when the configuration cannot beat `best` or even an even split of the
 /// parameters does not fit.
 template <class Policy>
-std::optional<double> configuration_bound(const Policy& policy, const placement_settings& s,
-                                          const stage_context& c, double total_work, double total_parameters,
-                                          const std::vector<stage_load>& singles, double best) {
+constexpr std::optional<double> configuration_bound(const Policy& policy, const placement_settings& s,
+                                                    const stage_context& c, double total_work,
+                                                    double total_parameters,
+                                                    const std::vector<stage_load>& singles, double best) {
   const double p = static_cast<double>(c.stages);
   double lower = policy.stage_cost_s(s, stage_load{total_work / p, 0.0, total_parameters / p, 0.0}, c);
   double least_parameters = total_parameters / p;
@@ -329,9 +337,9 @@ std::optional<double> configuration_bound(const Policy& policy, const placement_
 /// tried from `least_parameters` up: exact, since the best plan's largest stage holds one of them.
 /// batch_time_s must be the largest cost plus a term that grows with the parameters.
 template <class Policy, class Solve, class Record>
-void minimize_batch_time(const Policy& policy, const placement_settings& s, const stage_context& c,
-                         double& best, const std::vector<double>& caps, double least_parameters,
-                         Solve&& solve, Record&& record) {
+constexpr void minimize_batch_time(const Policy& policy, const placement_settings& s, const stage_context& c,
+                                   double& best, const std::vector<double>& caps, double least_parameters,
+                                   Solve&& solve, Record&& record) {
   const auto [free_cost, free_parameters] = solve(best, infinity);
   if (!(free_cost < best)) return;
   if (const double v = policy.batch_time_s(s, free_cost, free_parameters, c); v < best) {
@@ -367,7 +375,7 @@ void minimize_batch_time(const Policy& policy, const placement_settings& s, cons
 }
 
 /// A plan that says no candidate fits, with the smallest peak memory found.
-inline plan infeasible_plan(const placement_settings& s, double smallest_need) {
+constexpr plan infeasible_plan(const placement_settings& s, double smallest_need) {
   plan out;
   out.feasible = false;
   out.smallest_memory_need = bytes{smallest_need};
@@ -379,8 +387,8 @@ inline plan infeasible_plan(const placement_settings& s, double smallest_need) {
 /// infeasible plan. total_parameters(ti) is table ti's parameter bytes; need(ti, pp, dp, bound) is the
 /// smallest peak memory of a partition below `bound` (or at least `bound` when none is).
 template <class Policy, class Tables, class Total, class Need>
-plan smallest_memory_need(const Policy& policy, const placement_settings& s, const Tables& tables,
-                          const placement_request& fixed, Total&& total_parameters, Need&& need) {
+constexpr plan smallest_memory_need(const Policy& policy, const placement_settings& s, const Tables& tables,
+                                    const placement_request& fixed, Total&& total_parameters, Need&& need) {
   double smallest = infinity;
   for_each_config(s, tables, fixed, [&](std::size_t ti, int pp, int dp) {
     const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
@@ -401,7 +409,7 @@ plan smallest_memory_need(const Policy& policy, const placement_settings& s, con
 template <class Derived, CostTable Table, class Policy>
 class placer_base {
  public:
-  explicit placer_base(const placement_problem<Table>& problem, Policy policy = Policy{})
+  constexpr explicit placer_base(const placement_problem<Table>& problem, Policy policy = Policy{})
       : problem_(&problem),
         settings_(static_cast<const placement_settings&>(problem)),
         policy_(std::move(policy)) {
@@ -411,25 +419,25 @@ class placer_base {
                                                                                        // missing, once
   }
 
-  Derived& devices(int n) { return set(settings_.devices, n); }
-  Derived& memory(bytes per_device) { return set(settings_.memory_per_device, per_device); }
-  Derived& microbatches(std::int64_t m) { return set(settings_.microbatches, m); }
-  Derived& schedule(train::pipeline_schedule sch) { return set(settings_.schedule, sch); }
-  Derived& recompute(bool on) { return set(settings_.recompute, on); }
-  Derived& tp(int t) { return set(request_.tp, t); }
-  Derived& pp(int p) { return set(request_.pp, p); }
-  Derived& dp(int d) { return set(request_.dp, d); }
+  constexpr Derived& devices(int n) { return set(settings_.devices, n); }
+  constexpr Derived& memory(bytes per_device) { return set(settings_.memory_per_device, per_device); }
+  constexpr Derived& microbatches(std::int64_t m) { return set(settings_.microbatches, m); }
+  constexpr Derived& schedule(train::pipeline_schedule sch) { return set(settings_.schedule, sch); }
+  constexpr Derived& recompute(bool on) { return set(settings_.recompute, on); }
+  constexpr Derived& tp(int t) { return set(request_.tp, t); }
+  constexpr Derived& pp(int p) { return set(request_.pp, p); }
+  constexpr Derived& dp(int d) { return set(request_.dp, d); }
   /// Deepest pipeline to try (0: as many stages as nodes).
-  Derived& max_pp(int p) { return set(request_.max_pp, p); }
+  constexpr Derived& max_pp(int p) { return set(request_.max_pp, p); }
   /// Only plans that use every device (tp * pp * dp == devices), as Megatron-LM runs them.
-  Derived& use_all_devices(bool on) { return set(request_.use_all_devices, on); }
+  constexpr Derived& use_all_devices(bool on) { return set(request_.use_all_devices, on); }
   /// Only plans faster than `t` are of interest (a search's incumbent): the DP prunes with it and, when no
   /// plan beats it, returns an infeasible plan with above_cutoff set (and no memory-need search).
-  Derived& cutoff(seconds t) { return set(request_.cutoff_s, t.value()); }
+  constexpr Derived& cutoff(seconds t) { return set(request_.cutoff_s, t.value()); }
   /// Every choice, limit and the cutoff of a request at once.
-  Derived& with(const placement_request& r) { return set(request_, r); }
+  constexpr Derived& with(const placement_request& r) { return set(request_, r); }
 
-  [[nodiscard]] const placement_settings& settings() const { return settings_; }
+  [[nodiscard]] constexpr const placement_settings& settings() const { return settings_; }
 
  protected:
   /// Whether the policy is a PlacementPolicy: the placers' run() is compiled only then (the constructor's
@@ -438,7 +446,7 @@ class placer_base {
       PlacementPolicy<Policy, std::decay_t<decltype(std::declval<const Table&>().nodes.front())>>;
 
   /// Validates the problem as this run sees it.
-  void check() const {
+  constexpr void check() const {
     validate_settings(settings_);
     validate_tables(problem_->tables);
   }
@@ -449,7 +457,7 @@ class placer_base {
   placement_request request_;
 
   /// The plan to return when nothing beat the cutoff.
-  [[nodiscard]] plan above_cutoff() const {
+  [[nodiscard]] constexpr plan above_cutoff() const {
     plan out = detail::place::infeasible_plan(settings_, 0.0);
     out.above_cutoff = true;
     return out;
@@ -457,7 +465,7 @@ class placer_base {
 
  private:
   template <class T, class U>
-  Derived& set(T& field, U value) {
+  constexpr Derived& set(T& field, U value) {
     field = value;
     return static_cast<Derived&>(*this);
   }

@@ -1,0 +1,198 @@
+/// @file
+/// Layer cost tables and placements the compiler computes: for a model and a datasheet device known at
+/// compile time, `constant_table` builds a layer cost table as a constant expression (fixed storage, so it
+/// can be kept in a `constexpr` variable), and `constant_placement` places the model on it with the chain DP
+/// at compile time. On a datasheet device (a GPU) the layer schedule is the ops one after another, so a
+/// layer's time is the sum of its ops' costs (cost::layer_costs), which is what the schedulers find there;
+/// the systolic template needs a layer schedule (sched/, not constexpr): use place::model_tables for it.
+///
+///     constexpr auto table = place::constant_table<16>(zoo::gpt2(), a100, dgx, knobs, 2);
+///     constexpr auto plan = place::constant_placement<16, 4>(zoo::gpt2(), a100, dgx, 8, knobs, {1, 2, 4});
+///     static_assert(plan.feasible && plan.devices_used() == 8);
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "phaze/cluster/links.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/core/static_vector.hpp"
+#include "phaze/cost/op_cost.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/layer.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/place/chain_dp.hpp"
+#include "phaze/place/cost_table.hpp"
+#include "phaze/place/objective.hpp"
+#include "phaze/train/knobs.hpp"
+#include "phaze/train/memory.hpp"
+
+namespace phaze::place {
+
+/// A layer cost table of at most `MaxNodes` nodes in fixed storage: a CostTable the compiler can build and
+/// keep.
+template <std::size_t MaxNodes>
+struct fixed_cost_table {
+  struct node {
+    seconds forward{};
+    seconds backward{};
+    seconds recompute{};
+    bytes parameters{};
+    bytes activations{};
+    friend constexpr bool operator==(const node&, const node&) = default;
+  };
+  struct edge {
+    std::size_t from = 0;
+    std::size_t to = 0;
+    bytes boundary{};
+    friend constexpr bool operator==(const edge&, const edge&) = default;
+  };
+  int tp = 1;
+  static_vector<node, MaxNodes> nodes;
+  static_vector<edge, MaxNodes> edges;
+  friend constexpr bool operator==(const fixed_cost_table&, const fixed_cost_table&) = default;
+};
+
+namespace rules {
+[[noreturn]] inline void constant_tables_need_a_datasheet_device() {
+  throw input_error(
+      "constant_table: a systolic design's layer times come from a layer schedule; build its tables at run "
+      "time with place::model_tables");
+}
+[[noreturn]] inline void constant_table_needs_more_nodes() {
+  throw input_error(
+      "constant_table: the model has more layer nodes than the table's capacity; raise MaxNodes");
+}
+}  // namespace rules
+
+namespace detail {
+/// The serial time of a pass (a GPU runs one kernel at a time) and of the part selective recomputation runs
+/// again (the attention core's ops).
+struct serial_times {
+  seconds forward{};
+  seconds backward{};
+  seconds attention_core{};
+};
+
+constexpr serial_times serial_times_of(const model::layer& l, const hw::device& d, const cluster::route& tp) {
+  const auto costs = cost::layer_costs(l, d, tp);
+  serial_times t{costs.forward_total, costs.backward_total, {}};
+  for (std::size_t i = 0; i < l.ops.size(); ++i) {
+    if (l.ops[i].attention_core) t.attention_core += costs.forward[i].all_cores;
+    // Sequence parallelism gathers each column-parallel GEMM's input again for its weight gradient
+    // (train::detail::sequence_parallel_regather).
+    if (l.shape.sequence_parallel && l.shape.tp > 1 && l.ops[i].kind == model::op_kind::all_gather)
+      t.backward += costs.forward[i].all_cores;
+  }
+  return t;
+}
+}  // namespace detail
+
+/// The layer cost table of model `m` at tensor-parallel width `tp` on datasheet device `d` in nodes of
+/// `node`, with knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism): the nodes
+/// and edges place::model_tables builds (embedding, blocks, head), as a constant expression.
+template <std::size_t MaxNodes>
+constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const hw::device& d,
+                                                    const cluster::node_spec& node,
+                                                    const train::training_knobs& k, int tp) {
+  if (d.kind != hw::device_kind::datasheet) rules::constant_tables_need_a_datasheet_device();
+  const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
+  if (static_cast<std::size_t>(run.config.layers) + 2 > MaxNodes) rules::constant_table_needs_more_nodes();
+  const auto built =
+      train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
+  const cluster::route route = cluster::tensor_parallel_route(node, tp);
+  const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
+  const bool tied = run.config.tied_embeddings;
+  using table = fixed_cost_table<MaxNodes>;
+  auto make = [&](const model::layer& l, const train::stage_layers& holds, bool block) {
+    const detail::serial_times t = detail::serial_times_of(l, d, route);
+    typename table::node n;
+    n.forward = t.forward;
+    n.backward = t.backward;
+    if (block) {
+      n.recompute = k.recompute == model::recompute::full        ? t.forward
+                    : k.recompute == model::recompute::selective ? t.attention_core
+                                                                 : seconds{0.0};
+    }
+    n.parameters =
+        bytes{static_cast<double>(train::detail::stage_parameters(built, tied, holds)) * weight_bytes};
+    n.activations = train::detail::stage_activations_per_microbatch(built, holds, k.recompute);
+    return n;
+  };
+  table out;
+  out.tp = tp;
+  out.nodes.push_back(make(built.embedding, {0, true, false}, false));
+  const auto block = make(built.block, {1, false, false}, true);
+  for (std::int64_t b = 0; b < run.config.layers; ++b) out.nodes.push_back(block);
+  out.nodes.push_back(make(built.head, {0, false, true}, false));
+  const bytes embedding_out = model::boundary_bytes(built.embedding);
+  const bytes block_out = model::boundary_bytes(built.block);
+  for (std::size_t i = 0; i + 1 < out.nodes.size(); ++i)
+    out.edges.push_back({i, i + 1, i == 0 ? embedding_out : block_out});
+  return out;
+}
+
+/// The settings of a model's placement problem (place::model_tables's): `devices` devices of `d` in nodes of
+/// `node`, the knobs' microbatches, precision and optimizer, links of one network interface share.
+constexpr placement_settings constant_settings(const hw::device& d, const cluster::node_spec& node,
+                                               int devices, const train::training_knobs& k) {
+  placement_settings s;
+  s.devices = devices;
+  s.memory_per_device = d.hbm;
+  s.microbatches = k.global_batch / (k.microbatch > 0 ? k.microbatch : 1);
+  s.weight_bytes_per_parameter = static_cast<double>(hw::element_bytes(k.precision));
+  s.state_bytes_per_parameter = train::state_bytes_per_parameter(k.precision, k.opt).total();
+  s.p2p_bandwidth = node.network_share(1);
+  s.dp_bandwidth = s.p2p_bandwidth;
+  s.schedule = k.schedule;
+  s.recompute = k.recompute != model::recompute::none;
+  return s;
+}
+
+/// A plan in fixed storage: what a compile-time placement returns (place::plan holds vectors, which cannot
+/// outlive constant evaluation).
+template <std::size_t MaxStages>
+struct fixed_plan {
+  bool feasible = false;
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+  seconds time_per_batch{};
+  bytes peak_memory{};
+  static_vector<std::size_t, MaxStages> first_node;  ///< each stage's first node; stages are contiguous
+  [[nodiscard]] constexpr int devices_used() const { return tp * pp * dp; }
+  friend constexpr bool operator==(const fixed_plan&, const fixed_plan&) = default;
+};
+
+/// The fixed form of a plan on a chain.
+template <std::size_t MaxStages>
+constexpr fixed_plan<MaxStages> fixed_plan_of(const plan& p) {
+  fixed_plan<MaxStages> out;
+  out.feasible = p.feasible;
+  if (!p.feasible) return out;
+  out.tp = p.tp;
+  out.pp = p.pp;
+  out.dp = p.dp;
+  out.time_per_batch = p.time_per_batch;
+  out.peak_memory = p.peak_memory;
+  for (const auto& st : p.stages) out.first_node.push_back(st.nodes.front());
+  return out;
+}
+
+/// The chain DP's placement of model `m` on `devices` datasheet devices `d` in nodes of `node`, over the
+/// tensor-parallel widths `widths`, under the default objective (place::pipeline_policy), using every device:
+/// computed by the compiler when the arguments are constants.
+template <std::size_t MaxNodes, std::size_t MaxStages, std::size_t Widths>
+constexpr fixed_plan<MaxStages> constant_placement(const model::model& m, const hw::device& d,
+                                                   const cluster::node_spec& node, int devices,
+                                                   const train::training_knobs& k,
+                                                   const std::array<int, Widths>& widths) {
+  placement_problem<fixed_cost_table<MaxNodes>> problem;
+  static_cast<placement_settings&>(problem) = constant_settings(d, node, devices, k);
+  for (const int tp : widths) problem.tables.push_back(constant_table<MaxNodes>(m, d, node, k, tp));
+  return fixed_plan_of<MaxStages>(chain_dp(problem).use_all_devices(true).run());
+}
+
+}  // namespace phaze::place
