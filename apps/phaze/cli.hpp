@@ -15,7 +15,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "phaze/place/any_placer.hpp"
 #include "phaze/sched/scheduler.hpp"
+
+namespace phaze::place {
+struct step_policy;
+}  // namespace phaze::place
 
 namespace phaze::cli {
 
@@ -59,6 +64,10 @@ sched::schedule_cache schedule_cache_for(const std::string& solver);
 
 /// The scheduler `--solver` names.
 sched::any_scheduler scheduler_for(const std::string& solver);
+
+/// The placer `--placer chain|downset|brute` names, for a model's tables under the step model
+/// (plan_command.cpp).
+place::any_placer<place::cost_table, place::step_policy> model_placer_for(const std::string& name);
 
 /// Where layer times came from, in words: "ILP schedules, proven optimal" or "list schedules (gap at most
 /// 1.2%)".

@@ -67,6 +67,14 @@ place::any_placer<place::cost_table, Policy> placer_named(const std::string& nam
 
 /// `phaze plan --layer-table FILE [--placer ...]`: a placer on a layer cost table from any source
 /// (docs/layer-table.md); --devices, --tp, --pp and --dp override or fix the table's choices.
+int run_on_layer_table(const plan_options& o);
+}  // namespace
+
+place::model_placer model_placer_for(const std::string& name) {
+  return placer_named<place::step_policy>(name);
+}
+
+namespace {
 int run_on_layer_table(const plan_options& o) {
   auto problem = io::read_layer_table(o.layer_table);
   if (o.devices > 0) problem.devices = o.devices;

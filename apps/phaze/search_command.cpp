@@ -59,6 +59,7 @@ struct search_options {
   std::size_t top = 10;
   bool quiet = false;
   std::string solver = "ilp";
+  std::string placer = "chain";
   std::string format = "table";
 };
 
@@ -214,6 +215,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   nlohmann::ordered_json spec_json = io::spec_to_json(s);
   spec_json["exhaustive"] = o.exhaustive;  // a resume must prune and refine as the run it continues
   spec_json["solver"] = o.solver;
+  if (o.placer != "chain") spec_json["placer"] = o.placer;
   std::vector<search::design_result> resumed;
   std::vector<std::string> resumed_lines;
   if (root) {
@@ -313,6 +315,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   // reported is placed again on ILP schedules, so the top list, the front and the baselines are exact under
   // the ILP (search::refine).
   if (o.solver == "ilp") opt.refine = scheduler_for("ilp");
+  opt.placer = model_placer_for(o.placer);
   search::summary sum = search::run(s, opt, h, resumed);
   sum.threads = threads;
   sum.processes = mpi.size();
@@ -402,6 +405,12 @@ command add_search_command(CLI::App& root) {
   parser->add_option("--top", o->top, "designs listed (default 10)")->check(positive_integer);
   parser->add_flag("--quiet", o->quiet, "no progress on stderr");
   add_solver_option(*parser, o->solver, "ilp");
+  parser
+      ->add_option("--placer", o->placer,
+                   "placer of each knob setting: chain (exact, default), downset (exact, slower), brute (at "
+                   "most 16 layer nodes)")
+      ->check(CLI::IsMember({"chain", "downset", "brute"}))
+      ->default_str("chain");
   add_format_option(*parser, o->format);
   return {parser, [o] { return run_search(*o); }};
 }
