@@ -130,15 +130,22 @@ void uniform_gpt3_175b_tp8_pp16_dp8(benchmark::State& state) {
 }
 BENCHMARK(uniform_gpt3_175b_tp8_pp16_dp8)->Unit(benchmark::kMillisecond);
 
+/// Global batch 1536, microbatch 1, selective recomputation with sequence parallelism: the knobs of the GPT-3
+/// 175B placements below.
+constexpr train::training_knobs gpt3_knobs = [] {
+  train::training_knobs k;
+  k.global_batch = 1536;
+  k.recompute = model::recompute::selective;
+  k.sequence_parallel = true;
+  return k;
+}();
+
 /// `phaze plan`'s uneven placement on a real model: GPT-3 175B's tables for TP 1..8 on 1024 A100-80GB from
 /// layer_times, then chain_dp under step_policy (the step-time model) over every pp and dp = 1024 / (tp pp),
 /// global batch 1536, microbatch 1, selective recomputation with SP. Tables are built once (outside the
 /// loop).
 void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
-  train::training_knobs k;
-  k.global_batch = 1536;
-  k.recompute = model::recompute::selective;
-  k.sequence_parallel = true;
+  const train::training_knobs k = gpt3_knobs;
   const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
   sched::schedule_cache cache;
   const auto mp = model_tables(m, cluster::preset_cluster("a100-80gb", 1024), k, {1, 2, 4, 8}, cache);
@@ -155,10 +162,7 @@ BENCHMARK(chain_dp_step_policy_gpt3_175b)->Unit(benchmark::kMillisecond);
 /// interface (the way search::options runs it). The counter `vs_chain` is the plan's time over the exact
 /// chain DP's (1 for exact placers).
 void placer_variant_gpt3_175b(benchmark::State& state, const model_placer& placer) {
-  train::training_knobs k;
-  k.global_batch = 1536;
-  k.recompute = model::recompute::selective;
-  k.sequence_parallel = true;
+  const train::training_knobs k = gpt3_knobs;
   const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
   sched::schedule_cache cache;
   const auto mp = model_tables(m, cluster::preset_cluster("a100-80gb", 1024), k, {1, 2, 4, 8}, cache);
@@ -181,16 +185,8 @@ BENCHMARK_CAPTURE(placer_variant_gpt3_175b, downset, model_placer{downset_placer
 BENCHMARK_CAPTURE(placer_variant_gpt3_175b, greedy, model_placer{user::greedy_placer{}})
     ->Unit(benchmark::kMillisecond);
 
-/// GPT-3 175B's layer cost tables on A100-80GB for TP 1, 2, 4 and 8 (microbatch 1, selective recomputation
-/// with sequence parallelism), built by the compiler (place::constant_table): what a user who benchmarks
-/// placers on a fixed model and device compiles once.
-constexpr train::training_knobs gpt3_knobs = [] {
-  train::training_knobs k;
-  k.global_batch = 1536;
-  k.recompute = model::recompute::selective;
-  k.sequence_parallel = true;
-  return k;
-}();
+/// GPT-3 175B's layer cost tables on A100-80GB for TP 1, 2, 4 and 8 (the knobs above), built by the compiler
+/// (place::constant_table): what a user who benchmarks placers on a fixed model and device compiles once.
 constexpr hw::device a100 = *hw::find_preset("a100-80gb");
 constexpr cluster::node_spec dgx = cluster::node_of("a100-80gb");
 constexpr auto gpt3 = model::with_vocab(zoo::gpt3_175b(), 51200);

@@ -94,7 +94,7 @@ comparison compare_table5(const hw::device& d, const char* title) {
 
 TEST_CASE("Korthikanti et al. 2022 Table 5: computed vs measured time per iteration on A100-80GB",
           "[place][step_time]") {
-  // The a100-80gb preset, whose GEMM efficiency is calibrated on these runs (hw/presets.hpp): the issue's
+  // The a100-80gb preset, whose GEMM efficiency is calibrated on these runs (hw/presets.hpp): the
   // goal is a mean absolute error of at most 5% and a maximum of at most 10%; measured 1.26% / 2.45%.
   const auto preset = *hw::find_preset("a100-80gb");
   const auto calibrated = compare_table5(preset, "a100-80gb preset");
@@ -161,7 +161,7 @@ TEST_CASE("Table 5, leave one out: the calibration predicts runs it was not fitt
     worst = std::max(worst, e);
   }
   std::printf("Table 5 leave-one-out: MAE %.2f%%, max %.2f%%\n", 100.0 * mae, 100.0 * worst);
-  CHECK(mae <= 0.05);  // the issue's goal, out of sample
+  CHECK(mae <= 0.05);  // the calibration's goal, out of sample
   CHECK(worst <= 0.10);
 }
 

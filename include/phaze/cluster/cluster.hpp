@@ -4,9 +4,8 @@
 /// are laid out in Megatron-LM's order (tensor-parallel fastest, then data-parallel, then pipeline stages;
 /// devices numbered group by group, node by node).
 ///
-///     const auto c = cluster::homogeneous(*hw::find_preset("a100-80gb"), 1024,
-///     cluster::node_of("a100-80gb")); const cluster::route dp = c.ring({.size = 16, .stride = 8}, 1024); //
-///     data-parallel rings of tp 8
+///     const auto c = cluster::preset_cluster("a100-80gb", 1024);       // cluster/presets.hpp
+///     const cluster::route dp = c.ring({.size = 128, .stride = 8}, 1024);  // data-parallel rings at tp 8
 #pragma once
 
 #include <algorithm>

@@ -162,7 +162,7 @@ constexpr fixed_string<32> design_label(const systolic_design& s, bytes hbm) {
 }
 
 /// A set of accelerator designs: for each dimension a list of values (or a tie to another dimension), a base
-/// device for everything the space does not vary (clock, HBM bandwidth, links, precision), and area bounds.
+/// device for everything the space does not vary (clock, HBM bandwidth, precision), and area bounds.
 /// The designs are the cross product of the value lists whose die area is within the bounds, in a fixed
 /// order: dimensions in `axis` order, the last varying fastest, each dimension's values ascending.
 /// Enumeration never materializes the grid; because area is monotone in every dimension it skips whole
@@ -587,7 +587,7 @@ inline constexpr keyword<tags::area_budget, hw::area> area_budget{};
 inline constexpr keyword<tags::min_area, hw::area> min_area{};
 /// Whether designs of one tensor core and one vector core escape min_area.
 inline constexpr keyword<tags::exempt_single_core, bool> exempt_single_core{};
-/// The device whose clock, HBM bandwidth, links and precision every design keeps (default: tpuv4_like).
+/// The device whose clock, HBM bandwidth and precision every design keeps (default: tpuv4_like).
 inline constexpr keyword<tags::base, hw::device> base{};
 
 namespace detail {

@@ -32,16 +32,12 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
  public:
   using base::base;
 
-  /// The best plan, or an infeasible plan with the smallest memory need.
-  [[nodiscard]] plan run() const {
-    if constexpr (base::valid_policy) {
-      return place_all();
-    } else {
-      return plan{};  // the constructor has reported what the policy misses
-    }
-  }
+  /// How the Placer object of this placer (placer_of) names it.
+  static constexpr std::string_view placer_name = "brute";
 
  private:
+  friend base;
+  /// The best plan, or an infeasible plan with the smallest memory need.
   [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
@@ -126,13 +122,6 @@ brute_force(const placement_problem<Table>&, Policy) -> brute_force<Table, Polic
 
 /// brute_force as a Placer (place/concepts.hpp): every partition (the oracle; small tables only). What
 /// search::options and `phaze plan --placer brute` run.
-struct brute_force_placer {
-  [[nodiscard]] static constexpr std::string_view name() { return "brute"; }
-  template <CostTable Table, class Policy>
-  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
-                           const placement_request& request) const {
-    return brute_force<Table, Policy>(problem, policy).with(request).run();
-  }
-};
+using brute_force_placer = placer_of<brute_force>;
 
 }  // namespace phaze::place

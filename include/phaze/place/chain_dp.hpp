@@ -32,17 +32,13 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
  public:
   using base::base;
 
-  /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table
-  /// is not a chain or no (tp, pp, dp) is admissible.
-  [[nodiscard]] constexpr plan run() const {
-    if constexpr (base::valid_policy) {
-      return place_all();
-    } else {
-      return plan{};  // the constructor has reported what the policy misses
-    }
-  }
+  /// How the Placer object of this placer (placer_of) names it.
+  static constexpr std::string_view placer_name = "chain";
 
  private:
+  friend base;
+  /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table
+  /// is not a chain or no (tp, pp, dp) is admissible.
   [[nodiscard]] constexpr plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
@@ -216,13 +212,6 @@ chain_dp(const placement_problem<Table>&, Policy) -> chain_dp<Table, Policy>;
 
 /// chain_dp as a Placer (place/concepts.hpp): the chain DP (exact on chains; the default). What
 /// search::options and `phaze plan --placer chain` run.
-struct chain_placer {
-  [[nodiscard]] static constexpr std::string_view name() { return "chain"; }
-  template <CostTable Table, class Policy>
-  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
-                           const placement_request& request) const {
-    return chain_dp<Table, Policy>(problem, policy).with(request).run();
-  }
-};
+using chain_placer = placer_of<chain_dp>;
 
 }  // namespace phaze::place

@@ -37,17 +37,13 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
  public:
   using base::base;
 
-  /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table has
-  /// more downsets than downset_dp_max_downsets or no (tp, pp, dp) is admissible.
-  [[nodiscard]] plan run() const {
-    if constexpr (base::valid_policy) {
-      return place_all();
-    } else {
-      return plan{};  // the constructor has reported what the policy misses
-    }
-  }
+  /// How the Placer object of this placer (placer_of) names it.
+  static constexpr std::string_view placer_name = "downset";
 
  private:
+  friend base;
+  /// The best plan, or an infeasible plan with the smallest memory need. Throws input_error when a table has
+  /// more downsets than downset_dp_max_downsets or no (tp, pp, dp) is admissible.
   [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
@@ -294,13 +290,6 @@ downset_dp(const placement_problem<Table>&, Policy) -> downset_dp<Table, Policy>
 
 /// downset_dp as a Placer (place/concepts.hpp): the downset DP (exact on any layer DAG, slower). What
 /// search::options and `phaze plan --placer downset` run.
-struct downset_placer {
-  [[nodiscard]] static constexpr std::string_view name() { return "downset"; }
-  template <CostTable Table, class Policy>
-  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
-                           const placement_request& request) const {
-    return downset_dp<Table, Policy>(problem, policy).with(request).run();
-  }
-};
+using downset_placer = placer_of<downset_dp>;
 
 }  // namespace phaze::place

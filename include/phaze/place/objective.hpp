@@ -439,6 +439,16 @@ class placer_base {
 
   [[nodiscard]] constexpr const placement_settings& settings() const { return settings_; }
 
+  /// The best plan, or an infeasible plan saying why none fits (each placer's place_all). Compiled only for
+  /// a PlacementPolicy: otherwise the constructor has reported what the policy misses.
+  [[nodiscard]] constexpr plan run() const {
+    if constexpr (valid_policy) {
+      return static_cast<const Derived&>(*this).place_all();
+    } else {
+      return plan{};
+    }
+  }
+
  protected:
   /// Whether the policy is a PlacementPolicy: the placers' run() is compiled only then (the constructor's
   /// static_assert has reported the missing member otherwise).
@@ -468,6 +478,20 @@ class placer_base {
   constexpr Derived& set(T& field, U value) {
     field = value;
     return static_cast<Derived&>(*this);
+  }
+};
+
+/// A placer class template (chain_dp, downset_dp, ...) as a Placer object (place/concepts.hpp), named by its
+/// `placer_name`: what search::options and `phaze plan --placer` run.
+template <template <class, class> class Algorithm>
+struct placer_of {
+  [[nodiscard]] static constexpr std::string_view name() {
+    return Algorithm<cost_table, pipeline_policy>::placer_name;
+  }
+  template <CostTable Table, class Policy>
+  [[nodiscard]] constexpr plan place(const placement_problem<Table>& problem, const Policy& policy,
+                                     const placement_request& request) const {
+    return Algorithm<Table, Policy>(problem, policy).with(request).run();
   }
 };
 

@@ -38,17 +38,13 @@ class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
     return *this;
   }
 
-  /// The best uniform plan, or an infeasible plan with the smallest memory need among uniform plans.
-  /// Throws input_error when a table is not a chain or no (tp, pp, dp) splits the blocks evenly.
-  [[nodiscard]] plan run() const {
-    if constexpr (base::valid_policy) {
-      return place_all();
-    } else {
-      return plan{};  // the constructor has reported what the policy misses
-    }
-  }
+  /// How the Placer object of this placer (placer_of) names it.
+  static constexpr std::string_view placer_name = "uniform";
 
  private:
+  friend base;
+  /// The best uniform plan, or an infeasible plan with the smallest memory need among uniform plans.
+  /// Throws input_error when a table is not a chain or no (tp, pp, dp) splits the blocks evenly.
   [[nodiscard]] plan place_all() const {
     this->check();
     const auto& tables = this->problem_->tables;
@@ -102,13 +98,6 @@ uniform(const placement_problem<Table>&, Policy) -> uniform<Table, Policy>;
 
 /// uniform as a Placer (place/concepts.hpp): Megatron-LM's even split. What search::options and `phaze plan
 /// --placer uniform` run.
-struct uniform_placer {
-  [[nodiscard]] static constexpr std::string_view name() { return "uniform"; }
-  template <CostTable Table, class Policy>
-  [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
-                           const placement_request& request) const {
-    return uniform<Table, Policy>(problem, policy).with(request).run();
-  }
-};
+using uniform_placer = placer_of<uniform>;
 
 }  // namespace phaze::place
