@@ -1,4 +1,4 @@
-// expect-error: non-.*constexpr.* function .*rules::interleaved_schedule_needs_at_least_two_virtual_stages\(\)
+// expect-error: non-.*constexpr.* function .*rules::interleaved_schedule_needs_at_least_two_virtual_stages
 // The interleaved schedule with one chunk per device is plain 1F1B; give dsl::virtual_stages = 2 or more.
 #include <phaze/train/dsl.hpp>
 

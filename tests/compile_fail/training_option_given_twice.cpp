@@ -4,5 +4,5 @@
 
 namespace dsl = phaze::dsl;
 
-constexpr auto knobs = dsl::training(dsl::global_batch = 512, dsl::microbatch = dsl::pow2(1, 8),
-                                     dsl::microbatch = 2);
+constexpr auto knobs =
+    dsl::training(dsl::global_batch = 512, dsl::microbatch = dsl::pow2(1, 8), dsl::microbatch = 2);

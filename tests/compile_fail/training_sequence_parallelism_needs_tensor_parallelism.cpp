@@ -4,5 +4,5 @@
 
 namespace dsl = phaze::dsl;
 
-constexpr auto knobs = dsl::training(dsl::global_batch = 512, dsl::sequence_parallel = true,
-                                     dsl::tensor_parallel = 1);
+constexpr auto knobs =
+    dsl::training(dsl::global_batch = 512, dsl::sequence_parallel = true, dsl::tensor_parallel = 1);

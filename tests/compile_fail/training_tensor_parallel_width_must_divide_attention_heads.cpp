@@ -5,5 +5,5 @@
 
 namespace dsl = phaze::dsl;
 
-constexpr auto knobs = dsl::training_for(phaze::zoo::gpt3_175b(), dsl::devices = 1024, dsl::global_batch = 1536,
-                                         dsl::tensor_parallel = dsl::pow2(1, 64));
+constexpr auto knobs = dsl::training_for(phaze::zoo::gpt3_175b(), dsl::devices = 1024,
+                                         dsl::global_batch = 1536, dsl::tensor_parallel = dsl::pow2(1, 64));

@@ -4,5 +4,5 @@
 
 namespace dsl = phaze::dsl;
 
-constexpr auto knobs = dsl::training(dsl::devices = 48, dsl::global_batch = 512,
-                                     dsl::tensor_parallel = dsl::pow2(1, 32));
+constexpr auto knobs =
+    dsl::training(dsl::devices = 48, dsl::global_batch = 512, dsl::tensor_parallel = dsl::pow2(1, 32));

@@ -5,5 +5,5 @@
 
 namespace dsl = phaze::dsl;
 
-constexpr auto knobs = dsl::training_for(phaze::zoo::llama2_70b(), dsl::devices = 512, dsl::global_batch = 1024,
-                                         dsl::tensor_parallel = dsl::one_of(8, 16));
+constexpr auto knobs = dsl::training_for(phaze::zoo::llama2_70b(), dsl::devices = 512,
+                                         dsl::global_batch = 1024, dsl::tensor_parallel = dsl::one_of(8, 16));
