@@ -199,7 +199,7 @@ constexpr std::array compiled_gpt3_tables{place::constant_table<98>(gpt3, a100, 
 void placer_variant_compiled_gpt3_175b(benchmark::State& state,
                                        const any_placer<fixed_cost_table<98>, pipeline_policy>& placer) {
   placement_problem<fixed_cost_table<98>> problem;
-  static_cast<placement_settings&>(problem) = constant_settings(a100, dgx, 1024, gpt3_knobs);
+  static_cast<placement_settings&>(problem) = model_settings(a100, dgx, 1024, gpt3_knobs);
   problem.tables.assign(compiled_gpt3_tables.begin(), compiled_gpt3_tables.end());
   placement_request request;
   request.max_pp = 96;

@@ -134,9 +134,11 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
   return out;
 }
 
-/// The settings of a model's placement problem (place::model_tables's): `devices` devices of `d` in nodes of
-/// `node`, the knobs' microbatches, precision and optimizer, links of one network interface share.
-constexpr placement_settings constant_settings(const hw::device& d, const cluster::node_spec& node,
+/// The settings of a model's placement problem, for place::model_tables and constant tables alike: `devices`
+/// devices of `d` in nodes of `node`, the knobs' microbatches, precision, optimizer, schedule and
+/// recomputation, and the scalar links of the generic pipeline_policy (one network interface share;
+/// step_policy takes its routes from the cluster instead).
+constexpr placement_settings model_settings(const hw::device& d, const cluster::node_spec& node,
                                                int devices, const train::training_knobs& k) {
   placement_settings s;
   s.devices = devices;
@@ -190,7 +192,7 @@ constexpr fixed_plan<MaxStages> constant_placement(const model::model& m, const 
                                                    const train::training_knobs& k,
                                                    const std::array<int, Widths>& widths) {
   placement_problem<fixed_cost_table<MaxNodes>> problem;
-  static_cast<placement_settings&>(problem) = constant_settings(d, node, devices, k);
+  static_cast<placement_settings&>(problem) = model_settings(d, node, devices, k);
   for (const int tp : widths) problem.tables.push_back(constant_table<MaxNodes>(m, d, node, k, tp));
   return fixed_plan_of<MaxStages>(chain_dp(problem).use_all_devices(true).run());
 }

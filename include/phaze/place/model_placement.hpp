@@ -19,6 +19,7 @@
 #include "phaze/model/model.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/place/chain_dp.hpp"
+#include "phaze/place/constant_tables.hpp"
 #include "phaze/place/cost_table.hpp"
 #include "phaze/place/objective.hpp"
 #include "phaze/train/knobs.hpp"
@@ -128,18 +129,8 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
   model_problem out;
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
-  const train::bytes_per_parameter per = train::state_bytes_per_parameter(k.precision, k.opt);
   auto& p = out.problem;
-  p.devices = c.devices();
-  p.memory_per_device = d.hbm;
-  p.microbatches = k.global_batch / std::max<std::int64_t>(k.microbatch, 1);
-  p.weight_bytes_per_parameter = weight_bytes;
-  p.state_bytes_per_parameter = per.total();
-  // The generic pipeline_policy's scalar links; step_policy takes its routes from the cluster instead.
-  p.p2p_bandwidth = c.groups().front().node.network_share(1);
-  p.dp_bandwidth = p.p2p_bandwidth;
-  p.schedule = k.schedule;
-  p.recompute = k.recompute != model::recompute::none;
+  static_cast<placement_settings&>(p) = model_settings(d, c.groups().front().node, c.devices(), k);
   out.policy.model = train::step_model{c, k};
   const bool tied = run.config.tied_embeddings;
   for (const int tp : widths) {
