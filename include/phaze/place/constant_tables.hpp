@@ -138,8 +138,8 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
 /// devices of `d` in nodes of `node`, the knobs' microbatches, precision, optimizer, schedule and
 /// recomputation, and the scalar links of the generic pipeline_policy (one network interface share;
 /// step_policy takes its routes from the cluster instead).
-constexpr placement_settings model_settings(const hw::device& d, const cluster::node_spec& node,
-                                               int devices, const train::training_knobs& k) {
+constexpr placement_settings model_settings(const hw::device& d, const cluster::node_spec& node, int devices,
+                                            const train::training_knobs& k) {
   placement_settings s;
   s.devices = devices;
   s.memory_per_device = d.hbm;
