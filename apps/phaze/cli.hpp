@@ -105,6 +105,7 @@ inline void print_text(const std::string& text) {
 command add_models_command(CLI::App& root);
 command add_describe_command(CLI::App& root);
 command add_devices_command(CLI::App& root);
+command add_cluster_command(CLI::App& root);
 command add_schedule_command(CLI::App& root);
 command add_estimate_command(CLI::App& root);
 command add_plan_command(CLI::App& root);

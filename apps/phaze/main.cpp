@@ -29,6 +29,7 @@ constexpr std::array command_table{
     &phaze::cli::add_models_command,
     &phaze::cli::add_describe_command,
     &phaze::cli::add_devices_command,
+    &phaze::cli::add_cluster_command,
     &phaze::cli::add_schedule_command,
     &phaze::cli::add_estimate_command,
     &phaze::cli::add_plan_command,

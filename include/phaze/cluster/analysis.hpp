@@ -1,0 +1,196 @@
+/// @file
+/// What a cluster offers, in numbers a person sizing a training job asks for first: its nodes, the
+/// bandwidth between every pair of them, the slowest of those links and the bisection bandwidth (the least
+/// bandwidth between two halves of its devices). `phaze cluster FILE` prints them (io/describe_cluster.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/links.hpp"
+#include "phaze/core/quantity.hpp"
+
+namespace phaze::cluster {
+
+/// One physical node: its device group, its devices (the last node of a group may be partly filled) and
+/// the total bandwidth its network interfaces carry out of it.
+struct node_info {
+  std::size_t group = 0;
+  int first_device = 0;  ///< physical device numbering: group by group, node by node
+  int devices = 0;
+  bytes_per_second network{0.0};  ///< nics x interface bandwidth
+};
+
+/// The physical nodes of `c`, in the cluster's numbering (the numbering a node link matrix uses).
+inline std::vector<node_info> nodes_of(const cluster& c) {
+  std::vector<node_info> out;
+  int device = 0;
+  for (std::size_t g = 0; g < c.groups().size(); ++g) {
+    const device_group& group = c.groups()[g];
+    for (int left = group.count; left > 0; left -= group.node.devices) {
+      const int here = std::min(left, group.node.devices);
+      out.push_back(
+          {g, device, here,
+           bytes_per_second{group.node.nic.bandwidth.value() * static_cast<double>(group.node.nics)}});
+      device += here;
+    }
+  }
+  return out;
+}
+
+/// The link from node `a` to node `b` as a whole (a != b): the bandwidth all of a's devices reach towards b
+/// together and the latency of a message. From the measured node matrix when there is one (an entry is
+/// each device's share, so the node's is the share times its devices); otherwise through the network
+/// fabric, which carries what both nodes' interfaces allow. A measured matrix between devices sums the
+/// pairs' bandwidths, capped by the sending node's interfaces.
+inline link node_link(const cluster& c, const std::vector<node_info>& nodes, int a, int b) {
+  const node_info& from = nodes[static_cast<std::size_t>(a)];
+  const node_info& to = nodes[static_cast<std::size_t>(b)];
+  const node_spec& fa = c.groups()[from.group].node;
+  const node_spec& fb = c.groups()[to.group].node;
+  const auto& m = c.measured();
+  if (m && m->endpoints == link_matrix::between::nodes) {
+    const link& e = m->at(a, b);
+    return {e.bandwidth * static_cast<double>(from.devices), e.latency};
+  }
+  if (m && m->endpoints == link_matrix::between::devices) {
+    double sum = 0.0;
+    seconds latency{0.0};
+    for (int i = from.first_device; i < from.first_device + from.devices; ++i) {
+      for (int j = to.first_device; j < to.first_device + to.devices; ++j) {
+        sum += m->at(i, j).bandwidth.value();
+        latency = std::max(latency, m->at(i, j).latency);
+      }
+    }
+    return {bytes_per_second{std::min(sum, from.network.value())}, latency};
+  }
+  return {std::min(from.network, to.network), std::max(fa.nic.latency, fb.nic.latency)};
+}
+
+/// A link between two nodes, named by them.
+struct node_pair_link {
+  int from = 0;
+  int to = 0;
+  link hop{};
+};
+
+/// The `k` slowest links between distinct nodes (lowest bandwidth first, then highest latency; each
+/// direction counts on its own). Empty for a one-node cluster.
+inline std::vector<node_pair_link> slowest_node_links(const cluster& c, std::size_t k) {
+  const auto nodes = nodes_of(c);
+  std::vector<node_pair_link> all;
+  const int n = static_cast<int>(nodes.size());
+  // Quadratic in the nodes: fine up to a few thousand; above, only the slowest few per row are kept.
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a != b) all.push_back({a, b, node_link(c, nodes, a, b)});
+    }
+    if (all.size() > 4 * k + 4096) {
+      std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
+                       [](const auto& x, const auto& y) { return x.hop.bandwidth < y.hop.bandwidth; });
+      all.resize(k);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const node_pair_link& x, const node_pair_link& y) {
+    if (x.hop.bandwidth != y.hop.bandwidth) return x.hop.bandwidth < y.hop.bandwidth;
+    if (x.hop.latency != y.hop.latency) return x.hop.latency > y.hop.latency;
+    return x.from != y.from ? x.from < y.from : x.to < y.to;
+  });
+  if (all.size() > k) all.resize(k);
+  return all;
+}
+
+/// The bisection bandwidth: over every split of the nodes into two sides holding as equal a number of
+/// devices as whole nodes allow, the least bandwidth one side can send to the other at once. A side sends
+/// from each of its nodes the least of that node's interfaces and its links towards the other side
+/// (node_link), and the slower direction counts. `exact` is false when the cluster has more than
+/// `exact_up_to` nodes: the split is then the one that puts the nodes with the least network bandwidth on
+/// one side (exact for one node type behind a non-blocking fabric), an estimate otherwise.
+struct bisection {
+  bytes_per_second bandwidth{0.0};
+  std::vector<int> side;  ///< the nodes of one side of the split that reaches it
+  bool exact = true;
+};
+
+inline bisection bisection_of(const cluster& c, int exact_up_to = 20) {
+  const auto nodes = nodes_of(c);
+  const int n = static_cast<int>(nodes.size());
+  bisection out;
+  if (n < 2) return out;
+  std::vector<std::vector<double>> links(static_cast<std::size_t>(n),
+                                         std::vector<double>(static_cast<std::size_t>(n), 0.0));
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b)
+        links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] =
+            node_link(c, nodes, a, b).bandwidth.value();
+  auto sends = [&](const std::vector<char>& in_a, bool from_a) {
+    double total = 0.0;
+    for (int x = 0; x < n; ++x) {
+      if ((in_a[static_cast<std::size_t>(x)] != 0) != from_a) continue;
+      double out_of_x = 0.0;
+      for (int y = 0; y < n; ++y)
+        if ((in_a[static_cast<std::size_t>(y)] != 0) != from_a)
+          out_of_x += links[static_cast<std::size_t>(x)][static_cast<std::size_t>(y)];
+      total += std::min(out_of_x, nodes[static_cast<std::size_t>(x)].network.value());
+    }
+    return total;
+  };
+  auto cut = [&](const std::vector<char>& in_a) { return std::min(sends(in_a, true), sends(in_a, false)); };
+  const int devices = c.devices();
+  auto imbalance = [&](const std::vector<char>& in_a) {
+    int a = 0;
+    for (int x = 0; x < n; ++x)
+      if (in_a[static_cast<std::size_t>(x)] != 0) a += nodes[static_cast<std::size_t>(x)].devices;
+    return std::abs(devices - 2 * a);
+  };
+  std::vector<char> best_split;
+  double best = std::numeric_limits<double>::infinity();
+  if (n <= exact_up_to) {
+    // Node 0 stays on side B (a split and its mirror are the same split); the most balanced splits only.
+    int least = std::numeric_limits<int>::max();
+    std::vector<char> in_a(static_cast<std::size_t>(n), 0);
+    const std::uint64_t count = std::uint64_t{1} << (n - 1);
+    for (std::uint64_t mask = 1; mask < count; ++mask) {
+      for (int x = 1; x < n; ++x)
+        in_a[static_cast<std::size_t>(x)] = static_cast<char>((mask >> (x - 1)) & 1U);
+      least = std::min(least, imbalance(in_a));
+    }
+    for (std::uint64_t mask = 1; mask < count; ++mask) {
+      for (int x = 1; x < n; ++x)
+        in_a[static_cast<std::size_t>(x)] = static_cast<char>((mask >> (x - 1)) & 1U);
+      if (imbalance(in_a) != least) continue;
+      const double v = cut(in_a);
+      if (v < best) {
+        best = v;
+        best_split = in_a;
+      }
+    }
+  } else {
+    out.exact = false;
+    std::vector<int> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+      return nodes[static_cast<std::size_t>(x)].network < nodes[static_cast<std::size_t>(y)].network;
+    });
+    best_split.assign(static_cast<std::size_t>(n), 0);
+    int held = 0;
+    for (const int x : order) {
+      if (2 * held >= devices) break;
+      best_split[static_cast<std::size_t>(x)] = 1;
+      held += nodes[static_cast<std::size_t>(x)].devices;
+    }
+    best = cut(best_split);
+  }
+  out.bandwidth = bytes_per_second{best};
+  for (int x = 0; x < n; ++x)
+    if (best_split[static_cast<std::size_t>(x)] != 0) out.side.push_back(x);
+  return out;
+}
+
+}  // namespace phaze::cluster

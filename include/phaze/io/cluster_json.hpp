@@ -1,0 +1,500 @@
+/// @file
+/// Cluster files: a cluster (cluster::cluster: device groups, their nodes, collective efficiencies and the
+/// measured links between nodes or devices) to and from JSON (docs/clusters.md). A group's device is a preset
+/// name, a device file or an inline device object, with the "links" of its node overridable per group; the
+/// network between nodes is the groups' fabric unless the file gives measured links, sparse ("links") or
+/// whole ("matrix_gb_per_s"). Reading names every field it rejects and every limit it enforces.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "phaze/cluster/analysis.hpp"
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/links.hpp"
+#include "phaze/core/error.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/hw/presets.hpp"
+#include "phaze/io/device_json.hpp"
+#include "phaze/io/device_source.hpp"
+
+namespace phaze::io {
+
+/// A cluster read from a file, with what a report says about it.
+struct cluster_description {
+  cluster::cluster value;
+  std::string name;
+  std::string source;                      ///< the file (and its "source" field)
+  std::vector<std::string> group_devices;  ///< what each group's "device" named: a preset, a file, "inline"
+  std::size_t measured_links = 0;          ///< links the file gave (the rest come from the fabric)
+};
+
+/// Limits of a cluster file, each named in the message that enforces it (docs/clusters.md, "Limits").
+struct cluster_file_limits {
+  static constexpr std::uintmax_t max_file_bytes = 64U << 20U;
+  static constexpr int max_nesting = 32;
+  static constexpr std::size_t max_groups = 1024;
+  static constexpr int max_matrix_endpoints = 4096;
+  static constexpr std::size_t max_links = 1U << 22U;
+};
+
+namespace detail::cluster_file {
+using device_file::field_error;
+using device_file::section;
+using device_file::shown;
+
+/// The deepest nesting of arrays and objects in `text` (outside strings): checked before parsing, so that
+/// a hostile file cannot exhaust the parser's stack.
+inline int nesting_depth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') {
+        ++i;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+/// A whole number in [lo, hi] at `field`.
+inline std::int64_t integer(const nlohmann::json& v, const std::string& field, std::int64_t lo,
+                            std::int64_t hi) {
+  const bool whole = v.is_number_integer() || v.is_number_unsigned() ||
+                     (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                      std::floor(v.get<double>()) == v.get<double>());
+  if (!whole) field_error(field, "must be a whole number, got " + shown(v));
+  const double x = v.get<double>();
+  if (x < static_cast<double>(lo) || x > static_cast<double>(hi)) {
+    field_error(field,
+                "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + shown(v));
+  }
+  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                : static_cast<std::int64_t>(x);
+}
+
+/// A finite number > 0 (or >= 0 when `zero_allowed`) at `field`.
+inline double positive(const nlohmann::json& v, const std::string& field, bool zero_allowed = false) {
+  const double x = v.is_number() ? v.get<double>() : std::nan("");
+  if (!std::isfinite(x) || x < 0.0 || (x == 0.0 && !zero_allowed) || x > 1e18) {
+    field_error(field, std::string{zero_allowed ? "must be a finite number at least 0"
+                                                : "must be a finite number above 0"} +
+                           " (at most 1e18), got " + shown(v));
+  }
+  return x;
+}
+
+/// The device and node of group `i`: a preset name, a device file (relative to the cluster file's folder)
+/// or an inline device object, with the group's "links" laid over the device's own.
+inline device_and_node group_device(const section& g, const std::filesystem::path& dir, std::string& named) {
+  const nlohmann::json* device = g.get("device");
+  if (device == nullptr) {
+    field_error(g.name("device"),
+                "is missing (a preset name such as \"a100-80gb\", a device file, or a device object)");
+  }
+  const nlohmann::json* links = g.get("links");
+  if (links != nullptr && !links->is_object())
+    field_error(g.name("links"), "must be an object, got " + shown(*links));
+  nlohmann::json j;
+  std::string fallback;
+  if (device->is_string()) {
+    const auto text = device->get<std::string>();
+    if (hw::find_preset(text)) {
+      j = nlohmann::json{{"base", text}};
+      named = text;
+    } else if (device_file::looks_like_path(text) || std::filesystem::exists(dir / text)) {
+      const std::filesystem::path path =
+          std::filesystem::path{text}.is_absolute() ? std::filesystem::path{text} : dir / text;
+      std::ifstream in(path);
+      if (!in)
+        field_error(g.name("device"), "names the file '" + path.string() + "', which cannot be opened");
+      std::stringstream s;
+      s << in.rdbuf();
+      try {
+        j = nlohmann::json::parse(s.str());
+      } catch (const nlohmann::json::exception& e) {
+        field_error(g.name("device"), "names '" + path.string() + "', which is not valid JSON: " + e.what());
+      }
+      fallback = path.stem().string();
+      named = path.string();
+    } else {
+      field_error(g.name("device"), "is \"" + text + "\": neither a preset (did you mean " +
+                                        quoted_list(closest_preset_names(text)) +
+                                        "?) nor an existing device file");
+    }
+  } else if (device->is_object()) {
+    j = *device;
+    named = "inline";
+  } else {
+    field_error(g.name("device"),
+                "must be a preset name, a file path or a device object, got " + shown(*device));
+  }
+  if (links != nullptr) {
+    if (!j.contains("links") || !j["links"].is_object()) j["links"] = nlohmann::json::object();
+    j["links"].update(*links);
+  }
+  try {
+    return device_and_node_from_json(j, fallback);
+  } catch (const input_error& e) {
+    throw input_error(g.name("device") + ": " + e.what());
+  }
+}
+
+/// The network link of a "links" entry or a matrix cell: a bandwidth in GB/s or Gbit/s and a latency in us.
+struct link_fields {
+  std::optional<double> bandwidth;  ///< bytes/s
+  std::optional<double> latency;    ///< s
+};
+
+inline link_fields read_link(const section& s) {
+  link_fields out;
+  const auto gb = s.get("gb_per_s");
+  const auto gbit = s.get("gbit_per_s");
+  if (gb != nullptr && gbit != nullptr) {
+    throw input_error("fields '" + s.name("gb_per_s") + "' and '" + s.name("gbit_per_s") +
+                      "' give the same bandwidth; keep one");
+  }
+  if (gb != nullptr) out.bandwidth = positive(*gb, s.name("gb_per_s")) * 1e9;
+  if (gbit != nullptr) out.bandwidth = positive(*gbit, s.name("gbit_per_s")) * 1e9 / 8.0;
+  if (const auto* l = s.get("latency_us")) out.latency = positive(*l, s.name("latency_us"), true) * 1e-6;
+  return out;
+}
+}  // namespace detail::cluster_file
+
+/// A cluster from its JSON form (docs/clusters.md). `dir` is the folder device file paths are relative to.
+inline cluster_description cluster_from_json(const nlohmann::json& j, const std::filesystem::path& dir = {},
+                                             std::string_view fallback_name = {}) {
+  using namespace detail::cluster_file;
+  using limits = cluster_file_limits;
+  if (!j.is_object()) {
+    throw input_error("a cluster must be one JSON object ({\"groups\": [...]}), got " + shown(j));
+  }
+  const section top{j, ""};
+  top.check_keys(
+      {"schema", "version", "name", "source", "comment", "groups", "collective_efficiency", "network"},
+      "a cluster");
+  if (const auto schema = top.text("schema"); schema && *schema != "phaze.cluster") {
+    field_error("schema", "must be \"phaze.cluster\", got \"" + *schema + "\"");
+  }
+  if (const auto* v = top.get("version")) {
+    if (integer(*v, "version", 1, 1000) != 1)
+      field_error("version", "must be 1 (the only version), got " + shown(*v));
+  }
+  cluster_description out;
+  out.name = top.text("name").value_or(std::string{fallback_name});
+  (void)top.text("comment");
+  out.source = top.text("source").value_or("");
+
+  const nlohmann::json* groups = top.get("groups");
+  if (groups == nullptr || !groups->is_array() || groups->empty()) {
+    field_error("groups",
+                "must be a non-empty array of device groups ([{\"device\": \"a100-80gb\", \"count\": 8}])" +
+                    (groups == nullptr ? std::string{", and is missing"} : ", got " + shown(*groups)));
+  }
+  if (groups->size() > limits::max_groups) {
+    field_error("groups", "holds " + std::to_string(groups->size()) + " groups; phaze accepts at most " +
+                              std::to_string(limits::max_groups) +
+                              " (merge groups of the same device and node)");
+  }
+  std::vector<cluster::device_group> built;
+  std::int64_t devices = 0;
+  for (std::size_t i = 0; i < groups->size(); ++i) {
+    const nlohmann::json& gj = (*groups)[i];
+    const std::string path = "groups[" + std::to_string(i) + "]";
+    if (!gj.is_object())
+      field_error(path, "must be an object ({\"device\": ..., \"count\": ...}), got " + shown(gj));
+    const section g{gj, path};
+    g.check_keys({"device", "count", "links", "comment"}, "a device group");
+    const nlohmann::json* count = g.get("count");
+    if (count == nullptr) field_error(g.name("count"), "is missing (how many devices of this type)");
+    const auto n = integer(*count, g.name("count"), 1, cluster::cluster::max_devices);
+    devices += n;
+    if (devices > cluster::cluster::max_devices) {
+      field_error(g.name("count"), "brings the cluster above " +
+                                       std::to_string(cluster::cluster::max_devices) +
+                                       " devices, the most phaze accepts");
+    }
+    std::string named;
+    const device_and_node dn = group_device(g, dir, named);
+    built.push_back({dn.device, static_cast<int>(n), dn.node});
+    out.group_devices.push_back(named);
+  }
+
+  cluster::collective_efficiency eff;
+  if (const auto e = top.child("collective_efficiency")) {
+    e->check_keys({"all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "collective_efficiency");
+    eff.all_reduce = e->fraction("all_reduce").value_or(1.0);
+    eff.all_gather = e->fraction("all_gather").value_or(1.0);
+    eff.reduce_scatter = e->fraction("reduce_scatter").value_or(1.0);
+    eff.send_recv = e->fraction("send_recv").value_or(1.0);
+  }
+
+  // The fabric first: the cluster without measurements gives every default entry.
+  const cluster::cluster fabric{built, eff};
+  std::optional<cluster::link_matrix> measured;
+  if (const auto net = top.child("network")) {
+    net->check_keys({"between", "links", "matrix_gb_per_s", "latency_us"}, "network");
+    const std::string between = net->text("between").value_or("nodes");
+    if (between != "nodes" && between != "devices") {
+      field_error(net->name("between"), "must be \"nodes\" or \"devices\", got \"" + between + "\"");
+    }
+    const bool by_node = between == "nodes";
+    const auto nodes = cluster::nodes_of(fabric);
+    const int size = by_node ? static_cast<int>(nodes.size()) : fabric.devices();
+    if (size > limits::max_matrix_endpoints) {
+      field_error(net->name("between"), "gives links between " + std::to_string(size) + " " + between +
+                                            "; phaze accepts measured links between at most " +
+                                            std::to_string(limits::max_matrix_endpoints) +
+                                            " (give them between nodes)");
+    }
+    cluster::link_matrix m;
+    m.endpoints = by_node ? cluster::link_matrix::between::nodes : cluster::link_matrix::between::devices;
+    m.size = size;
+    m.entries.resize(static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
+    // Defaults from the fabric: a node entry is each device's share of what the pair of nodes carries, a
+    // device entry what a pair of devices reaches when every device sends (cluster::link_matrix).
+    for (int a = 0; a < size; ++a) {
+      for (int b = 0; b < size; ++b) {
+        if (a == b) continue;
+        cluster::link l;
+        if (by_node) {
+          const cluster::link whole = cluster::node_link(fabric, nodes, a, b);
+          l = {whole.bandwidth / static_cast<double>(nodes[static_cast<std::size_t>(a)].devices),
+               whole.latency};
+        } else {
+          const int na = fabric.node_at(a);
+          const int nb = fabric.node_at(b);
+          const cluster::node_spec& fa = fabric.group_at(a).node;
+          const cluster::node_spec& fb = fabric.group_at(b).node;
+          l = na == nb ? fa.intra
+                       : cluster::link{std::min(fa.network_share(1), fb.network_share(1)),
+                                       std::max(fa.nic.latency, fb.nic.latency)};
+        }
+        m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) +
+                  static_cast<std::size_t>(b)] = l;
+      }
+    }
+    auto set = [&](int a, int b, const link_fields& f, const std::string& where) {
+      auto& e = m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) +
+                          static_cast<std::size_t>(b)];
+      if (f.bandwidth) {
+        // A node entry is given for the node as a whole; the matrix keeps each device's share.
+        const double share =
+            by_node ? *f.bandwidth / static_cast<double>(nodes[static_cast<std::size_t>(a)].devices)
+                    : *f.bandwidth;
+        e.bandwidth = bytes_per_second{share};
+      }
+      if (f.latency) e.latency = seconds{*f.latency};
+      if (!f.bandwidth && !f.latency) field_error(where, "gives neither gb_per_s/gbit_per_s nor latency_us");
+      ++out.measured_links;
+    };
+    const nlohmann::json* lat = net->get("latency_us");
+    if (const nlohmann::json* mat = net->get("matrix_gb_per_s")) {
+      const std::string field = net->name("matrix_gb_per_s");
+      if (!mat->is_array() || mat->size() != static_cast<std::size_t>(size)) {
+        field_error(field, "must be an array of " + std::to_string(size) + " rows (one per " +
+                               (by_node ? std::string{"node"} : std::string{"device"}) + "), got " +
+                               shown(*mat));
+      }
+      if (lat != nullptr && !lat->is_number() &&
+          !(lat->is_array() && lat->size() == static_cast<std::size_t>(size))) {
+        field_error(net->name("latency_us"), "must be one number or an array of " + std::to_string(size) +
+                                                 " rows like matrix_gb_per_s, got " + shown(*lat));
+      }
+      for (int a = 0; a < size; ++a) {
+        const nlohmann::json& row = (*mat)[static_cast<std::size_t>(a)];
+        const std::string rname = field + "[" + std::to_string(a) + "]";
+        if (!row.is_array() || row.size() != static_cast<std::size_t>(size)) {
+          field_error(rname, "must be an array of " + std::to_string(size) +
+                                 " numbers (null: from the fabric), got " + shown(row));
+        }
+        for (int b = 0; b < size; ++b) {
+          const nlohmann::json& cell = row[static_cast<std::size_t>(b)];
+          const std::string cname = rname + "[" + std::to_string(b) + "]";
+          if (a == b || cell.is_null()) continue;
+          link_fields f;
+          f.bandwidth = positive(cell, cname) * 1e9;
+          if (lat != nullptr) {
+            if (lat->is_number()) {
+              f.latency = positive(*lat, net->name("latency_us"), true) * 1e-6;
+            } else {
+              const nlohmann::json& lrow = (*lat)[static_cast<std::size_t>(a)];
+              const std::string lname = net->name("latency_us") + "[" + std::to_string(a) + "]";
+              if (!lrow.is_array() || lrow.size() != static_cast<std::size_t>(size)) {
+                field_error(lname,
+                            "must be an array of " + std::to_string(size) + " numbers, got " + shown(lrow));
+              }
+              if (!lrow[static_cast<std::size_t>(b)].is_null()) {
+                f.latency =
+                    positive(lrow[static_cast<std::size_t>(b)], lname + "[" + std::to_string(b) + "]", true) *
+                    1e-6;
+              }
+            }
+          }
+          set(a, b, f, cname);
+        }
+      }
+    } else if (lat != nullptr) {
+      field_error(
+          net->name("latency_us"),
+          "applies to matrix_gb_per_s, which is missing; give latency_us inside each entry of \"links\"");
+    }
+    if (const nlohmann::json* links = net->get("links")) {
+      const std::string field = net->name("links");
+      if (!links->is_array())
+        field_error(field, "must be an array of {\"from\", \"to\", \"gb_per_s\", \"latency_us\"}, got " +
+                               shown(*links));
+      if (links->size() > limits::max_links) {
+        field_error(field, "holds " + std::to_string(links->size()) + " entries; phaze accepts at most " +
+                               std::to_string(limits::max_links));
+      }
+      for (std::size_t i = 0; i < links->size(); ++i) {
+        const std::string ename = field + "[" + std::to_string(i) + "]";
+        const nlohmann::json& ej = (*links)[i];
+        if (!ej.is_object())
+          field_error(ename,
+                      "must be an object {\"from\", \"to\", \"gb_per_s\", \"latency_us\"}, got " + shown(ej));
+        const section e{ej, ename};
+        e.check_keys({"from", "to", "gb_per_s", "gbit_per_s", "latency_us", "both_ways", "comment"},
+                     "a network link");
+        const auto* from = e.get("from");
+        const auto* to = e.get("to");
+        if (from == nullptr || to == nullptr)
+          field_error(e.name(from == nullptr ? "from" : "to"),
+                      "is missing (a " + between.substr(0, between.size() - 1) + " number from 0)");
+        const auto a = static_cast<int>(integer(*from, e.name("from"), 0, size - 1));
+        const auto b = static_cast<int>(integer(*to, e.name("to"), 0, size - 1));
+        if (a == b)
+          field_error(ename, "links " + between.substr(0, between.size() - 1) + " " + std::to_string(a) +
+                                 " to itself; give two different ones");
+        bool both = true;
+        if (const auto* bw = e.get("both_ways")) {
+          if (!bw->is_boolean()) field_error(e.name("both_ways"), "must be true or false, got " + shown(*bw));
+          both = bw->get<bool>();
+        }
+        const link_fields f = read_link(e);
+        set(a, b, f, ename);
+        if (both) set(b, a, f, ename);
+      }
+    }
+    if (out.measured_links == 0)
+      field_error("network",
+                  "gives no links; give \"links\" or \"matrix_gb_per_s\", or drop \"network\" to use the "
+                  "groups' fabric");
+    measured = std::move(m);
+  }
+  out.value = cluster::cluster{std::move(built), eff, std::move(measured)};
+  return out;
+}
+
+/// The cluster file at `path`: read (size and nesting bounded), parsed and checked; every error names the
+/// file and the field. A file without "name" is named after its stem.
+inline cluster_description read_cluster_file(const std::filesystem::path& path) {
+  using limits = cluster_file_limits;
+  const std::string where = "cluster file '" + path.string() + "'";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw input_error(where + " is a directory; give the path of a cluster JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error("cannot open " + where + ": check the path and its permissions");
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > limits::max_file_bytes) {
+      throw input_error(where + " is larger than " + std::to_string(limits::max_file_bytes >> 20U) +
+                        " MiB, the most phaze reads; give links between nodes rather than devices");
+    }
+  }
+  if (detail::cluster_file::nesting_depth(text) > limits::max_nesting) {
+    throw input_error(where + " nests arrays or objects more than " + std::to_string(limits::max_nesting) +
+                      " deep; a cluster file needs at most 4");
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(where + " is not valid JSON: " + e.what());
+  }
+  try {
+    cluster_description d = cluster_from_json(json, path.parent_path(), path.stem().string());
+    d.source = path.string() + (d.source.empty() ? std::string{} : " (" + d.source + ")");
+    return d;
+  } catch (const input_error& e) {
+    throw input_error(where + ": " + e.what());
+  }
+}
+
+/// The JSON form of a cluster: every group with its device inline (device_to_json), the efficiencies when
+/// not 1, and a measured matrix in full (a node entry as the node's whole bandwidth, as files give it).
+/// cluster_from_json reads it back to the same cluster.
+inline nlohmann::ordered_json cluster_to_json(const cluster::cluster& c, std::string_view name = {}) {
+  nlohmann::ordered_json j;
+  j["schema"] = "phaze.cluster";
+  j["version"] = 1;
+  if (!name.empty()) j["name"] = std::string{name};
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const auto& g : c.groups()) {
+    nlohmann::ordered_json gj;
+    gj["device"] = device_to_json(g.device, g.node);
+    gj["count"] = g.count;
+    groups.push_back(gj);
+  }
+  j["groups"] = groups;
+  const cluster::collective_efficiency& e = c.efficiency();
+  if (e != cluster::collective_efficiency{}) {
+    j["collective_efficiency"] = {{"all_reduce", e.all_reduce},
+                                  {"all_gather", e.all_gather},
+                                  {"reduce_scatter", e.reduce_scatter},
+                                  {"send_recv", e.send_recv}};
+  }
+  if (const auto& m = c.measured()) {
+    const bool by_node = m->endpoints == cluster::link_matrix::between::nodes;
+    const auto nodes = cluster::nodes_of(c);
+    nlohmann::ordered_json bw = nlohmann::ordered_json::array();
+    nlohmann::ordered_json lat = nlohmann::ordered_json::array();
+    for (int a = 0; a < m->size; ++a) {
+      nlohmann::ordered_json brow = nlohmann::ordered_json::array();
+      nlohmann::ordered_json lrow = nlohmann::ordered_json::array();
+      for (int b = 0; b < m->size; ++b) {
+        if (a == b) {
+          brow.push_back(nullptr);
+          lrow.push_back(nullptr);
+          continue;
+        }
+        const cluster::link& l = m->at(a, b);
+        const double scale = by_node ? static_cast<double>(nodes[static_cast<std::size_t>(a)].devices) : 1.0;
+        brow.push_back(l.bandwidth.value() * scale / 1e9);
+        lrow.push_back(l.latency.value() * 1e6);
+      }
+      bw.push_back(brow);
+      lat.push_back(lrow);
+    }
+    j["network"] = {{"between", by_node ? "nodes" : "devices"}, {"matrix_gb_per_s", bw}, {"latency_us", lat}};
+  }
+  return j;
+}
+
+}  // namespace phaze::io

@@ -1,0 +1,146 @@
+// Tests of phaze/io/cluster_json.hpp: cluster files read into the cluster they describe (groups from presets,
+// device files and inline objects, per-group node overrides, measured links sparse and whole), written and
+// read back to the same cluster, and every malformed file an input_error naming the file and the field.
+#include "phaze/io/cluster_json.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "phaze/cluster/presets.hpp"
+#include "phaze/hw/presets.hpp"
+
+using namespace phaze;
+
+namespace {
+const std::filesystem::path data = std::filesystem::path{PHAZE_TEST_DATA_DIR} / "clusters";
+
+std::string error_of(const std::filesystem::path& p) {
+  try {
+    (void)io::read_cluster_file(p);
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("a cluster file with two device types and a measured link", "[cluster_json]") {
+  const auto d = io::read_cluster_file(data / "a100-v100-measured.json");
+  const cluster::cluster& c = d.value;
+  REQUIRE(c.groups().size() == 2);
+  CHECK(c.devices() == 24);
+  CHECK(c.nodes() == 4);
+  CHECK(c.groups()[0].device == *hw::find_preset("a100-80gb"));
+  CHECK(c.groups()[0].node == cluster::node_of("a100-80gb"));
+  // The group's override replaces the preset node's interface bandwidth and nothing else.
+  cluster::node_spec v100 = cluster::node_of("v100-16gb");
+  v100.nic.bandwidth = bytes_per_second{25e9 / 8.0};
+  CHECK(c.groups()[1].node == v100);
+  REQUIRE(c.measured().has_value());
+  const cluster::link_matrix& m = *c.measured();
+  CHECK(m.endpoints == cluster::link_matrix::between::nodes);
+  CHECK(m.size == 4);
+  // The given link, both ways, as each device's share of the node's bandwidth.
+  CHECK(m.at(1, 2).bandwidth.value() == Approx(2.5e9 / 8.0));
+  CHECK(m.at(2, 1).bandwidth.value() == Approx(2.5e9 / 4.0));
+  CHECK(m.at(1, 2).latency.value() == Approx(30e-6));
+  CHECK(d.measured_links == 2);
+  // Entries not given come from the fabric: what both nodes' interfaces allow, shared by the sender's
+  // devices.
+  CHECK(m.at(0, 1).bandwidth.value() == Approx(200e9 / 8.0));
+  CHECK(m.at(0, 2).bandwidth.value() == Approx(25e9 / 8.0 / 8.0));
+  CHECK(m.at(3, 0).bandwidth.value() == Approx(25e9 / 8.0 / 4.0));
+}
+
+TEST_CASE("a cluster without measurements routes rings as the same groups built in code", "[cluster_json]") {
+  const auto d = io::read_cluster_file(data / "amp-t4.json");
+  CHECK(d.name == "amp-t4");
+  CHECK(d.value == cluster::preset_cluster("t4", 16));
+}
+
+TEST_CASE("groups of a device file and of an inline device with a node override", "[cluster_json]") {
+  const auto d = io::read_cluster_file(data / "file-device.json");
+  const cluster::cluster& c = d.value;
+  REQUIRE(c.groups().size() == 2);
+  CHECK(c.groups()[0].device.name.view() == "l4");
+  CHECK(c.groups()[1].device.name.view() == "t4-fast-net");
+  CHECK(c.groups()[1].node.nic.bandwidth.value() == Approx(12.5e9));
+  CHECK(c.efficiency().all_reduce == Approx(0.8));
+  CHECK(c.efficiency().all_gather == 1.0);
+  CHECK_FALSE(c.measured().has_value());
+}
+
+TEST_CASE("a cluster written and read back is the same cluster", "[cluster_json]") {
+  for (const char* name : {"a100-v100-measured.json", "file-device.json", "amp-t4.json"}) {
+    const auto d = io::read_cluster_file(data / name);
+    const auto back =
+        io::cluster_from_json(nlohmann::json::parse(io::cluster_to_json(d.value, d.name).dump()));
+    INFO(name);
+    CHECK(back.value.groups() == d.value.groups());
+    CHECK(back.value.efficiency() == d.value.efficiency());
+    REQUIRE(back.value.measured().has_value() == d.value.measured().has_value());
+    if (d.value.measured()) {
+      const auto& a = *d.value.measured();
+      const auto& b = *back.value.measured();
+      REQUIRE(a.size == b.size);
+      for (int i = 0; i < a.size; ++i)
+        for (int j = 0; j < a.size; ++j)
+          if (i != j) {
+            CHECK(b.at(i, j).bandwidth.value() == Approx(a.at(i, j).bandwidth.value()).epsilon(1e-12));
+            CHECK(b.at(i, j).latency.value() == Approx(a.at(i, j).latency.value()).epsilon(1e-12));
+          }
+    }
+  }
+}
+
+TEST_CASE("a whole matrix between devices", "[cluster_json]") {
+  const auto j = nlohmann::json::parse(R"({
+    "groups": [{"device": "t4", "count": 2}, {"device": "v100-16gb", "count": 1}],
+    "network": {"between": "devices", "matrix_gb_per_s": [[null, 6, 1], [6, null, 2], [0.5, 2, null]],
+                "latency_us": 20}})");
+  const auto d = io::cluster_from_json(j);
+  const auto& m = *d.value.measured();
+  CHECK(m.endpoints == cluster::link_matrix::between::devices);
+  CHECK(m.at(0, 2).bandwidth.value() == Approx(1e9));
+  CHECK(m.at(2, 0).bandwidth.value() == Approx(0.5e9));
+  CHECK(m.at(1, 2).latency.value() == Approx(20e-6));
+  CHECK(d.measured_links == 6);
+  // The ring over all three devices is as slow as its slowest hop: 0 -> 1 -> 2 -> 0.
+  CHECK(d.value.ring({3, 1}, 3).hop.bandwidth.value() == Approx(0.5e9));
+}
+
+TEST_CASE("malformed cluster files are input errors naming the file and the field", "[cluster_json]") {
+  using Catch::Matchers::Contains;
+  CHECK_THAT(error_of(data / "bad-matrix-rows.json"),
+             Contains("network.matrix_gb_per_s") && Contains("2 rows"));
+  CHECK_THAT(error_of(data / "bad-node-out-of-range.json"),
+             Contains("network.links[0].to") && Contains("[0, 1]"));
+  CHECK_THAT(error_of(data / "bad-count.json"), Contains("groups[0].count") && Contains("whole number"));
+  CHECK_THAT(error_of(data / "bad-unknown-device.json"),
+             Contains("groups[0].device") && Contains("a100-80gb"));
+  CHECK_THAT(error_of(data / "bad-misspelled.json"), Contains("'netwrok'") && Contains("network"));
+  CHECK_THAT(error_of(data / "bad-deep.json"), Contains("bad-deep.json") && Contains("32 deep"));
+  CHECK_THAT(error_of(data / "no-such-file.json"), Contains("cannot open"));
+  CHECK_THAT(error_of(data), Contains("is a directory"));
+  for (
+      const char* text :
+      {"[]", "null", "1e99999", R"({"groups": []})", R"({"groups": [{"count": 1}]})",
+       R"({"groups": [{"device": "t4", "count": 0}]})",
+       R"({"groups": [{"device": "t4", "count": 4294967312}]})",
+       R"({"groups": [{"device": "t4", "count": 4}], "network": {}})",
+       R"({"groups": [{"device": "t4", "count": 8}], "network": {"links": [{"from": 0, "to": 0, "gb_per_s": 1}]}})",
+       R"({"groups": [{"device": "t4", "count": 8}], "network": {"links": [{"from": 0, "to": 1, "gb_per_s": -1}]}})",
+       R"({"groups": [{"device": "t4", "count": 8}], "network": {"links": [{"from": 0, "to": 1}]}})",
+       R"({"groups": [{"device": "t4", "count": 8}], "schema": "phaze.device"})"}) {
+    INFO(text);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      continue;  // not JSON at all: read_cluster_file's message (tested above with a file)
+    }
+    CHECK_THROWS_AS(io::cluster_from_json(j), input_error);
+  }
+}
