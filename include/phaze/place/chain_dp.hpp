@@ -57,12 +57,18 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::size_t best_table = 0;
     int best_dp = 0;
     std::vector<std::size_t> best_cuts;
+    std::vector<std::size_t> best_stage_tables;
     const std::size_t configs =
         detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
+          if (!configures(policy, ti)) return;
           const prefix& pre = prefixes[ti];
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
-          const auto least_parameters = detail::place::configuration_bound(
-              policy, s, c, pre.work.back(), pre.params.back(), pre.single, best);
+          if (!stage_tables(policy, s, prefixes, ti, c, work)) return;
+          const auto least_parameters =
+              work.mixed ? detail::place::configuration_bound(policy, s, c, work.least_work,
+                                                              pre.params.back(), work.least_single, best)
+                         : detail::place::configuration_bound(policy, s, c, pre.work.back(),
+                                                              pre.params.back(), pre.single, best);
           if (!least_parameters) return;
           detail::place::minimize_batch_time(
               policy, s, c, best, pre.caps, *least_parameters,
@@ -80,6 +86,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                 best_table = ti;
                 best_dp = dp;
                 best_cuts = work.cuts;
+                best_stage_tables = work.tables;
               });
         });
     if (configs == 0) detail::place::no_configuration(s, this->request_);
@@ -89,7 +96,10 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         stages.emplace_back();
         for (std::size_t v = best_cuts[k]; v < best_cuts[k + 1]; ++v) stages.back().push_back(v);
       }
-      plan out = evaluate(s, tables[best_table], best_dp, stages, policy);
+      plan out = evaluate_stages(
+          s, tables[best_table],
+          [&](int k) -> const Table& { return tables[best_stage_tables[static_cast<std::size_t>(k)]]; },
+          best_dp, stages, policy);
       out.time_per_batch = seconds{best};
       return out;
     }
@@ -99,6 +109,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         policy, s, tables, this->request_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
         [&](std::size_t ti, int pp, int dp, double bound) {
           const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
+          if (!configures(policy, ti) || !stage_tables(policy, s, prefixes, ti, c, work)) {
+            return detail::place::infinity;
+          }
           return solve<true>(policy, s, prefixes[ti], c, bound, detail::place::infinity, work);
         });
   }
@@ -118,7 +131,46 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<double> previous, current;
     std::vector<std::size_t> argument;  ///< (k, i) -> where stage k starts
     std::vector<std::size_t> cuts;      ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
+    // The configuration's stages (stage_tables): each one's table, work prefix and device memory.
+    std::vector<std::size_t> tables;
+    std::vector<const std::vector<double>*> stage_work;
+    std::vector<double> capacity;
+    bool mixed = false;                    ///< stages costed on more than one table
+    double least_work = 0.0;               ///< mixed: the least total work (each node on its fastest table)
+    std::vector<stage_load> least_single;  ///< mixed: each node's least load
   };
+
+  /// Fills work's per-stage tables, work prefixes and capacities for a configuration of first table `ti`;
+  /// false when a stage would run on two device types (not a plan). With mixed tables the bounds take
+  /// each node at its fastest table's work.
+  static constexpr bool stage_tables(const Policy& policy, const placement_settings& s,
+                                     const std::vector<prefix>& prefixes, std::size_t ti,
+                                     const stage_context& c, scratch& work) {
+    work.tables.clear();
+    work.stage_work.clear();
+    work.capacity.clear();
+    work.mixed = false;
+    for (int k = 0; k < c.stages; ++k) {
+      const std::size_t tk = stage_table_of(policy, ti, k, c);
+      if (tk == no_stage_table) return false;
+      if (tk >= prefixes.size()) detail::place::invalid("a policy named a stage table that does not exist");
+      work.mixed = work.mixed || tk != ti;
+      work.tables.push_back(tk);
+      work.stage_work.push_back(&prefixes[tk].work);
+      work.capacity.push_back(stage_capacity_of(policy, s, k, c));
+    }
+    if (work.mixed) {
+      work.least_single = prefixes[ti].single;
+      for (const std::size_t tk : work.tables) {
+        for (std::size_t v = 0; v < work.least_single.size(); ++v) {
+          work.least_single[v].work_s = std::min(work.least_single[v].work_s, prefixes[tk].single[v].work_s);
+        }
+      }
+      work.least_work = 0.0;
+      for (const auto& l : work.least_single) work.least_work += l.work_s;
+    }
+    return true;
+  }
 
   static constexpr prefix make_prefix(const Policy& policy, const placement_settings& s, const Table& t) {
     prefix pre;
@@ -155,7 +207,6 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                                 const stage_context& c, double cap, double parameter_cap, scratch& work) {
     const std::size_t n = pre.work.size() - 1;
     const auto stages = static_cast<std::size_t>(c.stages);
-    const double capacity = s.memory_per_device.value();
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
     work.previous.assign(n + 1, inf);
@@ -164,11 +215,13 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     for (std::size_t k = 1; k <= stages; ++k) {
       work.current.assign(n + 1, inf);
       const int stage = static_cast<int>(k - 1);
+      const std::vector<double>& stage_work = *work.stage_work[k - 1];
+      [[maybe_unused]] const double capacity = work.capacity[k - 1];
       for (std::size_t i = k; i + (stages - k) <= n; ++i) {
         double value = cap;
         std::size_t from = none;
         for (std::size_t j = i; j-- > k - 1;) {
-          const stage_load l{pre.work[i] - pre.work[j], pre.boundary[i], pre.params[i] - pre.params[j],
+          const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
                              pre.activations[i] - pre.activations[j]};
           if (l.parameter_bytes > parameter_cap) break;  // a longer stage holds more
           const double memory = policy.stage_memory(s, l, stage, c);

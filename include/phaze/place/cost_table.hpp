@@ -124,13 +124,22 @@ constexpr void validate_settings(const placement_settings& p) {
 }
 
 /// Checks every table: at least one, one per TP width, each valid; throws input_error saying what to fix.
+/// With `one_per_width` false (a policy that costs stages on tables of several device types), tables of the
+/// same width must have the same layer graph instead.
 template <CostTable Table>
-constexpr void validate_tables(const std::vector<Table>& tables) {
+constexpr void validate_tables(const std::vector<Table>& tables, bool one_per_width = true) {
   using detail::place::invalid;
   if (tables.empty()) invalid("no cost tables; give a table for at least one TP width");
   for (std::size_t i = 0; i < tables.size(); ++i) {
     validate_table(tables[i]);
     for (std::size_t j = 0; j < i; ++j) {
+      if (!one_per_width) {
+        if (tables[j].tp == tables[i].tp && (tables[j].nodes.size() != tables[i].nodes.size() ||
+                                             tables[j].edges.size() != tables[i].edges.size()))
+          invalid("tables for tp " + std::to_string(tables[i].tp) +
+                  " of two device types hold different graphs");
+        continue;
+      }
       if (tables[j].tp == tables[i].tp) {
         invalid("two tables for tp " + std::to_string(tables[i].tp) + "; give one table per TP width");
       }

@@ -42,12 +42,46 @@ struct width_terms {
 /// What the step model needs besides a stage's load comes from the table's width (width_terms): every cut of
 /// a transformer chain carries the same hidden state, so all stages pay the same sends; the full
 /// recomputation working set is charged to every stage (a stage without a block is over-estimated by it).
-/// Homogeneous clusters: every stage runs on the first device group's devices.
+/// Clusters of mixed device types (AMP's heterogeneous setting): the tables come in runs of one per device
+/// type for each width (`devices`: the types, in the order of their tables), a stage is costed on the table
+/// of its own devices' type and must fit their memory, and a stage whose devices are of two types makes
+/// its configuration no plan (stage_table, stage_capacity, configures: place/objective.hpp).
 struct step_policy {
   static constexpr bool allreduce_of_largest_stage = true;
 
   train::step_model model;
   std::vector<width_terms> widths;  ///< one per table
+  std::vector<hw::device> devices;  ///< the device types, one table of each per width (empty: one type)
+
+  [[nodiscard]] std::size_t types() const { return std::max<std::size_t>(devices.size(), 1); }
+  /// Only the first table of each width starts configurations; the others cost stages on other types.
+  [[nodiscard]] bool configures(std::size_t ti) const { return ti % types() == 0; }
+  /// The table of the same width as `ti` timed on stage `stage`'s device type; no_stage_table when the
+  /// stage's devices are of two types.
+  [[nodiscard]] std::size_t stage_table(std::size_t ti, int stage, const stage_context& c) const {
+    if (types() == 1) return ti;
+    const hw::device* d = stage_device(stage, c);
+    if (d == nullptr) return no_stage_table;
+    const auto type =
+        static_cast<std::size_t>(std::find(devices.begin(), devices.end(), *d) - devices.begin());
+    return ti - ti % types() + type;
+  }
+  /// The memory of one device of stage `stage`.
+  [[nodiscard]] double stage_capacity(const placement_settings& s, int stage, const stage_context& c) const {
+    if (types() == 1) return s.memory_per_device.value();
+    const hw::device* d = stage_device(stage, c);
+    return d == nullptr ? 0.0 : d->hbm.value();
+  }
+  /// The device type of every rank of stage `stage` (Megatron-LM's rank order), or nullptr when they differ.
+  [[nodiscard]] const hw::device* stage_device(int stage, const stage_context& c) const {
+    const cluster::cluster& cl = model.cluster();
+    const int width = c.tp * c.dp;
+    const int first = stage * width;
+    const hw::device& d = cl.device_at(first);
+    for (int r = first + 1; r < first + width; ++r)
+      if (!(cl.device_at(r) == d)) return nullptr;
+    return &d;
+  }
 
   [[nodiscard]] const width_terms& terms(int tp) const {
     for (const auto& w : widths)
@@ -90,7 +124,7 @@ struct step_policy {
                                     double largest_stage_parameters, const stage_context& c) const {
     return model
         .iteration(seconds{largest_stage_cost}, parameters_of(s, largest_stage_parameters, c), shape_of(c),
-                   device())
+                   model.optimizer_device(shape_of(c)))
         .value();
   }
   [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,
@@ -110,71 +144,71 @@ struct model_problem {
   step_policy policy;
 };
 
-namespace rules {
-[[noreturn]] inline void uneven_placement_needs_one_device_type() {
-  throw input_error(
-      "placing a model with uneven stages needs a cluster of one device type; give a homogeneous cluster, or "
-      "estimate a fully given plan on this one");
-}
-}  // namespace rules
-
 /// Builds the tables for `widths` (each must divide the model's heads and MLP) on cluster `c` (one device
 /// group) with the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism,
 /// schedule).
 inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
                                   const train::training_knobs& k, const std::vector<int>& widths,
                                   const sched::schedule_cache& cache) {
-  if (c.groups().size() != 1) rules::uneven_placement_needs_one_device_type();
-  const hw::device& d = c.groups().front().device;
   model_problem out;
+  // The device types, in the order of their groups; one table per width and type.
+  std::vector<hw::device> types;
+  for (const auto& g : c.groups())
+    if (std::find(types.begin(), types.end(), g.device) == types.end()) types.push_back(g.device);
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
   auto& p = out.problem;
-  static_cast<placement_settings&>(p) = model_settings(d, c.groups().front().node, c.devices(), k);
+  static_cast<placement_settings&>(p) =
+      model_settings(types.front(), c.groups().front().node, c.devices(), k);
+  // The bounds of the DPs take the largest memory; each stage is checked against its own (stage_capacity).
+  for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, t.hbm);
   out.policy.model = train::step_model{c, k};
+  if (types.size() > 1) out.policy.devices = types;
   const bool tied = run.config.tied_embeddings;
   for (const int tp : widths) {
-    const auto built =
-        train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
-    const cluster::route route = out.policy.model.tensor_parallel_route(tp);
-    const auto emb =
-        train::detail::time_with_shares(built.embedding, d, route, cache, model::recompute::none);
-    const auto block = train::detail::time_with_shares(built.block, d, route, cache, k.recompute);
-    const auto head = train::detail::time_with_shares(built.head, d, route, cache, model::recompute::none);
-    auto node = [&](const char* name, const train::detail::timed_layer& t, const train::stage_layers& holds,
-                    seconds rec) {
-      cost_node n;
-      n.name = name;
-      n.forward = t.t.forward;
-      n.backward = t.t.backward;
-      n.recompute = rec;
-      n.parameters =
-          bytes{static_cast<double>(train::detail::stage_parameters(built, tied, holds)) * weight_bytes};
-      n.activations = train::detail::stage_activations_per_microbatch(built, holds, k.recompute);
-      return n;
-    };
-    cost_table t;
-    t.tp = tp;
-    t.nodes.push_back(node("embedding", emb, {0, true, false}, seconds{0.0}));
-    for (std::int64_t b = 0; b < run.config.layers; ++b) {
-      t.nodes.push_back(node("block", block, {1, false, false}, block.t.recompute(k.recompute)));
+    for (const hw::device& d : types) {
+      const auto built =
+          train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
+      const cluster::route route = out.policy.model.tensor_parallel_route(tp);
+      const auto emb =
+          train::detail::time_with_shares(built.embedding, d, route, cache, model::recompute::none);
+      const auto block = train::detail::time_with_shares(built.block, d, route, cache, k.recompute);
+      const auto head = train::detail::time_with_shares(built.head, d, route, cache, model::recompute::none);
+      auto node = [&](const char* name, const train::detail::timed_layer& t, const train::stage_layers& holds,
+                      seconds rec) {
+        cost_node n;
+        n.name = name;
+        n.forward = t.t.forward;
+        n.backward = t.t.backward;
+        n.recompute = rec;
+        n.parameters =
+            bytes{static_cast<double>(train::detail::stage_parameters(built, tied, holds)) * weight_bytes};
+        n.activations = train::detail::stage_activations_per_microbatch(built, holds, k.recompute);
+        return n;
+      };
+      cost_table t;
+      t.tp = tp;
+      t.nodes.push_back(node("embedding", emb, {0, true, false}, seconds{0.0}));
+      for (std::int64_t b = 0; b < run.config.layers; ++b) {
+        t.nodes.push_back(node("block", block, {1, false, false}, block.t.recompute(k.recompute)));
+      }
+      t.nodes.push_back(node("head", head, {0, false, true}, seconds{0.0}));
+      for (std::size_t i = 0; i + 1 < t.nodes.size(); ++i) {
+        t.edges.push_back({i, i + 1, i == 0 ? emb.t.boundary : block.t.boundary});
+      }
+      width_terms w;
+      w.tp = tp;
+      w.boundary = block.t.boundary;
+      w.tied_copy_parameters =
+          static_cast<double>(train::detail::stage_parameters(built, tied, {0, true, false}) +
+                              train::detail::stage_parameters(built, tied, {0, false, true}) -
+                              train::detail::stage_parameters(built, tied, {0, true, true}));
+      if (k.recompute == model::recompute::full) {
+        w.recompute_working_set = model::activation_bytes(built.block, model::recompute::none);
+      }
+      out.policy.widths.push_back(w);
+      p.tables.push_back(std::move(t));
     }
-    t.nodes.push_back(node("head", head, {0, false, true}, seconds{0.0}));
-    for (std::size_t i = 0; i + 1 < t.nodes.size(); ++i) {
-      t.edges.push_back({i, i + 1, i == 0 ? emb.t.boundary : block.t.boundary});
-    }
-    width_terms w;
-    w.tp = tp;
-    w.boundary = block.t.boundary;
-    w.tied_copy_parameters =
-        static_cast<double>(train::detail::stage_parameters(built, tied, {0, true, false}) +
-                            train::detail::stage_parameters(built, tied, {0, false, true}) -
-                            train::detail::stage_parameters(built, tied, {0, true, true}));
-    if (k.recompute == model::recompute::full) {
-      w.recompute_working_set = model::activation_bytes(built.block, model::recompute::none);
-    }
-    out.policy.widths.push_back(w);
-    p.tables.push_back(std::move(t));
   }
   return out;
 }
@@ -240,6 +274,12 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
         "uniformly (use the uniform placer)");
   }
   const model_problem mp = model_tables(m, c, k, widths, cache);
+  if (mp.policy.types() > 1 && placer.name() != chain_placer::name()) {
+    throw input_error(
+        "on a cluster of several device types only the chain placer costs each stage on its own "
+        "devices; use the chain placer (--placer chain), not " +
+        std::string{placer.name()});
+  }
   fixed.max_pp = static_cast<int>(m.config.layers);
   fixed.use_all_devices = true;
   model_placement out;

@@ -146,6 +146,51 @@ struct plan {
 
 namespace detail::place {
 inline constexpr double infinity = std::numeric_limits<double>::infinity();
+}  // namespace detail::place
+
+/// No table can cost a stage: it would run on devices of two types (stage_table_of).
+inline constexpr std::size_t no_stage_table = static_cast<std::size_t>(-1);
+
+/// Which table costs stage `stage` of a configuration whose first table is `ti`. Clusters of one device type
+/// cost every stage with table ti; a policy for mixed devices (step_policy on a heterogeneous cluster) says
+/// `stage_table(ti, stage, c)`: the table of the same width timed on the stage's device type, or
+/// no_stage_table when the stage's devices are of two types (the configuration is then not a plan). Tables
+/// of one width differ only in their times (parameters, activations and edges are the device's business
+/// only through its memory, stage_capacity_of).
+template <class Policy>
+constexpr std::size_t stage_table_of(const Policy& policy, std::size_t ti, int stage,
+                                     const stage_context& c) {
+  if constexpr (requires { policy.stage_table(ti, stage, c); }) {
+    return policy.stage_table(ti, stage, c);
+  } else {
+    return ti;
+  }
+}
+
+/// The memory of one device of stage `stage`: the problem's capacity, or the policy's `stage_capacity(s,
+/// stage, c)` on a cluster of mixed devices.
+template <class Policy>
+constexpr double stage_capacity_of(const Policy& policy, const placement_settings& s, int stage,
+                                   const stage_context& c) {
+  if constexpr (requires { policy.stage_capacity(s, stage, c); }) {
+    return policy.stage_capacity(s, stage, c);
+  } else {
+    return s.memory_per_device.value();
+  }
+}
+
+/// Whether table `ti` starts configurations (every table does, unless the policy's `configures(ti)` says it
+/// only serves other tables' stages: the tables of other device types).
+template <class Policy>
+constexpr bool configures(const Policy& policy, std::size_t ti) {
+  if constexpr (requires { policy.configures(ti); }) {
+    return policy.configures(ti);
+  } else {
+    return true;
+  }
+}
+
+namespace detail::place {
 
 /// Sums a node set into a stage load; `in_stage[v]` marks the set.
 template <class Policy, CostTable Table>
@@ -166,6 +211,10 @@ constexpr stage_load load_of(const Policy& policy, const placement_settings& s, 
 }
 }  // namespace detail::place
 
+template <class Policy, CostTable Table, class TableOf>
+constexpr plan evaluate_stages(const placement_settings& s, const Table& t, TableOf&& table_of, int dp,
+                               const std::vector<std::vector<std::size_t>>& stages, const Policy& policy);
+
 /// The objective of a plan given as stages (node sets) of table `t` with `dp` replicas: recomputed from the
 /// nodes alone (the oracle the tests hold every placer to). Throws input_error when the stages are not a
 /// partition into contiguous sets in pipeline order, or the degrees do not fit.
@@ -173,6 +222,16 @@ template <class Policy = pipeline_policy, CostTable Table>
 constexpr plan evaluate(const placement_settings& s, const Table& t, int dp,
                         const std::vector<std::vector<std::size_t>>& stages,
                         const Policy& policy = Policy{}) {
+  return evaluate_stages(
+      s, t, [&](int) -> const Table& { return t; }, dp, stages, policy);
+}
+
+/// evaluate() with each stage k costed on its own table, `table_of(k)` (tables of the same width timed on
+/// different devices: a heterogeneous cluster); `t` gives the structure (nodes and edges). A stage must fit
+/// its own devices' memory (stage_capacity_of).
+template <class Policy, CostTable Table, class TableOf>
+constexpr plan evaluate_stages(const placement_settings& s, const Table& t, TableOf&& table_of, int dp,
+                               const std::vector<std::vector<std::size_t>>& stages, const Policy& policy) {
   using detail::place::invalid;
   const int pp = static_cast<int>(stages.size());
   if (dp < 1 || pp < 1) invalid("a plan needs dp >= 1 and at least one stage");
@@ -211,10 +270,11 @@ constexpr plan evaluate(const placement_settings& s, const Table& t, int dp,
   double worst = 0.0;
   double largest = 0.0;
   double peak = 0.0;
+  bool fits = true;
   for (int k = 0; k < pp; ++k) {
     auto nodes = stages[static_cast<std::size_t>(k)];
     std::sort(nodes.begin(), nodes.end());
-    const stage_load l = detail::place::load_of(policy, s, t, nodes, stage_of, k);
+    const stage_load l = detail::place::load_of(policy, s, table_of(k), nodes, stage_of, k);
     plan_stage st;
     st.nodes = std::move(nodes);
     st.time = seconds{policy.stage_time_s(s, l, c)};
@@ -226,12 +286,13 @@ constexpr plan evaluate(const placement_settings& s, const Table& t, int dp,
     worst = std::max(worst, st.cost.value());
     largest = std::max(largest, l.parameter_bytes);
     peak = std::max(peak, st.memory.value());
+    fits = fits && st.memory.value() <= stage_capacity_of(policy, s, k, c);
     out.stages.push_back(std::move(st));
   }
   out.time_per_batch = seconds{policy.batch_time_s(s, worst, largest, c)};
   out.peak_memory = bytes{peak};
   out.smallest_memory_need = out.peak_memory;
-  out.feasible = peak <= s.memory_per_device.value();
+  out.feasible = fits;
   return out;
 }
 
@@ -458,7 +519,10 @@ class placer_base {
   /// Validates the problem as this run sees it.
   constexpr void check() const {
     validate_settings(settings_);
-    validate_tables(problem_->tables);
+    constexpr bool typed_tables = requires(const Policy& p, std::size_t ti, int k, const stage_context& c) {
+      p.stage_table(ti, k, c);
+    };
+    validate_tables(problem_->tables, !typed_tables);
   }
 
   const placement_problem<Table>* problem_;

@@ -125,8 +125,12 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
   if (!item.uneven) {
     std::vector<train::stage_layers> split;
     for (int i = 0; i < item.parallel.pp; ++i) split.push_back(train::uniform_stage(m, item.parallel.pp, i));
-    out.plan = ranked_plan{item.parallel, item.knobs,
-                           train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
+    try {
+      out.plan = ranked_plan{item.parallel, item.knobs,
+                             train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
+    } catch (const train::stage_spans_device_types&) {
+      return out;  // a stage on two device types: not a plan
+    }
   } else {
     placement_request f;
     f.pp = fixed.pp.value_or(0);

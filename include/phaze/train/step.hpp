@@ -82,6 +82,13 @@ struct plan_shape {
   [[nodiscard]] int devices() const { return tp * pp * dp; }
 };
 
+/// A plan whose pipeline stage would hold devices of two types (a stage runs at its slowest member's pace
+/// and phaze does not plan that): bad input for one estimate, not a plan in a search.
+class stage_spans_device_types : public input_error {
+ public:
+  using input_error::input_error;
+};
+
 /// The training-step model of a cluster and knobs: every formula the estimate and the placers use
 /// (Narayanan et al., SC'21; Korthikanti et al. 2022; docs/step-time.md). Routes of the collectives come from
 /// the cluster for the plan's shape (cluster::cluster::ring, pairs).
@@ -165,6 +172,23 @@ class step_model {
     return seconds{2.0 * state_bytes / hbm};
   }
 
+  /// The device whose optimizer step a plan waits for: of the devices the plan uses, the one with the
+  /// slowest memory (every stage updates its states at once; the estimate charges the largest stage's update
+  /// on it, which is exact on one device type and an upper bound on mixed ones).
+  [[nodiscard]] const hw::device& optimizer_device(const plan_shape& s) const {
+    const hw::device* slowest = &cluster_.device_at(0);
+    if (cluster_.groups().size() == 1) return *slowest;
+    auto rate = [](const hw::device& d) {
+      return d.hbm_bandwidth.value() *
+             (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
+    };
+    for (int r = 1; r < s.devices(); ++r) {
+      const hw::device& d = cluster_.device_at(r);
+      if (rate(d) < rate(*slowest)) slowest = &d;
+    }
+    return *slowest;
+  }
+
   /// The iteration: the pipeline of the slowest stage (`largest_stage_cost` = pipeline_time of its stage
   /// time), then the gradient synchronization and optimizer step of the stage holding the most parameters.
   [[nodiscard]] seconds iteration(seconds largest_stage_cost, double largest_parameters, const plan_shape& s,
@@ -180,16 +204,21 @@ class step_model {
                                 knobs_);
   }
 
-  /// The device of pipeline stage `stage` (its tp * dp ranks must be of one device type).
+  /// The device of pipeline stage `stage`: its tp * dp ranks must be of one device type (two groups of the
+  /// same device are one type); throws stage_spans_device_types otherwise.
   [[nodiscard]] const hw::device& stage_device(int stage, const plan_shape& s) const {
     const int first = stage * s.tp * s.dp;
-    const int last = first + s.tp * s.dp - 1;
-    if (cluster_.group_index(first) != cluster_.group_index(last)) {
-      throw input_error(
-          "pipeline stage " + std::to_string(stage) +
-          " spans two device groups of the cluster; give group sizes that are multiples of tp * dp");
+    const hw::device& d = cluster_.device_at(first);
+    if (cluster_.groups().size() == 1) return d;
+    for (int r = first + 1; r < first + s.tp * s.dp; ++r) {
+      if (!(cluster_.device_at(r) == d)) {
+        throw stage_spans_device_types(
+            "pipeline stage " + std::to_string(stage) + " would run on " + d.name.str() + " and " +
+            cluster_.device_at(r).name.str() +
+            " devices; a stage runs on one device type: give group sizes that are multiples of tp * dp");
+      }
     }
-    return cluster_.device_at(first);
+    return d;
   }
 
  private:
@@ -306,7 +335,6 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   };
 
   int slowest = 0;
-  int largest = 0;
   std::int64_t largest_params = -1;
   seconds t_max{0.0};
   double capacity_sum = 0.0;
@@ -345,10 +373,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       e.peak_stage = i;
     }
     const std::int64_t params = detail::stage_parameters(built, run.config.tied_embeddings, s);
-    if (params > largest_params) {
-      largest_params = params;
-      largest = i;
-    }
+    largest_params = std::max(largest_params, params);
     capacity_sum += hw::peak_matrix_flops(d).value() * static_cast<double>(st.devices);
     e.stages.push_back(st);
     if (i == 0 || st.per_microbatch() > t_max) {
@@ -362,7 +387,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const seconds rec_tp = timed_on(model.stage_device(slowest, where)).block.tp_recompute *
                          static_cast<double>(stages[static_cast<std::size_t>(slowest)].blocks);
   const auto params = static_cast<double>(largest_params);
-  const hw::device& largest_device = model.stage_device(largest, where);
+  const hw::device& largest_device = model.optimizer_device(where);
   e.time_per_batch = model.iteration(model.pipeline_time(t_max, where), params, where, largest_device);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
