@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "phaze/cluster/cluster.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/sched/scheduler.hpp"
 
@@ -77,6 +78,25 @@ inline std::string schedules_text(std::string_view scheduler, double gap) {
   if (gap <= 0.0) return fmt::format("{} schedules, proven optimal", name);
   return fmt::format("{} schedules, within {:.2g}% of optimal", name, 100.0 * gap);
 }
+
+/// Where a command runs: `--cluster FILE`, or `--device DEV --devices N [--devices-per-node G]`.
+struct cluster_choice {
+  std::string device;
+  int devices = 0;
+  int devices_per_node = 0;  ///< 0: the device's own
+  std::string file;
+};
+
+/// Adds --device, --devices, --devices-per-node and --cluster (cluster_command.cpp).
+void add_cluster_options(CLI::App& app, cluster_choice& choice);
+
+/// The cluster the options name and a label for reports ("64 x a100-80gb", or the cluster file's name);
+/// input_error when neither or both ways are given (cluster_command.cpp).
+struct chosen_cluster {
+  cluster::cluster value;
+  std::string label;
+};
+chosen_cluster resolve_cluster(const cluster_choice& choice, std::string_view command);
 
 /// Accepts whole numbers above zero (a sequence length, a vocabulary size, a device count).
 inline const CLI::Validator positive_integer{

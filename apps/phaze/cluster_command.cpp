@@ -5,9 +5,13 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cli.hpp"
+#include "phaze/core/error.hpp"
 #include "phaze/io/cluster_json.hpp"
 #include "phaze/io/describe_cluster.hpp"
+#include "phaze/io/device_source.hpp"
 
 namespace phaze::cli {
 
@@ -27,6 +31,42 @@ int run_cluster(const cluster_options& o) {
   return 0;
 }
 }  // namespace
+
+void add_cluster_options(CLI::App& app, cluster_choice& choice) {
+  app.add_option("--device", choice.device, "a preset name or a device JSON file (with --devices)");
+  app.add_option("--devices", choice.devices, "number of devices of --device")->check(positive_integer);
+  app.add_option("--devices-per-node", choice.devices_per_node, "devices per node (default: the device's)")
+      ->check(positive_integer);
+  app.add_option(
+      "--cluster", choice.file,
+      "a cluster JSON file (docs/clusters.md): device groups of one or more types, their nodes and "
+      "measured links; instead of --device and --devices");
+}
+
+chosen_cluster resolve_cluster(const cluster_choice& choice, std::string_view command) {
+  if (!choice.file.empty()) {
+    if (!choice.device.empty() || choice.devices != 0 || choice.devices_per_node != 0) {
+      throw input_error(fmt::format(
+          "phaze {}: give either --cluster FILE or --device and --devices, not both (the cluster file names "
+          "its devices and nodes)",
+          command));
+    }
+    io::cluster_description d = io::read_cluster_file(std::filesystem::path{choice.file});
+    std::string label = d.name.empty() ? choice.file : d.name;
+    std::string groups;
+    for (const auto& g : d.value.groups()) {
+      groups += fmt::format("{}{} x {}", groups.empty() ? "" : " + ", g.count, g.device.name.view());
+    }
+    return {std::move(d.value), fmt::format("{} ({})", label, groups)};
+  }
+  if (choice.device.empty() || choice.devices == 0) {
+    throw input_error(fmt::format("phaze {} needs {} (or --cluster FILE); run 'phaze {} --help'", command,
+                                  choice.device.empty() ? "--device" : "--devices", command));
+  }
+  const io::resolved_device d = io::resolve_device(choice.device);
+  return {io::homogeneous_cluster(d, choice.devices, choice.devices_per_node),
+          fmt::format("{} x {}", choice.devices, d.spec.name.view())};
+}
 
 command add_cluster_command(CLI::App& root) {
   auto o = std::make_shared<cluster_options>();

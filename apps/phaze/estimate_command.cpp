@@ -1,4 +1,5 @@
-// `phaze estimate MODEL --device DEV --devices N [--devices-per-node G] --tp T --pp P [--dp D] [--vp V]
+// `phaze estimate MODEL (--device DEV --devices N [--devices-per-node G] | --cluster FILE) --tp T --pp P
+// [--dp D] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
 // [--precision bf16|fp16|fp32] [--solver ilp|list] [--stage-blocks B0,B1,...] [--format table|json]`: the
@@ -23,9 +24,7 @@ namespace phaze::cli {
 namespace {
 struct estimate_options {
   std::string model;
-  std::string device;
-  int devices = 0;
-  int devices_per_node = 0;  // 0: the device's own
+  cluster_choice where;
   int tp = 1;
   int pp = 1;
   int dp = 0;  // 0: devices / (tp * pp)
@@ -49,10 +48,11 @@ int run_estimate(const estimate_options& o) {
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
-  const io::resolved_device d = io::resolve_device(o.device);
+  const chosen_cluster chosen = resolve_cluster(o.where, "estimate");
+  const cluster::cluster& c = chosen.value;
 
   train::parallelism p{o.tp, o.pp, o.dp};
-  if (p.dp == 0) p.dp = train::data_parallel_degree(o.devices, o.tp, o.pp);
+  if (p.dp == 0) p.dp = train::data_parallel_degree(c.devices(), o.tp, o.pp);
   train::training_knobs k;
   k.global_batch = o.global_batch;
   k.microbatch = o.microbatch;
@@ -63,8 +63,7 @@ int run_estimate(const estimate_options& o) {
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
   k.distributed_optimizer = o.distributed_optimizer;
   k.virtual_stages = o.vp;
-  train::validate(m, p, k, o.devices);
-  const cluster::cluster c = io::homogeneous_cluster(d, o.devices, o.devices_per_node);
+  train::validate(m, p, k, c.devices());
 
   const sched::schedule_cache cache = schedule_cache_for(o.solver);
   std::vector<train::stage_layers> split;
@@ -81,11 +80,14 @@ int run_estimate(const estimate_options& o) {
     print_text(fmt::format("\nlayer times: {}\n", schedules_text(cache.scheduler(), cache.worst_gap())));
   }
   if (!e.fits) {
+    // The first stage that does not fit its own devices (on mixed clusters not always the peak stage).
+    std::size_t i = 0;
+    while (i + 1 < e.stages.size() && e.stages[i].memory <= e.stages[i].capacity) ++i;
     throw infeasible_error(fmt::format(
         "the plan does not fit: stage {} needs {} per device but {} holds {}; use more pipeline or tensor "
         "parallelism, a smaller microbatch, recomputation or the distributed optimizer",
-        e.peak_stage, io::format_bytes(e.peak_memory), d.spec.name.view(),
-        io::format_bytes(e.memory_capacity)));
+        i, io::format_bytes(e.stages[i].memory), c.device_at(static_cast<int>(i) * p.tp * p.dp).name.view(),
+        io::format_bytes(e.stages[i].capacity)));
   }
   return 0;
 }
@@ -96,10 +98,7 @@ command add_estimate_command(CLI::App& root) {
   CLI::App* parser = root.add_subcommand(
       "estimate", "Estimate time per batch, throughput, MFU and memory of one fully given training plan");
   parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json")->required();
-  parser->add_option("--device", o->device, "a preset name or a device JSON file")->required();
-  parser->add_option("--devices", o->devices, "number of devices (tp * pp * dp)")->required();
-  parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
-      ->check(positive_integer);
+  add_cluster_options(*parser, o->where);
   parser->add_option("--tp", o->tp, "tensor-parallel width")->required();
   parser->add_option("--pp", o->pp, "pipeline stages")->required();
   parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))");

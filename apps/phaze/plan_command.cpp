@@ -1,5 +1,5 @@
-// `phaze plan MODEL --device DEV --devices N --global-batch B [--devices-per-node G] [--tp T] [--pp P] [--dp
-// D]
+// `phaze plan MODEL (--device DEV --devices N [--devices-per-node G] | --cluster FILE) --global-batch B
+// [--tp T] [--pp P] [--dp D]
 // [--microbatch M] [--recompute none|selective|full] [--sequence-parallel|--no-sequence-parallel] [--seq S]
 // [--vocab V] [--schedule ...] [--vp V] [--optimizer ...] [--distributed-optimizer] [--precision ...]
 // [--top K] [--emit megatron] [--format table|json]`: the best Megatron-style plan for a model on a cluster
@@ -31,9 +31,7 @@ namespace phaze::cli {
 namespace {
 struct plan_options {
   std::string model;
-  std::string device;
-  int devices = 0;
-  int devices_per_node = 0;
+  cluster_choice where;
   std::optional<int> tp, pp, dp;
   std::optional<std::int64_t> microbatch;
   std::optional<std::string> recompute;
@@ -77,7 +75,7 @@ place::model_placer model_placer_for(const std::string& name) {
 namespace {
 int run_on_layer_table(const plan_options& o) {
   auto problem = io::read_layer_table(o.layer_table);
-  if (o.devices > 0) problem.devices = o.devices;
+  if (o.where.devices > 0) problem.devices = o.where.devices;
   if (o.placer == "uniform" && (!o.tp || !o.pp || !o.dp)) {
     throw input_error("the uniform placer needs --tp, --pp and --dp");
   }
@@ -177,18 +175,21 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
 int run_plan(const plan_options& o) {
   if (!o.layer_table.empty()) return run_on_layer_table(o);
   for (const auto& [value, name] :
-       {std::pair{o.model.empty(), "MODEL"}, std::pair{o.device.empty(), "--device"},
-        std::pair{o.devices == 0, "--devices"}, std::pair{o.global_batch == 0, "--global-batch"}}) {
+       {std::pair{o.model.empty(), "MODEL"}, std::pair{o.global_batch == 0, "--global-batch"}}) {
     if (value)
       throw input_error(
           fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
   }
+  const chosen_cluster chosen = resolve_cluster(o.where, "plan");
+  const cluster::cluster& c = chosen.value;
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
-  const io::resolved_device device = io::resolve_device(o.device);
-  const hw::device& d = device.spec;
-  const cluster::cluster c = io::homogeneous_cluster(device, o.devices, o.devices_per_node);
+  std::string memories;
+  for (const auto& g : c.groups()) {
+    const std::string each = fmt::format("{} holds {}", g.device.name.view(), io::format_bytes(g.device.hbm));
+    if (memories.find(each) == std::string::npos) memories += (memories.empty() ? "" : ", ") + each;
+  }
   if (o.sequence_parallel && o.no_sequence_parallel) {
     throw input_error("give --sequence-parallel or --no-sequence-parallel, not both");
   }
@@ -220,11 +221,10 @@ int run_plan(const plan_options& o) {
   const auto found = place::search_plans(m, c, base, fixed, cache);
   if (found.feasible.empty()) {
     throw infeasible_error(
-        fmt::format("no plan fits: of {} plans evaluated, the leanest needs {} per device but {} holds {}; "
+        fmt::format("no plan fits: of {} plans evaluated, the leanest needs {} per device but {}; "
                     "use more devices, "
                     "a device with more memory, or allow recomputation and smaller microbatches",
-                    found.evaluated, io::format_bytes(found.smallest_infeasible_need), d.name.view(),
-                    io::format_bytes(d.hbm)));
+                    found.evaluated, io::format_bytes(found.smallest_infeasible_need), memories));
   }
   const auto& best = found.feasible.front();
   const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
@@ -280,8 +280,7 @@ int run_plan(const plan_options& o) {
                fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), io::format_bytes(r.estimate.peak_memory)});
   }
   print_text(fmt::format(
-      "{} on {} x {}, {} stages: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(), o.devices,
-      d.name.view(),
+      "{} on {}, {} stages: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(), chosen.label,
       o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer),
       found.evaluated, found.feasible.size(), shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
@@ -294,10 +293,10 @@ int run_plan(const plan_options& o) {
 command add_plan_command(CLI::App& root) {
   auto o = std::make_shared<plan_options>();
   CLI::App* parser = root.add_subcommand(
-      "plan", "Find the best Megatron-style training plan for a model on a cluster of one device type");
+      "plan",
+      "Find the best Megatron-style training plan for a model on a cluster (one device type or several)");
   parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json");
-  parser->add_option("--device", o->device, "a preset name or a device JSON file");
-  parser->add_option("--devices", o->devices, "number of devices")->check(positive_integer);
+  add_cluster_options(*parser, o->where);
   parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->check(positive_integer);
   parser->add_option("--layer-table", o->layer_table,
                      "place a layer cost table from any source instead of a model (docs/layer-table.md)");
@@ -310,8 +309,6 @@ command add_plan_command(CLI::App& root) {
       ->check(CLI::IsMember({"chain", "downset", "uniform", "brute"}))
       ->default_str("chain");
   add_solver_option(*parser, o->solver, "ilp");
-  parser->add_option("--devices-per-node", o->devices_per_node, "devices per node (default: the device's)")
-      ->check(positive_integer);
   parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);
   parser->add_option("--pp", o->pp, "fix the pipeline depth")->check(positive_integer);
   parser->add_option("--dp", o->dp, "fix the data-parallel degree")->check(positive_integer);

@@ -38,10 +38,15 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
                                             const train::parallelism& p, const train::training_knobs& k,
                                             const train::step_estimate& e) {
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (const auto& s : e.stages) {
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    const auto& s = e.stages[i];
+    const auto first = static_cast<std::int64_t>(i) * s.devices;
     stages.push_back({{"layers", s.layers},
                       {"blocks", s.blocks},
                       {"devices", s.devices},
+                      {"device", c.device_at(static_cast<int>(first)).name.str()},
+                      {"first_rank", first},
+                      {"capacity_bytes", s.capacity.value()},
                       {"fwd_s", s.forward.value()},
                       {"bwd_s", s.backward.value()},
                       {"recompute_s", s.recompute.value()},
@@ -121,13 +126,17 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
   out += parts.render() + "\n";
 
   text_table stages{
-      {"stage", "layers", "devices", "fwd s", "bwd s", "recompute s", "memory"},
-      {align::right, align::right, align::right, align::right, align::right, align::right, align::right}};
+      {"stage", "layers", "devices", "ranks", "device", "fwd s", "bwd s", "recompute s", "memory", "of"},
+      {align::right, align::right, align::right, align::left, align::left, align::right, align::right,
+       align::right, align::right, align::right}};
   for (std::size_t i = 0; i < e.stages.size(); ++i) {
     const auto& s = e.stages[i];
+    const auto first = static_cast<std::int64_t>(i) * s.devices;
     stages.add_row({std::to_string(i), std::to_string(s.layers), std::to_string(s.devices),
-                    fmt::format("{:.4g}", s.forward.value()), fmt::format("{:.4g}", s.backward.value()),
-                    fmt::format("{:.4g}", s.recompute.value()), format_bytes(s.memory)});
+                    fmt::format("{}-{}", first, first + s.devices - 1),
+                    c.device_at(static_cast<int>(first)).name.str(), fmt::format("{:.4g}", s.forward.value()),
+                    fmt::format("{:.4g}", s.backward.value()), fmt::format("{:.4g}", s.recompute.value()),
+                    format_bytes(s.memory), format_bytes(s.capacity)});
   }
   out += stages.render();
   return out;
