@@ -1,11 +1,13 @@
 /// @file
 /// What a training job runs on: device groups (a device type, how many, the node they come in) and the links
-/// between them (each group's nodes, or a measured matrix), and the routes its collectives take when ranks
-/// are laid out in Megatron-LM's order (tensor-parallel fastest, then data-parallel, then pipeline stages;
-/// devices numbered group by group, node by node).
+/// between them (each group's nodes, or a measured matrix), which physical device plays each logical rank
+/// (the rank order), and the routes its collectives take when ranks are laid out in Megatron-LM's order
+/// (tensor-parallel fastest, then data-parallel, then pipeline stages). Devices are numbered group by group,
+/// node by node; without an order rank r is device r.
 ///
 ///     const auto c = cluster::preset_cluster("a100-80gb", 1024);       // cluster/presets.hpp
 ///     const cluster::route dp = c.ring({.size = 128, .stride = 8}, 1024);  // data-parallel rings at tp 8
+///     const auto placed = c.with_order(order);  // rank r on device order[r] (place/rank_assignment.hpp)
 #pragma once
 
 #include <algorithm>
@@ -34,7 +36,8 @@ struct device_group {
 
 /// A kind of communicating group in Megatron-LM's rank order: `size` members `stride` ranks apart (tensor
 /// parallel: {tp, 1}; data parallel: {dp, tp}; a pipeline: {pp, tp * dp}). Its instances start at every rank
-/// b * size * stride + j with j < stride.
+/// b * size * stride + j with j < stride. Ranks are logical: the cluster's order says which device plays
+/// each.
 struct group_shape {
   int size = 1;
   int stride = 1;
@@ -59,9 +62,29 @@ namespace rules {
 [[noreturn]] inline void group_must_fit_the_devices_used() {
   throw input_error("a communicating group must have at least one member and fit the devices used");
 }
+[[noreturn]] inline void rank_order_must_list_every_device(std::size_t entries, int devices) {
+  throw input_error("a rank order must list every device of the cluster once: it has " +
+                    std::to_string(entries) + " entries for " + std::to_string(devices) + " devices");
+}
+[[noreturn]] inline void rank_order_entry_must_be_a_device(int rank, int device, int devices) {
+  throw input_error("rank order entry " + std::to_string(rank) + " is " + std::to_string(device) +
+                    ", not a device of the cluster (0 to " + std::to_string(devices - 1) + ")");
+}
+[[noreturn]] inline void rank_order_must_be_a_permutation(int device, int first_rank, int second_rank) {
+  throw input_error("device " + std::to_string(device) + " plays two ranks of the rank order (" +
+                    std::to_string(first_rank) + " and " + std::to_string(second_rank) +
+                    "); give each device exactly one rank, a permutation of 0 to devices - 1");
+}
+[[noreturn]] inline void rank_must_be_in_the_cluster(int rank, int devices) {
+  throw input_error("rank " + std::to_string(rank) + " is not a rank of the cluster (0 to " +
+                    std::to_string(devices - 1) + ")");
+}
 }  // namespace rules
 
-/// A cluster: device groups and the links between their devices.
+/// A cluster: device groups, the links between their devices, and the rank order: which physical device
+/// (the numbering above) plays each logical rank. Everything indexed by rank (group_index, group_at,
+/// device_at, node_at, ring, pairs) follows the order; measured matrices stay indexed by physical device or
+/// node, so a ring's hops run between the devices of consecutive ranks whatever the order.
 class cluster {
  public:
   /// The most devices a cluster may hold (ranks are ints; products of degrees stay below 2^62).
@@ -79,7 +102,7 @@ class cluster {
       if (g.count < 1) rules::a_device_group_needs_devices();
       hw::validate(g.device);
       validate(g.node);
-      first_rank_.push_back(static_cast<int>(devices));
+      first_device_.push_back(static_cast<int>(devices));
       first_node_.push_back(static_cast<int>(nodes));
       devices += g.count;
       nodes += (g.count + g.node.devices - 1) / g.node.devices;
@@ -105,43 +128,89 @@ class cluster {
   [[nodiscard]] int devices() const { return devices_; }
   [[nodiscard]] int nodes() const { return nodes_; }
 
-  /// The group rank `r` belongs to (0 <= r < devices()).
-  [[nodiscard]] std::size_t group_index(int rank) const {
-    const auto it = std::upper_bound(first_rank_.begin(), first_rank_.end(), rank);
-    return static_cast<std::size_t>(it - first_rank_.begin()) - 1;
+  /// The cluster with rank r played by device `order[r]` (a permutation of 0 .. devices() - 1; it replaces
+  /// any order given before). Throws input_error saying which entry is wrong.
+  [[nodiscard]] cluster with_order(std::vector<int> order) const {
+    if (order.size() != static_cast<std::size_t>(devices_))
+      rules::rank_order_must_list_every_device(order.size(), devices_);
+    std::vector<int> rank_of(static_cast<std::size_t>(devices_), -1);
+    for (int r = 0; r < devices_; ++r) {
+      const int d = order[static_cast<std::size_t>(r)];
+      if (d < 0 || d >= devices_) rules::rank_order_entry_must_be_a_device(r, d, devices_);
+      int& seen = rank_of[static_cast<std::size_t>(d)];
+      if (seen >= 0) rules::rank_order_must_be_a_permutation(d, seen, r);
+      seen = r;
+    }
+    cluster out = *this;
+    out.order_ = std::move(order);
+    return out;
   }
-  [[nodiscard]] const device_group& group_at(int rank) const { return groups_[group_index(rank)]; }
-  [[nodiscard]] const hw::device& device_at(int rank) const { return group_at(rank).device; }
-  /// The node rank `r` sits in (nodes numbered across groups).
-  [[nodiscard]] int node_at(int rank) const {
-    const std::size_t g = group_index(rank);
-    return first_node_[g] + (rank - first_rank_[g]) / groups_[g].node.devices;
+  /// The rank order as given (order()[r] is the device of rank r); empty when none was given (rank r is
+  /// device r). An explicit identity order is equal to none, but takes the hop-by-hop path in ring and pairs.
+  [[nodiscard]] const std::vector<int>& order() const { return order_; }
+  /// The physical device that plays rank `rank` (0 <= rank < devices()).
+  [[nodiscard]] int device_of_rank(int rank) const {
+    return order_.empty() ? rank : order_[static_cast<std::size_t>(rank)];
+  }
+  /// Exchanges the devices of ranks `a` and `b` in place (the order stays a permutation): what a search over
+  /// orders does between two evaluations without copying the cluster (place/rank_assignment.hpp). A
+  /// cluster without an order gets the identity first.
+  void swap_ranks(int a, int b) {
+    if (a < 0 || a >= devices_) rules::rank_must_be_in_the_cluster(a, devices_);
+    if (b < 0 || b >= devices_) rules::rank_must_be_in_the_cluster(b, devices_);
+    if (order_.empty()) {
+      order_.resize(static_cast<std::size_t>(devices_));
+      for (int r = 0; r < devices_; ++r) order_[static_cast<std::size_t>(r)] = r;
+    }
+    std::swap(order_[static_cast<std::size_t>(a)], order_[static_cast<std::size_t>(b)]);
   }
 
+  /// The group physical device `d` belongs to (0 <= d < devices()).
+  [[nodiscard]] std::size_t group_of_device(int d) const {
+    const auto it = std::upper_bound(first_device_.begin(), first_device_.end(), d);
+    return static_cast<std::size_t>(it - first_device_.begin()) - 1;
+  }
+  /// The node physical device `d` sits in (nodes numbered across groups, as a node link matrix).
+  [[nodiscard]] int node_of_device(int d) const {
+    const std::size_t g = group_of_device(d);
+    return first_node_[g] + (d - first_device_[g]) / groups_[g].node.devices;
+  }
+
+  /// The group rank `r` belongs to (0 <= r < devices()): that of the device playing it.
+  [[nodiscard]] std::size_t group_index(int rank) const { return group_of_device(device_of_rank(rank)); }
+  [[nodiscard]] const device_group& group_at(int rank) const { return groups_[group_index(rank)]; }
+  [[nodiscard]] const hw::device& device_at(int rank) const { return group_at(rank).device; }
+  /// The node rank `r` sits in (nodes numbered across groups): that of the device playing it.
+  [[nodiscard]] int node_at(int rank) const { return node_of_device(device_of_rank(rank)); }
+
   /// The route of the rings of `shape` over the first `used` ranks: the slowest hop of any of its instances
-  /// (every instance runs at the same time, and the step waits for the slowest).
+  /// (every instance runs at the same time, and the step waits for the slowest). A hop runs between the
+  /// devices of two consecutive ranks of an instance (and from the last back to the first).
   [[nodiscard]] route ring(group_shape shape, int used) const {
     check(shape, used);
-    if (const auto r = closed_form(shape, used)) return *r;
+    if (order_.empty()) {
+      if (const auto r = closed_form(shape, used)) return *r;
+    }
     link slowest = unreached;
     std::vector<int> members(static_cast<std::size_t>(shape.size));
+    std::vector<std::pair<int, int>> per_node;
     const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
     for (std::int64_t b = 0; b + block <= used; b += block) {
       for (int j = 0; j < shape.stride; ++j) {
         for (int i = 0; i < shape.size; ++i)
           members[static_cast<std::size_t>(i)] =
-              static_cast<int>(b + j + static_cast<std::int64_t>(i) * shape.stride);
-        slowest = slower(slowest, slowest_hop(members));
+              device_of_rank(static_cast<int>(b + j + static_cast<std::int64_t>(i) * shape.stride));
+        slowest = slower(slowest, slowest_hop(members, per_node));
       }
     }
     return {slowest, efficiency_};
   }
 
   /// The route of the point-to-point transfers between every rank r and r + `distance` below `used`, in
-  /// both directions (pipeline stage boundaries: distance tp * dp): the slowest such pair.
+  /// both directions (pipeline stage boundaries: distance tp * dp): the slowest such pair of devices.
   [[nodiscard]] route pairs(int distance, int used) const {
     if (distance < 1 || distance >= used || used > devices_) rules::group_must_fit_the_devices_used();
-    if (groups_.size() == 1 && !measured_) {
+    if (groups_.size() == 1 && !measured_ && order_.empty()) {
       const node_spec& node = groups_.front().node;
       if (used <= node.devices) return {node.intra, efficiency_};
       const link across{node.network_share(1), node.nic.latency};
@@ -149,9 +218,11 @@ class cluster {
     }
     link slowest = unreached;
     std::vector<int> members(2);
+    std::vector<std::pair<int, int>> per_node;
     for (int r = 0; r + distance < used; ++r) {
-      members = {r, r + distance};
-      slowest = slower(slowest, slowest_hop(members));
+      members[0] = device_of_rank(r);
+      members[1] = device_of_rank(r + distance);
+      slowest = slower(slowest, slowest_hop(members, per_node));
     }
     return {slowest, efficiency_};
   }
@@ -159,13 +230,21 @@ class cluster {
   /// The route inside one node of the first group: what a group that fits a node talks over.
   [[nodiscard]] route inside_node() const { return {groups_.front().node.intra, efficiency_}; }
 
-  friend bool operator==(const cluster&, const cluster&) = default;
+  /// Equal groups, efficiencies, measurements and devices of every rank (no order equals the identity).
+  friend bool operator==(const cluster& a, const cluster& b) {
+    if (!(a.groups_ == b.groups_ && a.efficiency_ == b.efficiency_ && a.measured_ == b.measured_))
+      return false;
+    for (int r = 0; r < a.devices_; ++r)
+      if (a.device_of_rank(r) != b.device_of_rank(r)) return false;
+    return true;
+  }
 
  private:
   std::vector<device_group> groups_;
   collective_efficiency efficiency_{};
   std::optional<link_matrix> measured_;
-  std::vector<int> first_rank_;
+  std::vector<int> order_;  ///< order_[rank] = physical device; empty: the identity
+  std::vector<int> first_device_;
   std::vector<int> first_node_;
   int devices_ = 0;
   int nodes_ = 0;
@@ -179,23 +258,34 @@ class cluster {
       rules::group_must_fit_the_devices_used();
   }
 
-  /// The route of every instance when the cluster is one group without measurements, where it has a
-  /// closed form (cluster::ring_route).
+  /// The route of every instance when the cluster is one group without measurements or order, where it has
+  /// a closed form (cluster::ring_route).
   [[nodiscard]] std::optional<route> closed_form(group_shape shape, int used) const {
     if (groups_.size() != 1 || measured_) return std::nullopt;
     return ring_route(groups_.front().node, shape.size, shape.stride, used, efficiency_);
   }
 
-  /// The slowest hop of one ring through `members` in order (and back to the first).
-  [[nodiscard]] link slowest_hop(const std::vector<int>& members) const {
+  /// The slowest hop of one ring through the physical devices `members` in order (and back to the first).
+  /// `per_node` is scratch space the caller keeps across instances (one allocation per ring, not per
+  /// instance).
+  [[nodiscard]] link slowest_hop(const std::vector<int>& members,
+                                 std::vector<std::pair<int, int>>& per_node) const {
+    link slowest = unreached;
+    const std::size_t n = members.size();
+    if (measured_ && measured_->endpoints == link_matrix::between::devices) {
+      // Every hop as measured: nodes and the ring's members in them play no part.
+      for (std::size_t i = 0; i < n; ++i)
+        slowest = slower(slowest, measured_->at(members[i], members[(i + 1) % n]));
+      return slowest;
+    }
     // Members of the ring in each node it touches (few nodes: a short list beats a map).
-    std::vector<std::pair<int, int>> per_node;
-    for (const int r : members) {
-      const int n = node_at(r);
+    per_node.clear();
+    for (const int d : members) {
+      const int node = node_of_device(d);
       const auto it =
-          std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == n; });
+          std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == node; });
       if (it == per_node.end()) {
-        per_node.emplace_back(n, 1);
+        per_node.emplace_back(node, 1);
       } else {
         ++it->second;
       }
@@ -204,24 +294,20 @@ class cluster {
       return std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == node; })
           ->second;
     };
-    link slowest = unreached;
-    const std::size_t n = members.size();
     for (std::size_t i = 0; i < n; ++i) {
       const int a = members[i];
       const int b = members[(i + 1) % n];
-      const int na = node_at(a);
-      const int nb = node_at(b);
+      const int na = node_of_device(a);
+      const int nb = node_of_device(b);
       link h;
-      if (measured_ && measured_->endpoints == link_matrix::between::devices) {
-        h = measured_->at(a, b);
-      } else if (na == nb) {
-        h = group_at(a).node.intra;
+      if (na == nb) {
+        h = groups_[group_of_device(a)].node.intra;
       } else if (measured_) {
         const link& m = measured_->at(na, nb);
         h = {m.bandwidth * static_cast<double>(std::min(members_in(na), members_in(nb))), m.latency};
       } else {
-        const node_spec& from = group_at(a).node;
-        const node_spec& to = group_at(b).node;
+        const node_spec& from = groups_[group_of_device(a)].node;
+        const node_spec& to = groups_[group_of_device(b)].node;
         h = {std::min(from.network_share(members_in(na)), to.network_share(members_in(nb))),
              std::max(from.nic.latency, to.nic.latency)};
       }
