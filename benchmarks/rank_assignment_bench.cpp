@@ -1,0 +1,145 @@
+/// @file
+/// Rank assignment (place/rank_assignment.hpp): anneal_ranks steps per second on 64 and 512 devices
+/// (heterogeneous: A100 and H100 nodes of 8, measured links between devices or between nodes), exact_ranks
+/// on 8 devices with a measured device matrix, and the cost of one cluster::ring over ranks with and without
+/// an order (the hot path of the step model). The cost the searches minimise is built from the cluster's
+/// routes (one message per tensor-parallel ring, data-parallel ring and pipeline boundary) plus the slowest
+/// stage's work at the peak of its slowest device, as the tests' cost.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/hw/presets.hpp"
+#include "phaze/place/rank_assignment.hpp"
+
+namespace {
+
+using namespace phaze;
+using namespace phaze::literals;
+
+/// Links drawn from a fixed seed: 5 to 100 GB/s, 1 to 20 us.
+cluster::link_matrix random_matrix(cluster::link_matrix::between endpoints, int size, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto unit = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  cluster::link_matrix m;
+  m.endpoints = endpoints;
+  m.size = size;
+  m.entries.reserve(static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
+  for (int i = 0; i < size * size; ++i)
+    m.entries.push_back(
+        {bytes_per_second{(5.0 + 95.0 * unit()) * 1e9}, seconds{(1.0 + 19.0 * unit()) * 1e-6}});
+  return m;
+}
+
+/// `devices` devices, alternately 8 A100 (DGX A100 node) and 8 H100 (DGX H100 node) per group.
+std::vector<cluster::device_group> mixed_groups(int devices) {
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  std::vector<cluster::device_group> groups;
+  for (int i = 0; i < devices / 8; ++i) {
+    if (i % 2 == 0) {
+      groups.push_back({a100, 8, {8, {300_GBps, 3_us}, 8, {25_GBps, 5_us}}});
+    } else {
+      groups.push_back({h100, 8, {8, {450_GBps, 2_us}, 8, {50_GBps, 5_us}}});
+    }
+  }
+  return groups;
+}
+
+double message_time(const cluster::route& r, double bytes) {
+  return r.hop.latency.value() + bytes / r.hop.bandwidth.value();
+}
+
+/// Routes plus the slowest stage (the tests' speed_cost).
+struct step_like_cost {
+  train::parallelism shape;
+  double operator()(const cluster::cluster& c) const {
+    const int used = static_cast<int>(shape.devices());
+    double t = 0.0;
+    if (shape.tp > 1) t += message_time(c.ring({shape.tp, 1}, c.devices() - c.devices() % shape.tp), 64e6);
+    if (shape.dp > 1) t += message_time(c.ring({shape.dp, shape.tp}, used), 256e6);
+    if (shape.pp > 1) t += message_time(c.pairs(shape.tp * shape.dp, used), 16e6);
+    const int stage = shape.tp * shape.dp;
+    double slowest = 0.0;
+    for (int s = 0; s < shape.pp; ++s) {
+      double peak = std::numeric_limits<double>::infinity();
+      for (int r = s * stage; r < (s + 1) * stage; ++r)
+        peak = std::min(peak, hw::peak_matrix_flops(c.device_at(r)).value());
+      slowest = std::max(slowest, 2e12 / peak);
+    }
+    return t + slowest;
+  }
+};
+
+/// state.range(0): devices (64: tp 4 pp 4 dp 4; 512: tp 8 pp 8 dp 8); state.range(1): 1 for a device
+/// matrix, 0 for a node matrix. 1000 annealing steps per iteration; items are steps.
+void anneal_ranks_steps(benchmark::State& state) {
+  const int devices = static_cast<int>(state.range(0));
+  const bool by_device = state.range(1) == 1;
+  const int degree = devices == 64 ? 4 : 8;
+  const auto endpoints =
+      by_device ? cluster::link_matrix::between::devices : cluster::link_matrix::between::nodes;
+  const cluster::cluster c{
+      mixed_groups(devices), {}, random_matrix(endpoints, by_device ? devices : devices / 8, 1)};
+  const train::parallelism shape{degree, degree, degree};
+  const step_like_cost cost{shape};
+  constexpr std::int64_t steps = 1000;
+  double improvement = 0.0;
+  for (auto _ : state) {
+    const auto r = place::anneal_ranks(c, shape, cost).seed(7).iterations(steps).run();
+    benchmark::DoNotOptimize(r.cost);
+    improvement = r.cost / cost(c);
+  }
+  state.SetItemsProcessed(state.iterations() * steps);
+  state.counters["cost_vs_identity"] = improvement;
+}
+BENCHMARK(anneal_ranks_steps)
+    ->Args({64, 1})
+    ->Args({64, 0})
+    ->Args({512, 1})
+    ->Args({512, 0})
+    ->Unit(benchmark::kMillisecond);
+
+/// exact_ranks on 8 devices (4 A100, 4 H100 in nodes of 4) with a device matrix: 8! / (tp dp) orders.
+void exact_ranks_8_devices(benchmark::State& state) {
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  const cluster::cluster c{{{a100, 4, {4, {300_GBps, 3_us}, 4, {25_GBps, 5_us}}},
+                            {h100, 4, {4, {450_GBps, 2_us}, 4, {50_GBps, 5_us}}}},
+                           {},
+                           random_matrix(cluster::link_matrix::between::devices, 8, 2)};
+  const train::parallelism shape{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                                 static_cast<int>(state.range(2))};
+  const step_like_cost cost{shape};
+  std::int64_t evaluated = 0;
+  for (auto _ : state) {
+    const auto r = place::exact_ranks(c, shape, cost).run();
+    benchmark::DoNotOptimize(r.cost);
+    evaluated = r.evaluated;
+  }
+  state.SetItemsProcessed(state.iterations() * evaluated);
+  state.counters["orders_evaluated"] = static_cast<double>(evaluated);
+}
+BENCHMARK(exact_ranks_8_devices)->Args({2, 2, 2})->Args({1, 8, 1})->Unit(benchmark::kMillisecond);
+
+/// One data-parallel ring route (tp 8, dp 64) over 512 devices of two groups, hop by hop: state.range(0) 0
+/// without an order, 1 with a shuffled one.
+void ring_512(benchmark::State& state) {
+  cluster::cluster c{mixed_groups(512)};
+  if (state.range(0) == 1) {
+    std::vector<int> order(512);
+    for (int i = 0; i < 512; ++i)
+      order[static_cast<std::size_t>(i)] = (i * 37) % 512;  // 37 is odd: a permutation
+    c = c.with_order(order);
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(c.ring({64, 8}, 512));
+}
+BENCHMARK(ring_512)->Arg(0)->Arg(1);
+
+}  // namespace
