@@ -6,10 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "phaze/cluster/presets.hpp"
 #include "phaze/hw/presets.hpp"
+#include "phaze/io/nccl_tests.hpp"
 
 using namespace phaze;
 
@@ -143,4 +146,60 @@ TEST_CASE("malformed cluster files are input errors naming the file and the fiel
     }
     CHECK_THROWS_AS(io::cluster_from_json(j), input_error);
   }
+}
+
+TEST_CASE("nccl-tests outputs set a group's node link and the links between nodes", "[cluster_json][nccl]") {
+  const auto d = io::read_cluster_file(data / "h100-nccl-measured.json");
+  auto fitted = [](const char* name) {
+    const auto path = std::filesystem::path{PHAZE_TEST_DATA_DIR} / "nccl_tests" / name;
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return io::nccl::fit_link(io::nccl::parse(text.str(), path.string(), io::nccl::collective::all_reduce));
+  };
+  const cluster::link inside = fitted("all_reduce_1node_8gpu_v2.19.txt");
+  const cluster::link across = fitted("all_reduce_2node_16gpu_v2.11.txt");
+  const cluster::cluster& c = d.value;
+  CHECK(c.groups()[0].node.intra == inside);
+  REQUIRE(c.measured().has_value());
+  // 16 ranks over 2 nodes: each ring had 8 members in each node, so each device's share is busbw / 8 and a
+  // data-parallel ring over both whole nodes runs at the measured bus bandwidth again.
+  CHECK(c.measured()->at(0, 1).bandwidth.value() == Approx(across.bandwidth.value() / 8.0));
+  CHECK(c.measured()->at(1, 0).latency == across.latency);
+  CHECK(c.ring({16, 1}, 16).hop.bandwidth.value() ==
+        Approx(std::min(across.bandwidth.value(), inside.bandwidth.value())));
+  CHECK(d.measurements.size() == 2);
+}
+
+TEST_CASE("measurements that do not match the cluster are input errors", "[cluster_json][nccl]") {
+  using Catch::Matchers::Contains;
+  const std::string dir = std::string{PHAZE_TEST_DATA_DIR} + "/nccl_tests/";
+  auto error_of_json = [&](const std::string& text) -> std::string {
+    try {
+      (void)io::cluster_from_json(nlohmann::json::parse(text), std::filesystem::path{dir});
+    } catch (const input_error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string groups = R"("groups": [{"device": "h100-sxm", "count": 16}])";
+  CHECK_THAT(
+      error_of_json("{" + groups +
+                    R"(, "measurements": [{"nccl_tests": "all_reduce_2node_16gpu_v2.11.txt", "group": 0}]})"),
+      Contains("measurements[0].nccl_tests") && Contains("2 hosts"));
+  CHECK_THAT(
+      error_of_json(
+          "{" + groups +
+          R"(, "measurements": [{"nccl_tests": "all_reduce_2node_16gpu_v2.11.txt", "nodes": [0, 1, 1]}]})"),
+      Contains("twice"));
+  CHECK_THAT(
+      error_of_json("{" + groups + R"(, "measurements": [{"nccl_tests": "missing.txt", "nodes": [0, 1]}]})"),
+      Contains("cannot be opened"));
+  CHECK_THAT(
+      error_of_json("{" + groups + R"(, "measurements": [{"nccl_tests": "sendrecv_2node_v2.19.txt"}]})"),
+      Contains("either \"group\""));
+  CHECK_THAT(
+      error_of_json("{" + groups +
+                    R"(, "measurements": [{"nccl_tests": "sendrecv_2node_v2.19.txt", "nodes": [0, 5]}]})"),
+      Contains("node 5"));
 }

@@ -28,6 +28,7 @@
 #include "phaze/hw/presets.hpp"
 #include "phaze/io/device_json.hpp"
 #include "phaze/io/device_source.hpp"
+#include "phaze/io/nccl_tests.hpp"
 
 namespace phaze::io {
 
@@ -38,6 +39,7 @@ struct cluster_description {
   std::string source;                      ///< the file (and its "source" field)
   std::vector<std::string> group_devices;  ///< what each group's "device" named: a preset, a file, "inline"
   std::size_t measured_links = 0;          ///< links the file gave (the rest come from the fabric)
+  std::vector<std::string> measurements;   ///< one line per nccl-tests output read (nccl::describe)
 };
 
 /// Limits of a cluster file, each named in the message that enforces it (docs/clusters.md, "Limits").
@@ -181,6 +183,56 @@ inline link_fields read_link(const section& s) {
   if (const auto* l = s.get("latency_us")) out.latency = positive(*l, s.name("latency_us"), true) * 1e-6;
   return out;
 }
+/// One nccl-tests output named by a measurement: read (bounded), parsed and fitted.
+struct measured_run {
+  nccl::run run;
+  cluster::link link;
+};
+
+inline measured_run read_measurement(const section& m, const std::filesystem::path& dir) {
+  const auto file = m.text("nccl_tests");
+  if (!file)
+    field_error(m.name("nccl_tests"), "is missing (the path of an nccl-tests output, docs/nccl-tests.md)");
+  const std::filesystem::path path =
+      std::filesystem::path{*file}.is_absolute() ? std::filesystem::path{*file} : dir / *file;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) field_error(m.name("nccl_tests"), "names '" + path.string() + "', which cannot be opened");
+  std::string text;
+  char buffer[65536];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > nccl::max_text_bytes) {
+      field_error(m.name("nccl_tests"), "names '" + path.string() + "', larger than " +
+                                            std::to_string(nccl::max_text_bytes >> 20U) +
+                                            " MiB (one nccl-tests run per file)");
+    }
+  }
+  std::optional<nccl::collective> op;
+  if (const auto name = m.text("collective")) {
+    op = nccl::collective_from_name(*name);
+    if (!op || *op == nccl::collective::other) {
+      field_error(m.name("collective"),
+                  "must be all_reduce, all_gather, reduce_scatter or send_recv, got \"" + *name + "\"");
+    }
+  }
+  if (!op) {
+    // Outputs before nccl-tests 2.16.7 do not name their program: take it from the file's name when that
+    // names one (all_reduce_node1.txt), as docs/nccl-tests.md suggests naming them.
+    const std::string stem = path.stem().string();
+    for (const auto c : {nccl::collective::all_reduce, nccl::collective::all_gather,
+                         nccl::collective::reduce_scatter, nccl::collective::send_recv}) {
+      const std::string_view name = nccl::collective_name(c);
+      if (stem.find(name) != std::string::npos ||
+          (c == nccl::collective::send_recv && stem.find("sendrecv") != std::string::npos)) {
+        op = c;
+      }
+    }
+  }
+  measured_run out;
+  out.run = nccl::parse(text, path.string(), op);
+  out.link = nccl::fit_link(out.run);
+  return out;
+}
 }  // namespace detail::cluster_file
 
 /// A cluster from its JSON form (docs/clusters.md). `dir` is the folder device file paths are relative to.
@@ -192,9 +244,9 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
     throw input_error("a cluster must be one JSON object ({\"groups\": [...]}), got " + shown(j));
   }
   const section top{j, ""};
-  top.check_keys(
-      {"schema", "version", "name", "source", "comment", "groups", "collective_efficiency", "network"},
-      "a cluster");
+  top.check_keys({"schema", "version", "name", "source", "comment", "groups", "collective_efficiency",
+                  "network", "measurements"},
+                 "a cluster");
   if (const auto schema = top.text("schema"); schema && *schema != "phaze.cluster") {
     field_error("schema", "must be \"phaze.cluster\", got \"" + *schema + "\"");
   }
@@ -242,6 +294,82 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
     out.group_devices.push_back(named);
   }
 
+  // Measurements: nccl-tests outputs inside one node of a group (the group's node link) or across nodes
+  // (the links between them, laid over "network").
+  std::vector<std::pair<std::vector<int>, measured_run>> across;
+  if (const nlohmann::json* ms = top.get("measurements")) {
+    if (!ms->is_array()) {
+      field_error("measurements",
+                  "must be an array of {\"nccl_tests\": FILE, \"group\": G} or {\"nccl_tests\": FILE, "
+                  "\"nodes\": [A, B]}, got " +
+                      shown(*ms));
+    }
+    if (ms->size() > limits::max_groups) {
+      field_error("measurements", "holds " + std::to_string(ms->size()) + " entries; phaze reads at most " +
+                                      std::to_string(limits::max_groups));
+    }
+    for (std::size_t i = 0; i < ms->size(); ++i) {
+      const std::string path = "measurements[" + std::to_string(i) + "]";
+      if (!(*ms)[i].is_object()) field_error(path, "must be an object, got " + shown((*ms)[i]));
+      const section m{(*ms)[i], path};
+      m.check_keys({"nccl_tests", "group", "nodes", "collective", "comment"}, "a measurement");
+      const nlohmann::json* group = m.get("group");
+      const nlohmann::json* nodes = m.get("nodes");
+      if ((group == nullptr) == (nodes == nullptr)) {
+        field_error(path,
+                    "must give either \"group\" (a run inside one node of that group) or \"nodes\" (a run "
+                    "across those nodes)");
+      }
+      measured_run r;
+      try {
+        r = read_measurement(m, dir);
+      } catch (const input_error& e) {
+        const std::string what = e.what();
+        throw input_error(what.starts_with("field '") ? what : m.name("nccl_tests") + ": " + what);
+      }
+      out.measurements.push_back(nccl::describe(r.run));
+      if (group != nullptr) {
+        const auto g = static_cast<std::size_t>(
+            integer(*group, m.name("group"), 0, static_cast<std::int64_t>(built.size()) - 1));
+        if (r.run.hosts.size() > 1) {
+          field_error(m.name("nccl_tests"),
+                      "ran on " + std::to_string(r.run.hosts.size()) +
+                          " hosts; a group's measurement runs inside one node (give \"nodes\" "
+                          "for a run across nodes)");
+        }
+        if (r.run.ranks > built[g].node.devices) {
+          field_error(m.name("nccl_tests"),
+                      "ran " + std::to_string(r.run.ranks) + " ranks, more than group " + std::to_string(g) +
+                          "'s nodes hold (" + std::to_string(built[g].node.devices) + ")");
+        }
+        built[g].node.intra = r.link;
+        continue;
+      }
+      if (!nodes->is_array() || nodes->size() < 2) {
+        field_error(m.name("nodes"), "must list at least two nodes, got " + shown(*nodes));
+      }
+      std::vector<int> list;
+      for (std::size_t k = 0; k < nodes->size(); ++k) {
+        const auto n = static_cast<int>(integer((*nodes)[k], m.name("nodes") + "[" + std::to_string(k) + "]",
+                                                0, limits::max_matrix_endpoints - 1));
+        if (std::find(list.begin(), list.end(), n) != list.end()) {
+          field_error(m.name("nodes"), "lists node " + std::to_string(n) + " twice");
+        }
+        list.push_back(n);
+      }
+      if (!r.run.hosts.empty() && r.run.hosts.size() != list.size()) {
+        field_error(m.name("nccl_tests"), "ran on " + std::to_string(r.run.hosts.size()) +
+                                              " hosts but \"nodes\" lists " + std::to_string(list.size()));
+      }
+      if (r.run.ranks % static_cast<int>(list.size()) != 0) {
+        field_error(m.name("nccl_tests"), "ran " + std::to_string(r.run.ranks) +
+                                              " ranks, not the same number on each of the " +
+                                              std::to_string(list.size()) + " nodes");
+      }
+      across.emplace_back(std::move(list), std::move(r));
+    }
+  }
+
   cluster::collective_efficiency eff;
   if (const auto e = top.child("collective_efficiency")) {
     e->check_keys({"all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "collective_efficiency");
@@ -254,7 +382,11 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
   // The fabric first: the cluster without measurements gives every default entry.
   const cluster::cluster fabric{built, eff};
   std::optional<cluster::link_matrix> measured;
-  if (const auto net = top.child("network")) {
+  const nlohmann::json no_network = nlohmann::json::object();
+  const auto given = top.child("network");
+  if (given || !across.empty()) {
+    const section net_default{no_network, "network"};
+    const section* net = given ? &*given : &net_default;
     net->check_keys({"between", "links", "matrix_gb_per_s", "latency_us"}, "network");
     const std::string between = net->text("between").value_or("nodes");
     if (between != "nodes" && between != "devices") {
@@ -399,10 +531,35 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
         if (both) set(b, a, f, ename);
       }
     }
-    if (out.measured_links == 0)
+    if (out.measured_links == 0 && across.empty()) {
       field_error("network",
                   "gives no links; give \"links\" or \"matrix_gb_per_s\", or drop \"network\" to use the "
                   "groups' fabric");
+    }
+    // Runs across nodes: a ring with r ranks in each node reached the fitted bus bandwidth, and a ring with k
+    // members in a node gets k times a node entry (cluster::link_matrix), so each entry is busbw / r.
+    for (const auto& [list, r] : across) {
+      if (!by_node) {
+        field_error("measurements",
+                    "across nodes need \"network\" between nodes (drop \"between\": \"devices\")");
+      }
+      const int per_node = r.run.ranks / static_cast<int>(list.size());
+      for (const int a : list) {
+        if (a >= size) {
+          field_error("measurements", "name node " + std::to_string(a) + " but the cluster has " +
+                                          std::to_string(size) + " nodes (numbered from 0)");
+        }
+      }
+      for (const int a : list) {
+        for (const int b : list) {
+          if (a == b) continue;
+          m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) +
+                    static_cast<std::size_t>(b)] = {r.link.bandwidth / static_cast<double>(per_node),
+                                                    r.link.latency};
+          ++out.measured_links;
+        }
+      }
+    }
     measured = std::move(m);
   }
   out.value = cluster::cluster{std::move(built), eff, std::move(measured)};

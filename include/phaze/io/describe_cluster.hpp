@@ -75,6 +75,7 @@ inline nlohmann::ordered_json describe_cluster_json(const cluster_description& d
   j["peak_matrix_flops_per_s"] = peak;
   j["hbm_bytes"] = hbm;
   j["network"] = network_kind(d);
+  j["measurements"] = d.measurements;
   const cluster::bisection b = cluster::bisection_of(c);
   j["bisection_bytes_per_s"] = b.bandwidth.value();
   j["bisection_exact"] = b.exact;
@@ -116,6 +117,7 @@ inline std::string describe_cluster_table(const cluster_description& d) {
   out += t.render();
   out += fmt::format("\npeak matrix rate: {:.4g} PFLOP/s in all\n", peak / 1e15);
   out += "network: " + network_kind(d) + "\n";
+  for (const auto& m : d.measurements) out += "measured: " + m + "\n";
   if (c.nodes() > 1) {
     const cluster::bisection b = cluster::bisection_of(c);
     std::string side;
