@@ -10,9 +10,11 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "phaze/cluster/analysis.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/io/device_source.hpp"
 #include "phaze/io/estimate_report.hpp"
@@ -22,6 +24,7 @@
 #include "phaze/place/brute_force.hpp"
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/downset_dp.hpp"
+#include "phaze/place/plan_ranks.hpp"
 #include "phaze/place/plan_search.hpp"
 #include "phaze/place/uniform.hpp"
 #include "phaze/train/knobs.hpp"
@@ -47,6 +50,9 @@ struct plan_options {
   std::string precision = "bf16";
   int top = 1;
   std::string emit;
+  std::string ranks = "auto";
+  std::uint64_t rank_seed = 1;
+  std::int64_t rank_iterations = 20000;
   std::string layer_table;
   std::string placer = "chain";
   std::string solver = "ilp";
@@ -228,6 +234,27 @@ int run_plan(const plan_options& o) {
   }
   const auto& best = found.feasible.front();
   const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
+  // Which devices run the best plan: its rank order, timed on the layer schedules it was chosen on.
+  const sched::schedule_cache rank_cache = schedule_cache_for(o.solver);
+  const place::plan_order order = place::order_ranks(
+      m, c, best, rank_cache, place::parse_rank_method(o.ranks), {o.rank_seed, o.rank_iterations});
+  const cluster::cluster ordered = order.order.empty() ? c : c.with_order(order.order);
+  const train::step_estimate& best_estimate = order.order.empty() ? best.estimate : order.estimate;
+
+  if (o.emit == "rankfile") {
+    // An Open MPI rankfile that realises the order: rank r on the node and slot of its device.
+    const auto nodes = cluster::nodes_of(c);
+    std::string text = fmt::format("# {} ranks of {} on {}; nodes numbered as `phaze cluster` numbers them\n",
+                                   best.parallel.devices(), m.config.name.view(), chosen.label);
+    for (int r = 0; r < static_cast<int>(best.parallel.devices()); ++r) {
+      const int d = ordered.device_of_rank(r);
+      const int n = c.node_of_device(d);
+      text +=
+          fmt::format("rank {}=node{} slot={}\n", r, n, d - nodes[static_cast<std::size_t>(n)].first_device);
+    }
+    print_text(text);
+    return 0;
+  }
 
   if (o.emit == "megatron") {
     // The fastest plan Megatron-LM can run: its splits have equal interior stages.
@@ -246,13 +273,32 @@ int run_plan(const plan_options& o) {
     print_text(megatron_arguments(m, even.feasible.front()));
     return 0;
   }
+  // The devices of every stage, replica and tensor-parallel group under the order.
+  auto groups_json = [&] {
+    auto stages = nlohmann::ordered_json::array();
+    for (int s = 0; s < best.parallel.pp; ++s) {
+      auto replicas = nlohmann::ordered_json::array();
+      for (int d = 0; d < best.parallel.dp; ++d)
+        replicas.push_back(place::group_devices(ordered, best.parallel, s, d));
+      stages.push_back({{"device", ordered.device_at(s * best.parallel.tp * best.parallel.dp).name.str()},
+                        {"replicas", replicas}});
+    }
+    return stages;
+  };
   if (parse_format(o.format) == output_format::json) {
-    auto j = io::estimate_json(m, c, best.parallel, best.knobs, best.estimate);
+    auto j = io::estimate_json(m, ordered, best.parallel, best.knobs, best_estimate);
     j["scheduler"] = best.scheduler;
     j["schedule_gap"] = best.schedule_gap;
     j["placement"] = o.placer == "uniform" ? "uniform" : "uneven";
     j["plans_evaluated"] = found.evaluated;
     j["plans_feasible"] = found.feasible.size();
+    j["ranks"] = {{"method", order.method},
+                  {"order", order.order},
+                  {"megatron_time_per_batch_s", order.megatron_s},
+                  {"time_per_batch_s", order.ordered_s},
+                  {"orders_evaluated", order.evaluated},
+                  {"exact", order.exact},
+                  {"stages", groups_json()}};
     auto top = nlohmann::ordered_json::array();
     for (std::size_t i = 0; i < shown; ++i) {
       const auto& r = found.feasible[i];
@@ -284,8 +330,29 @@ int run_plan(const plan_options& o) {
       o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer),
       found.evaluated, found.feasible.size(), shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
-  print_text(io::estimate_table(m, c, best.parallel, best.knobs, best.estimate));
+  print_text(io::estimate_table(m, ordered, best.parallel, best.knobs, best_estimate));
   print_text(fmt::format("\nlayer times: {}\n", schedules_text(best.scheduler, best.schedule_gap)));
+  if (order.method != "megatron") {
+    print_text(fmt::format(
+        "\nrank order ({}{}): {:.4g} s per batch in Megatron-LM's order, {:.4g} s in this order{}\n",
+        order.method,
+        order.method == "anneal" ? fmt::format(", {} steps, seed {}", o.rank_iterations, o.rank_seed)
+                                 : std::string{", proven optimal for this plan"},
+        order.megatron_s, order.ordered_s, order.order.empty() ? " (Megatron-LM's order is kept)" : ""));
+  }
+  if (best.parallel.devices() <= 64) {
+    print_text("devices of each stage (data-parallel replicas, each a tensor-parallel group):\n");
+    for (int s = 0; s < best.parallel.pp; ++s) {
+      std::string line = fmt::format("  stage {} ({}):", s,
+                                     ordered.device_at(s * best.parallel.tp * best.parallel.dp).name.view());
+      for (int d = 0; d < best.parallel.dp; ++d)
+        line += fmt::format(" [{}]", fmt::join(place::group_devices(ordered, best.parallel, s, d), " "));
+      print_text(line + "\n");
+    }
+  } else {
+    print_text(fmt::format("{} devices: --format json lists the devices of every stage and group\n",
+                           best.parallel.devices()));
+  }
   return 0;
 }
 }  // namespace
@@ -332,8 +399,23 @@ command add_plan_command(CLI::App& root) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->default_str("bf16");
   parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");
-  parser->add_option("--emit", o->emit, "print the best plan as Megatron-LM arguments")
-      ->check(CLI::IsMember({"megatron"}));
+  parser
+      ->add_option(
+          "--emit", o->emit,
+          "print the best plan as Megatron-LM arguments (megatron), or its rank order as an Open MPI "
+          "rankfile (rankfile)")
+      ->check(CLI::IsMember({"megatron", "rankfile"}));
+  parser
+      ->add_option(
+          "--ranks", o->ranks,
+          "which devices run each rank: auto (Megatron-LM's order on one device type without measured "
+          "links, else exact up to 8 devices, else anneal), megatron, exact or anneal")
+      ->check(CLI::IsMember({"auto", "megatron", "exact", "anneal"}))
+      ->default_str("auto");
+  parser->add_option("--rank-seed", o->rank_seed, "seed of the rank annealing")->default_str("1");
+  parser->add_option("--rank-iterations", o->rank_iterations, "steps of the rank annealing")
+      ->check(positive_integer)
+      ->default_str("20000");
   add_format_option(*parser, o->format);
   return {parser, [o] { return run_plan(*o); }};
 }

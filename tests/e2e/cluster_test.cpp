@@ -3,7 +3,9 @@
 // and the exit codes for files and option mixes a user can fix (2).
 #include "run_phaze.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 using phaze::e2e::contains;
 using phaze::e2e::run_json;
@@ -64,4 +66,34 @@ TEST_CASE("cluster files and option mixes a user can fix exit 2", "[e2e][cluster
     CHECK(r.status == 2);
     CHECK(contains(r.err, "phaze: error:"));
   }
+}
+
+TEST_CASE("phaze plan --cluster orders ranks and emits a rankfile that realises the order",
+          "[e2e][cluster]") {
+  const auto j =
+      run_json("plan gpt2 --cluster " + mixed + " --global-batch 64 --precision fp16 --solver list");
+  const auto& ranks = j["ranks"];
+  CHECK(ranks["method"] == "anneal");
+  CHECK(ranks["time_per_batch_s"].get<double>() <= ranks["megatron_time_per_batch_s"].get<double>());
+  CHECK(j["time_per_batch_s"].get<double>() ==
+        Approx(ranks["time_per_batch_s"].get<double>()).epsilon(1e-12));
+  // Every device appears once; every group's devices are of its stage's type (0-15 A100, 16-23 V100).
+  std::vector<int> seen;
+  for (const auto& stage : ranks["stages"]) {
+    for (const auto& group : stage["replicas"]) {
+      for (const auto& d : group) {
+        seen.push_back(d.get<int>());
+        CHECK(stage["device"] == (d.get<int>() < 16 ? "a100-80gb" : "v100-16gb"));
+      }
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen.size() == 24);
+  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+  const auto rankfile = run_phaze("plan gpt2 --cluster " + mixed +
+                                  " --global-batch 64 --precision fp16 --solver list --emit rankfile");
+  REQUIRE(rankfile.status == 0);
+  CHECK(contains(rankfile.out, "rank 0=node"));
+  CHECK(contains(rankfile.out, "rank 23=node"));
+  CHECK(!contains(rankfile.out, "rank 24="));
 }

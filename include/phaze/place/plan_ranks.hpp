@@ -1,0 +1,121 @@
+/// @file
+/// Which physical devices run a plan: the rank order of a found plan (place/rank_assignment.hpp) under the
+/// training-step model itself — every candidate order is timed by train::estimate_step with the plan's
+/// degrees, knobs and split — and the devices of every pipeline stage, data-parallel replica and
+/// tensor-parallel group under it (what `phaze plan` prints and what `--emit megatron` launches).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/core/error.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/place/plan_search.hpp"
+#include "phaze/place/rank_assignment.hpp"
+#include "phaze/sched/scheduler.hpp"
+#include "phaze/train/step.hpp"
+
+namespace phaze::place {
+
+/// How ranks are laid on devices: Megatron-LM's order (rank r on device r), the exact search (small
+/// clusters), simulated annealing, or automatic (Megatron-LM's on one device type without measured links,
+/// where every node is alike; exact up to 8 devices; annealing above).
+enum class rank_method : std::uint8_t { automatic, megatron, exact, anneal };
+
+inline rank_method parse_rank_method(std::string_view name) {
+  if (name == "auto") return rank_method::automatic;
+  if (name == "megatron") return rank_method::megatron;
+  if (name == "exact") return rank_method::exact;
+  if (name == "anneal") return rank_method::anneal;
+  throw input_error("unknown rank method '" + std::string{name} + "'; use auto, megatron, exact or anneal");
+}
+
+/// Settings of the annealing (fixed, so that a plan's order does not depend on the machine).
+struct rank_search_settings {
+  std::uint64_t seed = 1;
+  std::int64_t iterations = 20000;
+};
+
+/// A plan's rank order and what it gains.
+struct plan_order {
+  std::string method;             ///< "megatron", "exact" or "anneal"
+  std::vector<int> order;         ///< order[r]: the device of rank r (empty: Megatron-LM's)
+  double megatron_s = 0.0;        ///< time per batch in Megatron-LM's order
+  double ordered_s = 0.0;         ///< time per batch in `order`
+  std::int64_t evaluated = 0;     ///< orders timed
+  bool exact = false;             ///< proven optimal for this plan
+  train::step_estimate estimate;  ///< the plan's estimate in `order`
+};
+
+/// The time per batch of `p` on cluster `c` in its current order; +infinity when a stage would span two
+/// device types or the plan does not fit there.
+inline double plan_time_on(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
+                           const sched::schedule_cache& cache) {
+  try {
+    const auto e = train::estimate_step(m, c, p.parallel, p.knobs, cache, p.split);
+    return e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
+  } catch (const train::stage_spans_device_types&) {
+    return std::numeric_limits<double>::infinity();
+  }
+}
+
+/// The best rank order for plan `p` (degrees, knobs and split fixed) on cluster `c` by `method`. The order
+/// is never slower than Megatron-LM's: both solvers start from it.
+inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
+                              const sched::schedule_cache& cache, rank_method method,
+                              rank_search_settings settings = {}) {
+  if (method == rank_method::automatic) {
+    if (c.groups().size() == 1 && !c.measured()) {
+      method = rank_method::megatron;
+    } else {
+      method = c.devices() <= 8 ? rank_method::exact : rank_method::anneal;
+    }
+  }
+  plan_order out;
+  out.megatron_s = plan_time_on(m, c, p, cache);
+  auto cost = [&](const cluster::cluster& ordered) { return plan_time_on(m, ordered, p, cache); };
+  rank_assignment found;
+  if (method == rank_method::megatron) {
+    out.method = "megatron";
+    found.cost = out.megatron_s;
+  } else if (method == rank_method::exact) {
+    out.method = "exact";
+    found = exact_ranks(c, p.parallel, cost).run();
+  } else {
+    out.method = "anneal";
+    found = anneal_ranks(c, p.parallel, cost).seed(settings.seed).iterations(settings.iterations).run();
+  }
+  out.evaluated = found.evaluated;
+  out.exact = found.exact;
+  // Keep Megatron-LM's order unless another is strictly faster.
+  if (!found.order.empty() && found.cost < out.megatron_s) {
+    out.order = found.order;
+    out.ordered_s = found.cost;
+  } else {
+    out.ordered_s = out.megatron_s;
+  }
+  const cluster::cluster ordered = out.order.empty() ? c : c.with_order(out.order);
+  try {
+    out.estimate = train::estimate_step(m, ordered, p.parallel, p.knobs, cache, p.split);
+  } catch (const train::stage_spans_device_types&) {
+    out.estimate.fits = false;  // no order found in which every stage runs on one device type
+  }
+  return out;
+}
+
+/// The devices of tensor-parallel group `group` of replica `replica` of stage `stage` (Megatron-LM's rank
+/// order tp, dp, pp over `c`'s rank order).
+inline std::vector<int> group_devices(const cluster::cluster& c, const train::parallelism& p, int stage,
+                                      int replica) {
+  std::vector<int> out;
+  const int first = (stage * p.dp + replica) * p.tp;
+  for (int i = 0; i < p.tp; ++i) out.push_back(c.device_of_rank(first + i));
+  return out;
+}
+
+}  // namespace phaze::place
