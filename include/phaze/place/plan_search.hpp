@@ -116,7 +116,6 @@ struct plan_item {
 /// uses the devices (uneven items only).
 struct item_outcome {
   std::optional<ranked_plan> plan;
-  bytes smallest_need{0.0};  ///< when the placer found nothing that fits
 };
 
 inline item_outcome evaluate_item(const model::model& m, const cluster::cluster& c, const plan_item& item,
@@ -142,7 +141,6 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
       return out;  // no (pp, dp) uses the devices with this batch: not a plan
     }
     if (!placed.placed.feasible) {
-      out.smallest_need = placed.placed.smallest_memory_need;
       out.plan = ranked_plan{};  // evaluated, did not fit
       out.plan->estimate.fits = false;
       out.plan->estimate.peak_memory = placed.placed.smallest_memory_need;
