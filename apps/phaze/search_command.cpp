@@ -3,6 +3,10 @@
 // [--exhaustive] [--out DIR] [--resume] [--no-baselines] [--top K] [--quiet] [--format table|json]`:
 // the accelerator x training-plan co-search (DESIGN.md section 8; docs/search.md). Threads with oneTBB;
 // processes with Open MPI when started by mpirun.
+// `phaze search MODEL --cluster-space FILE --global-batch B [--seq S] [--vocab V] [--microbatches LIST]
+// [--recompute LIST] [--tp LIST] [--exhaustive] [--solver ilp|list] [--out DIR] [--format table|json]`:
+// which cluster to build, the Pareto fronts of throughput vs cost and vs power over the device mixes of a
+// cluster space (docs/cluster-search.md).
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,11 +31,14 @@
 
 #include "cli.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/io/cluster_front_svg.hpp"
+#include "phaze/io/cluster_space_json.hpp"
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/search_json.hpp"
 #include "phaze/io/search_report.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/search/baselines.hpp"
+#include "phaze/search/cluster_space.hpp"
 #include "phaze/search/engine.hpp"
 
 namespace phaze::cli {
@@ -61,6 +68,7 @@ struct search_options {
   std::string solver = "ilp";
   std::string placer = "chain";
   std::string format = "table";
+  std::string cluster_space;  ///< set: the cluster search (which cluster to build) instead of the co-search
 };
 
 /// MPI when the program was started by mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE; other launchers PMI_*).
@@ -183,6 +191,108 @@ void write_atomically(const std::filesystem::path& file, const std::string& text
     if (!out) throw error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
   }
   std::filesystem::rename(temporary, file);
+}
+
+/// `phaze search MODEL --cluster-space FILE --global-batch B ...`: the device mixes of a cluster space on the
+/// Pareto fronts of throughput vs cost and vs power, each with its best plan (search::cluster_search).
+/// `parser` tells which options were given: those of the design search are refused, and the layer times
+/// are list schedules unless --solver ilp is given.
+int run_cluster_search(const search_options& o, const CLI::App& parser) {
+  auto given = [&](const char* name) { return parser.get_option(name)->count() > 0; };
+  for (const char* name :
+       {"--spec", "--devices", "--hbm", "--resume", "--no-baselines", "--top", "--threads", "--placer"}) {
+    if (given(name)) {
+      throw input_error(fmt::format(
+          "{} does not apply with --cluster-space (the cluster search: the space gives the devices); drop it",
+          name));
+    }
+  }
+  if (o.model.empty())
+    throw input_error("phaze search --cluster-space needs MODEL (a zoo name or a HuggingFace config.json)");
+  if (!given("--global-batch")) throw input_error("phaze search --cluster-space needs --global-batch B");
+  const io::cluster_space_description space = io::read_cluster_space_file(o.cluster_space);
+  model::model m = io::load_model(o.model);
+  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
+  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  train::training_knobs base;
+  base.global_batch = o.global_batch;
+  base.sequence = o.sequence;
+  place::plan_choices choices;
+  choices.placement = place::stage_placement::uneven;
+  for (const std::int64_t mb : o.microbatches) {
+    if (mb < 1) throw input_error("--microbatches: every size must be a positive whole number");
+  }
+  choices.microbatches = o.microbatches;
+  for (const auto& r : o.recompute) choices.recompute.push_back(train::parse_recompute(r));
+  for (const int tp : o.tp) {
+    if (tp < 1) throw input_error("--tp: every width must be a positive whole number");
+  }
+  choices.tensor_parallel = o.tp;
+  // List schedules by default (optimal on GPUs: one kernel at a time); with --solver ilp each composition's
+  // best plan is exact under ILP schedules (place::search_plans' refinement).
+  if (given("--solver") && o.solver == "ilp") choices.refine = scheduler_for("ilp");
+
+  const search::cluster_search_result found =
+      search::cluster_search(space.value, m, base).choices(choices).exhaustive(o.exhaustive).run();
+  const search::cluster_space& s = space.value;
+  const std::string limits =
+      fmt::format("the budget of {:.0f} USD{}", s.budget_usd,
+                  s.power_cap ? fmt::format(" and the power cap of {:.0f} W", s.power_cap->value()) : "");
+  if (found.compositions.empty()) {
+    throw infeasible_error(fmt::format(
+        "no composition of '{}' fits {}: each needs at least one device, and the types' min counts; raise "
+        "budget_usd (or power_cap_w) or lower min",
+        o.cluster_space, limits));
+  }
+  if (found.cost_front.empty()) {
+    bytes leanest{0.0};
+    for (const auto& p : found.compositions) {
+      if (p.smallest_memory_need.value() > 0.0 &&
+          (leanest.value() == 0.0 || p.smallest_memory_need < leanest))
+        leanest = p.smallest_memory_need;
+    }
+    throw infeasible_error(fmt::format(
+        "none of the {} compositions within {} has a plan that fits{}; raise the budget or the counts, or "
+        "allow recomputation and smaller microbatches",
+        found.compositions.size(), limits,
+        leanest.value() > 0.0
+            ? fmt::format(" (the leanest plan needs {} per device)", io::format_bytes(leanest))
+            : std::string{" (no tensor-parallel width, depth and microbatch divide the "
+                          "model, the devices and the batch)"}));
+  }
+  const nlohmann::ordered_json json = io::cluster_front_json(space, found, m, base);
+  std::string written;
+  if (given("--out")) {
+    const std::filesystem::path dir = o.out;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
+    write_atomically(dir / "front.json", json.dump(2) + '\n');
+    const std::string title =
+        fmt::format("{}, global batch {}: throughput vs cost", m.config.name.view(), base.global_batch);
+    write_atomically(dir / "front.svg", io::cluster_front_svg(s, found, title));
+    written = fmt::format("\nfront.json and front.svg in {}/\n", dir.string());
+  }
+  if (parse_format(o.format) == output_format::json) {
+    print_json(json);
+    return 0;
+  }
+  double worst = 0.0;
+  for (const auto& p : found.cost_front) worst = std::max(worst, p.plan->schedule_gap);
+  print_text(fmt::format(
+      "{}, global batch {}, cluster space {} ({}, at most {} device type{} per cluster): {} compositions, {} "
+      "planned ({} without a plan that fits), {} pruned by the bound; {} plans in {:.1f} s\n",
+      m.config.name.view(), base.global_batch, space.name, limits, s.max_types, s.max_types == 1 ? "" : "s",
+      found.compositions.size(), found.evaluated, found.infeasible, found.pruned, found.plans_evaluated,
+      found.seconds));
+  print_text(
+      fmt::format("layer times: {}\n", schedules_text(found.cost_front.back().plan->scheduler, worst)));
+  print_text("\nPareto front, throughput vs cost (increasing cost):\n" +
+             io::cluster_front_table(s, found.cost_front));
+  print_text("\nPareto front, throughput vs power (increasing power):\n" +
+             io::cluster_front_table(s, found.power_front));
+  print_text(written);
+  return 0;
 }
 
 int search_with(const search_options& o, mpi_session& mpi);
@@ -411,8 +521,14 @@ command add_search_command(CLI::App& root) {
                    "most 16 layer nodes)")
       ->check(CLI::IsMember({"chain", "downset", "brute"}))
       ->default_str("chain");
+  parser->add_option(
+      "--cluster-space", o->cluster_space,
+      "search which cluster to build instead: the device mixes of this cluster-space file on the "
+      "fronts of throughput vs cost and vs power (docs/cluster-search.md)");
   add_format_option(*parser, o->format);
-  return {parser, [o] { return run_search(*o); }};
+  return {parser, [o, parser] {
+            return o->cluster_space.empty() ? run_search(*o) : run_cluster_search(*o, *parser);
+          }};
 }
 
 }  // namespace phaze::cli

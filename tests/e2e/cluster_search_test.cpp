@@ -1,0 +1,114 @@
+// `phaze search MODEL --cluster-space FILE`: which cluster to build. The fronts of a tiny space as JSON
+// (schema, units in field names, increasing cost and throughput) and as text, front.json and front.svg in
+// --out, the example space of the docs, and the exit codes: 2 for a file or an option mix a user can fix, 3
+// when nothing within the budget has a plan that fits.
+#include "run_phaze.hpp"
+
+#include <filesystem>
+#include <string>
+#include <utility>
+
+using phaze::e2e::contains;
+using phaze::e2e::read_file;
+using phaze::e2e::run_json;
+using phaze::e2e::run_phaze;
+using phaze::e2e::temp_path;
+using phaze::e2e::write_temp;
+
+namespace {
+/// Up to 8 H100s and 8 A100s in steps of 8: three compositions.
+std::string tiny_space(double budget_usd) {
+  return R"({"schema": "phaze.cluster-space", "version": 1, "budget_usd": )" + std::to_string(budget_usd) +
+         R"(, "devices": [
+      {"device": "h100-sxm", "price_usd": 30000, "power_w": 1200, "max": 8, "step": 8},
+      {"device": "a100-80gb", "price_usd": 15000, "power_w": 800, "max": 8}]})";
+}
+
+const std::string cheap = " --global-batch 32 --microbatches 2 --recompute none";
+}  // namespace
+
+TEST_CASE("phaze search --cluster-space: the fronts as JSON, front.json and front.svg",
+          "[e2e][cluster_search]") {
+  const auto space = write_temp("space.json", tiny_space(1e6));
+  const auto out = temp_path("front");
+  const auto j = run_json("search gpt2 --cluster-space " + space.string() + cheap + " --out " + out.string());
+  CHECK(j["schema"] == "phaze.cluster-front");
+  CHECK(j["version"] == 1);
+  CHECK(j["model"] == "gpt2");
+  CHECK(j["global_batch"] == 32);
+  CHECK(j["search"]["compositions"] == 3);
+  CHECK(j["search"]["evaluated"].get<int>() + j["search"]["pruned"].get<int>() == 3);
+  REQUIRE_FALSE(j["cost_front"].empty());
+  REQUIRE_FALSE(j["power_front"].empty());
+  double cost = 0.0;
+  double rate = 0.0;
+  for (const auto& p : j["cost_front"]) {
+    CHECK(p["cost_usd"].get<double>() > cost);
+    CHECK(p["throughput_samples_per_s"].get<double>() > rate);
+    cost = p["cost_usd"].get<double>();
+    rate = p["throughput_samples_per_s"].get<double>();
+    CHECK(p["cost_usd"].get<double>() <= 1e6);
+    CHECK(p.contains("power_w"));
+    CHECK(p.contains("time_per_batch_s"));
+    CHECK(p["upper_bound_samples_per_s"].get<double>() > p["throughput_samples_per_s"].get<double>());
+    CHECK(p["plan"]["microbatch"] == 2);
+    CHECK(p["plan"]["recompute"] == "none");
+    CHECK(p["plan"]["stage_blocks"].size() == p["plan"]["stage_devices"].size());
+  }
+  CHECK(std::filesystem::exists(out / "front.json"));
+  CHECK(nlohmann::json::parse(read_file(out / "front.json")) == j);
+  const std::string svg = read_file(out / "front.svg");
+  CHECK(contains(svg, "<svg"));
+  CHECK(contains(svg, "class=\"front\""));
+  CHECK(contains(svg, "class=\"front-label\""));
+
+  const auto text = run_phaze("search gpt2 --cluster-space " + space.string() + cheap);
+  INFO(text.err);
+  CHECK(text.status == 0);
+  CHECK(contains(text.out, "Pareto front, throughput vs cost"));
+  CHECK(contains(text.out, "Pareto front, throughput vs power"));
+  CHECK(contains(text.out, "8 x h100-sxm"));
+  std::filesystem::remove_all(out);
+  std::filesystem::remove(space);
+}
+
+TEST_CASE("phaze search --cluster-space runs the example space of the docs", "[e2e][cluster_search]") {
+  const std::string path = std::string{PHAZE_TEST_DATA_DIR} + "/../../examples/clusters/space-h100-a100.json";
+  const auto j = run_json("search gpt2 --cluster-space " + path +
+                          " --global-batch 256 --microbatches 4 --recompute none --tp 1");
+  CHECK(j["space"]["name"] == "space-h100-a100");
+  CHECK_FALSE(j["cost_front"].empty());
+}
+
+TEST_CASE("phaze search --cluster-space: exit 2 for what a user can fix, 3 when nothing fits the budget",
+          "[e2e][cluster_search]") {
+  const auto no_budget = write_temp("no-budget.json", R"({"devices": [{"device": "h100-sxm", "price_usd": 1,
+      "power_w": 1, "max": 8}]})");
+  const auto unknown = write_temp("unknown.json", R"({"budget_usd": 1e6, "devices": [{"device": "h100-sxm",
+      "price_usd": 1, "power_w": 1, "max": 8, "cnt": 3}]})");
+  for (const auto& [args, message] :
+       {std::pair{"search gpt2 --cluster-space " + no_budget.string() + cheap, std::string{"budget_usd"}},
+        std::pair{"search gpt2 --cluster-space " + unknown.string() + cheap, std::string{"devices[0].cnt"}},
+        std::pair{"search gpt2 --cluster-space /no/such/space.json" + cheap, std::string{"cannot open"}},
+        std::pair{"search gpt2 --cluster-space " + no_budget.string() + cheap + " --devices 64",
+                  std::string{"--devices"}},
+        std::pair{"search --cluster-space " + no_budget.string() + cheap, std::string{"MODEL"}},
+        std::pair{"search gpt2 --cluster-space " + no_budget.string(), std::string{"--global-batch"}}}) {
+    const auto r = run_phaze(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, message));
+  }
+  // A budget below one node of the cheapest type: no composition.
+  const auto poor = write_temp("poor.json", tiny_space(1000));
+  auto r = run_phaze("search gpt2 --cluster-space " + poor.string() + cheap);
+  INFO(r.err);
+  CHECK(r.status == 3);
+  CHECK(contains(r.err, "budget"));
+  // Compositions within the budget, but no plan uses their devices (batch 1, tp 1, 12 blocks, 16 devices).
+  const auto wide = write_temp("wide.json", R"({"budget_usd": 1e7, "devices": [{"device": "h100-sxm",
+      "price_usd": 30000, "power_w": 1200, "min": 16, "max": 16}]})");
+  r = run_phaze("search gpt2 --cluster-space " + wide.string() + " --global-batch 1 --microbatches 1 --tp 1");
+  CHECK(r.status == 3);
+  for (const auto& p : {no_budget, unknown, poor, wide}) std::filesystem::remove(p);
+}
