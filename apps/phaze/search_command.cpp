@@ -202,9 +202,8 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   for (const char* name :
        {"--spec", "--devices", "--hbm", "--resume", "--no-baselines", "--top", "--threads", "--placer"}) {
     if (given(name)) {
-      throw input_error(fmt::format(
-          "{} does not apply with --cluster-space (the cluster search: the space gives the devices); drop it",
-          name));
+      throw input_error(
+          fmt::format("{} is an option of the design search; it does not apply with --cluster-space", name));
     }
   }
   if (o.model.empty())
