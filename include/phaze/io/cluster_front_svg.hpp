@@ -95,7 +95,7 @@ inline std::vector<placed_label> place_labels(const std::vector<svg::point>& anc
 /// "16 h100-sxm + 8 a100-80gb": a mix as a chart label, first stages first.
 inline std::string short_mix(const search::cluster_space& s, const search::cluster_point& p) {
   std::string out;
-  for (const std::size_t t : p.group_order) {
+  for (const std::size_t t : detail::cluster_front::rank_order(p)) {
     if (!out.empty()) out += " + ";
     out += fmt::format("{} {}", p.mix.counts[t], s.devices[t].label);
   }

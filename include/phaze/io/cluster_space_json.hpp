@@ -197,15 +197,20 @@ inline cluster_space_description read_cluster_space_file(const std::filesystem::
 }
 
 namespace detail::cluster_front {
-/// The labels of a point's device types in rank order (first stages first).
+/// A point's device types (indices into the space) in rank order, first stages first: the best plan's
+/// order, or the space's order when the point was not planned.
+inline std::vector<std::size_t> rank_order(const search::cluster_point& p) {
+  if (!p.group_order.empty()) return p.group_order;
+  std::vector<std::size_t> order;
+  for (std::size_t t = 0; t < p.mix.counts.size(); ++t)
+    if (p.mix.counts[t] > 0) order.push_back(t);
+  return order;
+}
+
+/// The labels of a point's device types in rank order.
 inline std::vector<std::string> order_labels(const search::cluster_space& s, const search::cluster_point& p) {
-  std::vector<std::size_t> order = p.group_order;
-  if (order.empty()) {
-    for (std::size_t t = 0; t < p.mix.counts.size(); ++t)
-      if (p.mix.counts[t] > 0) order.push_back(t);
-  }
   std::vector<std::string> out;
-  for (const std::size_t t : order) out.push_back(s.devices[t].label);
+  for (const std::size_t t : rank_order(p)) out.push_back(s.devices[t].label);
   return out;
 }
 
@@ -224,13 +229,8 @@ inline std::vector<std::string> stage_labels(const search::cluster_space& s, con
 
 /// "16 x h100-sxm + 8 x a100-80gb": a composition in rank order (first stages first).
 inline std::string mix_text(const search::cluster_space& s, const search::cluster_point& p) {
-  std::vector<std::size_t> order = p.group_order;
-  if (order.empty()) {
-    for (std::size_t t = 0; t < p.mix.counts.size(); ++t)
-      if (p.mix.counts[t] > 0) order.push_back(t);
-  }
   std::string out;
-  for (const std::size_t t : order) {
+  for (const std::size_t t : detail::cluster_front::rank_order(p)) {
     if (!out.empty()) out += " + ";
     out += fmt::format("{} x {}", p.mix.counts[t], s.devices[t].label);
   }
