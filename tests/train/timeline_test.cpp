@@ -1,7 +1,8 @@
-// The pipeline timeline: with equal stages its makespan is estimate_step's (m + p - 1) t_stage + dp +
-// optimizer (Narayanan et al., SC'21, section 2.2); segments never overlap and tile each stage's time;
-// dependencies hold; with uneven stages it lies between the lower bounds and the estimate, and equals a
-// tick-by-tick simulation on small integer cases.
+// The pipeline timeline: with equal stages its makespan is (m + p - 1) t_stage + dp + optimizer (Narayanan et
+// al., SC'21, section 2.2); segments never overlap and tile each stage's time; dependencies hold; with uneven
+// stages it lies between the lower bounds and the estimate's (m - 1) t_max + sum_i t_i (1F1B) and equals a
+// tick-by-tick simulation on small integer cases; a real estimate, whose last stage (the head) is the
+// slowest, ends exactly at its time per batch.
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/train/knobs.hpp>
@@ -234,22 +235,22 @@ TEST_CASE("uneven stages: between the lower bounds and the estimate, equal to a 
     CHECK(t.pipeline_end.value() >= one_microbatch - tolerance);
     if (gpipe) {
       // All forwards, then all backwards: the slowest forward and the slowest backward may sit on
-      // different stages, so the bound takes each pass's slowest stage.
+      // different stages, so each pass is a flow shop paced by its own slowest stage.
       double f_max = 0.0;
       double b_max = 0.0;
       for (const auto& o : ops) {
         f_max = std::max(f_max, (o.forward + o.send_forward).value());
         b_max = std::max(b_max, (o.backward + o.recompute + o.send_backward).value());
       }
-      CHECK(t.pipeline_end.value() <= static_cast<double>(m + p - 1) * (f_max + b_max) + tolerance);
+      CHECK(t.pipeline_end.value() == static_cast<double>(m - 1) * (f_max + b_max) + one_microbatch);
     } else {
-      CHECK(t.pipeline_end.value() <= static_cast<double>(m + p - 1) * t_max + tolerance);
+      // The step model's (m - 1) t_max + sum_i t_i (train::step_model::pipeline_time) bounds 1F1B.
+      CHECK(t.pipeline_end.value() <= static_cast<double>(m - 1) * t_max + one_microbatch + tolerance);
     }
   }
 }
 
-TEST_CASE("the timeline of a real estimate ends at its time per batch when the stages are equal",
-          "[timeline]") {
+TEST_CASE("the timeline of a real estimate ends at its time per batch", "[timeline]") {
   const model::model m = zoo::get("llama2-7b");
   const hw::device d = *hw::find_preset("a100-80gb");
   train::training_knobs k;
@@ -262,19 +263,25 @@ TEST_CASE("the timeline of a real estimate ends at its time per batch when the s
   train::step_estimate e = train::estimate_step(m, phaze::test::cluster_of(d, par), par, k, cache);
   REQUIRE(e.stages.size() == 4);
 
-  // Uneven (the embedding and the head): no later than the estimate, no earlier than the slowest stage.
-  const auto uneven = train::build_timeline(e, k.schedule);
-  check_tiling(uneven);
-  CHECK(uneven.makespan.value() <= e.time_per_batch.value() * (1 + tolerance));
+  // Uneven (the embedding and the head): the head makes the last stage the slowest, and then 1F1B takes
+  // exactly the estimate's (m - 1) t_max + sum_i t_i.
   double t_max = 0.0;
   for (const auto& s : e.stages) t_max = std::max(t_max, s.per_microbatch().value());
+  REQUIRE(e.stages.back().per_microbatch().value() == t_max);
+  REQUIRE(e.stages.front().per_microbatch().value() < t_max);
+  const auto uneven = train::build_timeline(e, k.schedule);
+  check_tiling(uneven);
+  CHECK(close(uneven.makespan.value(), e.time_per_batch.value()));
+  CHECK(uneven.note.empty());
   CHECK(uneven.pipeline_end.value() >= static_cast<double>(e.microbatches) * t_max);
 
-  // Every stage as the slowest one: exactly the estimate.
+  // Every stage as the slowest one: (m + p - 1) t_max, as the estimate of equal stages says.
   const train::stage_estimate slowest =
       *std::max_element(e.stages.begin(), e.stages.end(),
                         [](const auto& a, const auto& b) { return a.per_microbatch() < b.per_microbatch(); });
   for (auto& s : e.stages) s = slowest;
+  e.time_per_batch =
+      seconds{static_cast<double>(e.microbatches + 3) * t_max} + e.breakdown.dp_comm + e.breakdown.optimizer;
   const auto equal = train::build_timeline(e, k.schedule);
   check_tiling(equal);
   CHECK(close(equal.makespan.value(), e.time_per_batch.value()));

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
@@ -45,8 +46,8 @@ struct stage_estimate {
 
 /// Where an iteration's time goes. The parts add up to the iteration time.
 struct step_breakdown {
-  seconds compute{0.0};    ///< m x the slowest stage's forward + backward, without TP collectives
-  seconds bubble{0.0};     ///< pipeline fill and drain
+  seconds compute{0.0};  ///< m x the slowest stage's forward + backward, without TP collectives
+  seconds bubble{0.0};   ///< fill and drain: sum_i t_i - t_max (1F1B, GPipe), (p - 1) / v t_max (interleaved)
   seconds recompute{0.0};  ///< m x the slowest stage's recomputation, without TP collectives
   seconds tp_comm{0.0};  ///< m x the slowest stage's TP collectives (exposed: GPUs run one kernel at a time)
   seconds pp_comm{0.0};  ///< m x the slowest stage's point-to-point sends
@@ -138,16 +139,76 @@ class step_model {
     return work + pipeline_sends(boundary, s);
   }
 
-  /// The pipeline with fill and drain if every stage took `stage_time` (Narayanan et al., SC'21, section
-  /// 2.2): (m + (p - 1) / v) t for 1F1B, GPipe and interleaved 1F1B with v chunks.
-  [[nodiscard]] seconds pipeline_time(seconds stage_time, const plan_shape& s) const {
-    const double fill = static_cast<double>(s.pp - 1) / static_cast<double>(chunks());
-    return stage_time * (static_cast<double>(s.microbatches) + fill);
+  /// The pipeline of one iteration (all microbatches through every stage, with fill and drain) when its
+  /// stages take `slowest` at most and `sum` together per microbatch:
+  /// - 1F1B and GPipe: (m - 1) t_max + sum_i t_i. The first microbatch crosses every stage forward and
+  ///   backward (sum_i t_i); the slowest stage paces the other m - 1. This is the pipeline of uneven stages
+  ///   in AMP's cost model (Li et al., NeurIPS 2022; `pipe_cost` in its code, src/pipe.py: (B - 1) max_i
+  ///   e_i + sum_i e_i + sum_i c_i) and Alpa's (Zheng et al., OSDI 2022, section 5.1). With equal stages it
+  ///   is Narayanan et al.'s (m + p - 1) t (SC'21, section 2.2). Why, with f_i and b_i a stage's forward and
+  ///   backward (sends and recomputation included) and t_i = f_i + b_i:
+  ///   * Any schedule: stage k cannot start before microbatch 0 crossed the stages before it
+  ///     (sum_{i<k} f_i), runs its m forwards and m backwards one at a time (m t_k), and the last gradient
+  ///     it sends still crosses the stages before it (sum_{i<k} b_i). So the pipeline takes at least
+  ///     sum_{i<k} t_i + m t_k for every k; for the last stage that is sum_i t_i + (m - 1) t_{p-1}.
+  ///   * GPipe (all forwards, then all backwards): the forwards are a flow shop of m identical jobs, whose
+  ///     makespan is the heaviest monotone path through the (microbatch, stage) grid: sum_i f_i + (m - 1)
+  ///     max_i f_i; the backwards start when the last stage has its last activation and take sum_i b_i +
+  ///     (m - 1) max_i b_i. Together sum_i t_i + (m - 1)(max f + max b): exactly the formula when one stage
+  ///     has both the slowest forward and the slowest backward (stages of the same layers, whose backward
+  ///     is a fixed multiple of the forward), above it by at most (m - 1)(max f + max b - t_max) otherwise.
+  ///   * 1F1B (PipeDream-Flush): when the last stage is a slowest one it never waits after its first
+  ///     forward (each upstream stage, no slower, has the next activation ready by the time the last stage
+  ///     finishes a backward), so it reaches the lower bound above: exactly the formula. Megatron's uniform
+  ///     split puts the head on the last stage, which makes it the slowest there. When the slowest stage k
+  ///     sits earlier, its p - k - 1 warm-up forwards hide part of the first microbatch's round trip through
+  ///     the stages after it: with stages whose backward is the same multiple of their forward (stages of
+  ///     the same blocks) the pipeline ends between the lower bound, the formula minus sum_{i>k} t_i, and
+  ///     the formula; with other ratios it may end later, but not after GPipe's time above.
+  ///   tests/train/step_test.cpp checks each case against the event simulation train::simulate_pipeline.
+  /// - Interleaved 1F1B with v chunks: (m + (p - 1) / v) t_max (Narayanan et al., section 2.2.2), as for
+  ///   equal stages; it is placed uniformly only.
+  [[nodiscard]] seconds pipeline_time(seconds slowest, seconds sum, const plan_shape& s) const {
+    if (knobs_.schedule == pipeline_schedule::interleaved) {
+      const double fill = static_cast<double>(s.pp - 1) / static_cast<double>(chunks());
+      return slowest * (static_cast<double>(s.microbatches) + fill);
+    }
+    if (s.pp <= 1) return slowest * static_cast<double>(s.microbatches);
+    // (m - 1) t_max + sum rather than m t_max + bubble: with one microbatch it is the sum exactly, the
+    // same for every split of one device type (the placers tie there).
+    return slowest * static_cast<double>(s.microbatches - 1) + sum;
   }
 
-  /// The pipeline's fill and drain alone: (p - 1) / v of the slowest stage's time.
-  [[nodiscard]] seconds bubble(seconds slowest_stage_time, const plan_shape& s) const {
-    return slowest_stage_time * (static_cast<double>(s.pp - 1) / static_cast<double>(chunks()));
+  /// The pipeline's fill and drain alone, pipeline_time - m t_max: sum_i t_i - t_max for 1F1B and GPipe,
+  /// (p - 1) / v t_max for interleaved 1F1B.
+  [[nodiscard]] seconds bubble(seconds slowest, seconds sum, const plan_shape& s) const {
+    if (knobs_.schedule == pipeline_schedule::interleaved) {
+      return slowest * (static_cast<double>(s.pp - 1) / static_cast<double>(chunks()));
+    }
+    if (s.pp <= 1) return seconds{0.0};
+    return sum - slowest;
+  }
+
+  /// pipeline_time of stages taking `stage_times` per microbatch (one per pipeline stage, in order).
+  [[nodiscard]] seconds pipeline_time(const std::vector<seconds>& stage_times, const plan_shape& s) const {
+    const auto [slowest, sum] = slowest_and_sum(stage_times, s);
+    return pipeline_time(slowest, sum, s);
+  }
+
+  /// bubble of stages taking `stage_times` per microbatch (one per pipeline stage, in order).
+  [[nodiscard]] seconds bubble(const std::vector<seconds>& stage_times, const plan_shape& s) const {
+    const auto [slowest, sum] = slowest_and_sum(stage_times, s);
+    return bubble(slowest, sum, s);
+  }
+
+  /// The pipeline if every one of the p stages took `stage_time`: (m + (p - 1) / v) t.
+  [[nodiscard]] seconds pipeline_time(seconds stage_time, const plan_shape& s) const {
+    return pipeline_time(stage_time, stage_time * static_cast<double>(s.pp), s);
+  }
+
+  /// The fill and drain if every one of the p stages took `stage_time`: (p - 1) / v t.
+  [[nodiscard]] seconds bubble(seconds stage_time, const plan_shape& s) const {
+    return bubble(stage_time, stage_time * static_cast<double>(s.pp), s);
   }
 
   /// Data-parallel gradient synchronization of a stage holding `parameters` per rank: a ring all-reduce of
@@ -189,12 +250,11 @@ class step_model {
     return *slowest;
   }
 
-  /// The iteration: the pipeline of the slowest stage (`largest_stage_cost` = pipeline_time of its stage
-  /// time), then the gradient synchronization and optimizer step of the stage holding the most parameters.
-  [[nodiscard]] seconds iteration(seconds largest_stage_cost, double largest_parameters, const plan_shape& s,
+  /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times), then the gradient
+  /// synchronization and optimizer step of the stage holding the most parameters.
+  [[nodiscard]] seconds iteration(seconds pipeline, double largest_parameters, const plan_shape& s,
                                   const hw::device& d) const {
-    return largest_stage_cost + gradient_sync(largest_parameters, s) +
-           optimizer_step(largest_parameters, s, d);
+    return pipeline + gradient_sync(largest_parameters, s) + optimizer_step(largest_parameters, s, d);
   }
 
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
@@ -222,6 +282,22 @@ class step_model {
   }
 
  private:
+  /// The slowest of a pipeline's stage times and their sum (in stage order); one time per stage.
+  static std::pair<seconds, seconds> slowest_and_sum(const std::vector<seconds>& stage_times,
+                                                     const plan_shape& s) {
+    if (static_cast<int>(stage_times.size()) != s.pp) {
+      throw input_error("a pipeline of " + std::to_string(s.pp) + " stages needs as many stage times, not " +
+                        std::to_string(stage_times.size()));
+    }
+    seconds slowest{0.0};
+    seconds sum{0.0};
+    for (const seconds t : stage_times) {
+      slowest = std::max(slowest, t);
+      sum += t;
+    }
+    return {slowest, sum};
+  }
+
   cluster::cluster cluster_;
   training_knobs knobs_{};
 };
@@ -295,7 +371,8 @@ struct timed_layers {
 ///   microbatch a stage takes the forward, backward and recomputation of its layers on its own devices
 ///   (layer_times through `cache`; on GPUs TP collectives are ops inside them) plus its pipeline sends
 ///   (step_model::stage_time).
-/// - Pipeline: (m + (p - 1) / v) t_max, t_max the slowest stage (step_model::pipeline_time).
+/// - Pipeline: (m - 1) t_max + sum_i t_i for 1F1B and GPipe, (m + (p - 1) / v) t_max for interleaved 1F1B,
+///   t_i stage i's time per microbatch (step_model::pipeline_time).
 /// - Data parallelism and optimizer: the largest stage's gradient synchronization and optimizer step
 ///   (step_model::iteration).
 /// The breakdown attributes the same time to compute, bubble, recomputation and communication.
@@ -337,6 +414,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   int slowest = 0;
   std::int64_t largest_params = -1;
   seconds t_max{0.0};
+  std::vector<seconds> stage_times;
   double capacity_sum = 0.0;
   bool all_fit = true;
   for (int i = 0; i < p.pp; ++i) {
@@ -376,6 +454,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     largest_params = std::max(largest_params, params);
     capacity_sum += hw::peak_matrix_flops(d).value() * static_cast<double>(st.devices);
     e.stages.push_back(st);
+    stage_times.push_back(st.per_microbatch());
     if (i == 0 || st.per_microbatch() > t_max) {
       t_max = st.per_microbatch();
       slowest = i;
@@ -388,13 +467,13 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
                          static_cast<double>(stages[static_cast<std::size_t>(slowest)].blocks);
   const auto params = static_cast<double>(largest_params);
   const hw::device& largest_device = model.optimizer_device(where);
-  e.time_per_batch = model.iteration(model.pipeline_time(t_max, where), params, where, largest_device);
+  e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where), params, where, largest_device);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
   b.compute = (worst.forward + worst.backward - (worst.tp_comm - rec_tp)) * m_count;
   b.pp_comm = worst.pp_comm * m_count;
-  b.bubble = model.bubble(t_max, where);
+  b.bubble = model.bubble(stage_times, where);
   b.dp_comm = model.gradient_sync(params, where);
   b.optimizer = model.optimizer_step(params, where, largest_device);
 
