@@ -12,6 +12,7 @@
 
 #include "../support/clusters.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <random>
 #include <vector>
@@ -100,6 +101,47 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
     }
   }
   CHECK(compared == 3 * 3 * 2 * 2 * 4 * 2);
+}
+
+TEST_CASE("on one device type every split's stage times add up to the same", "[place][model_placement]") {
+  // What keeps the placers exact under the pipeline (m - 1) t_max + sum_i t_i: for a fixed (tp, pp, dp) the
+  // sum is the table's work plus pp equal sends (every stage sends a block's output, whatever it holds), so
+  // the split with the least slowest stage is the fastest. Checked on random splits against estimate_step.
+  const auto m = zoo::get("gpt3-175b");
+  const auto d = *hw::find_preset("a100-80gb");
+  std::mt19937 rng(11);
+  sched::schedule_cache cache;
+  const auto k = knobs(512, 1, model::recompute::selective, true);
+  const auto mp = place::model_tables(m, phaze::test::cluster_of(d, 1024), k, {8}, cache);
+  const auto& table = mp.problem.tables.front();
+  for (const int pp : {2, 8, 16}) {
+    const train::parallelism p{8, pp, 8};
+    const auto c = phaze::test::cluster_of(d, p);
+    double first = 0.0;
+    for (int trial = 0; trial < 6; ++trial) {
+      const auto split = random_split(rng, m.config.layers, pp);
+      const auto planned = place::evaluate(mp.problem, table, p.dp, node_sets(split), mp.policy);
+      const auto e = train::estimate_step(m, c, p, k, cache, split);
+      double sum = 0.0;
+      double estimated = 0.0;
+      double slowest = 0.0;
+      for (std::size_t i = 0; i < planned.stages.size(); ++i) {
+        sum += planned.stages[i].time.value();
+        estimated += e.stages[i].per_microbatch().value();
+        slowest = std::max(slowest, planned.stages[i].time.value());
+      }
+      if (trial == 0) first = sum;
+      INFO("pp " << pp << " trial " << trial);
+      CHECK(sum == Approx(first).epsilon(1e-12));
+      CHECK(estimated == Approx(sum).epsilon(1e-12));
+      // The largest stage cost is the pipeline: (m - 1) t_max + sum, the slowest stage's cost.
+      double largest = 0.0;
+      for (const auto& st : planned.stages) largest = std::max(largest, st.cost.value());
+      CHECK(largest ==
+            Approx(static_cast<double>(planned.microbatches_per_replica - 1) * slowest + sum).epsilon(1e-12));
+      CHECK(e.breakdown.bubble.value() == Approx(sum - slowest).epsilon(1e-12));
+    }
+  }
 }
 
 TEST_CASE("chain_dp and downset_dp under step_policy equal brute force on a small model",

@@ -22,7 +22,11 @@ namespace phaze::place {
 /// all-reduce of the largest stage can pay off (detail::place::minimize_batch_time). O(L^2 pp) per (tp, pp,
 /// dp) in the worst case; in practice far less, because a stage stops growing as soon as its cost reaches the
 /// best value known for its prefix or its memory exceeds the capacity, and a (tp, pp, dp) whose lower bound
-/// cannot beat the incumbent is skipped.
+/// cannot beat the incumbent is skipped. Under an UnevenPipelinePolicy (step_policy: the pipeline is (m - 1)
+/// t_max + sum_i t_i) the stages' times add up to the same for every split of one table, so the DP minimizes
+/// the slowest stage's time, as fast as before; on tables of mixed device types the sum depends on the split,
+/// and for each cap on the slowest stage's time a DP minimizes the sum (least_pipeline): exact, a few DPs per
+/// (tp, pp, dp, parameter cap) because the caps stop where (m - 1) x cap alone loses.
 ///
 ///     auto best = chain_dp(problem).devices(1024).memory(32_GiB).run();
 template <CostTable Table = cost_table, class Policy = pipeline_policy>
@@ -62,8 +66,11 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
           if (!configures(policy, ti)) return;
           const prefix& pre = prefixes[ti];
-          const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
-          if (!stage_tables(policy, s, prefixes, ti, c, work)) return;
+          const stage_context where{tables[ti].tp, pp, dp, s.microbatches / dp};
+          if (!stage_tables(policy, s, prefixes, ti, where, work)) return;
+          // On one table every split's stage times add up to the same; on mixed ones, at least this.
+          const stage_context c = detail::place::with_stage_time_sum(
+              policy, s, where, work.mixed ? work.least_work : pre.work.back());
           const auto least_parameters =
               work.mixed ? detail::place::configuration_bound(policy, s, c, work.least_work,
                                                               pre.params.back(), work.least_single, best)
@@ -73,7 +80,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
           detail::place::minimize_batch_time(
               policy, s, c, best, pre.caps, *least_parameters,
               [&](double cost_cap, double parameter_cap) {
-                const double cost = solve<false>(policy, s, pre, c, cost_cap, parameter_cap, work);
+                const double cost = largest_cost(policy, s, pre, c, cost_cap, parameter_cap, work);
                 double largest = 0.0;
                 if (cost < cost_cap) {
                   for (std::size_t k = 0; k + 1 < work.cuts.size(); ++k) {
@@ -112,7 +119,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
           if (!configures(policy, ti) || !stage_tables(policy, s, prefixes, ti, c, work)) {
             return detail::place::infinity;
           }
-          return solve<true>(policy, s, prefixes[ti], c, bound, detail::place::infinity, work);
+          return solve<measure::memory>(policy, s, prefixes[ti], c, bound, detail::place::infinity, work);
         });
   }
 
@@ -129,8 +136,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
 
   struct scratch {
     std::vector<double> previous, current;
-    std::vector<std::size_t> argument;  ///< (k, i) -> where stage k starts
-    std::vector<std::size_t> cuts;      ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
+    std::vector<std::size_t> argument;   ///< (k, i) -> where stage k starts
+    std::vector<std::size_t> cuts;       ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
+    std::vector<std::size_t> best_cuts;  ///< least_pipeline's best so far
     // The configuration's stages (stage_tables): each one's table, work prefix and device memory.
     std::vector<std::size_t> tables;
     std::vector<const std::vector<double>*> stage_work;
@@ -198,17 +206,159 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     return pre;
   }
 
-  /// min over partitions into pp stages whose stages hold at most `parameter_cap` parameter bytes of the
-  /// largest stage cost (Memory = false; stages must fit) or of the largest stage memory (Memory = true),
-  /// counting only values below `cap`; infinity when none.
-  /// Leaves the partition in work.cuts.
-  template <bool Memory>
-  static constexpr double solve(const Policy& policy, const placement_settings& s, const prefix& pre,
-                                const stage_context& c, double cap, double parameter_cap, scratch& work) {
+  /// What a DP minimizes the largest of over the stages.
+  enum class measure : std::uint8_t {
+    cost,    ///< stage_cost_s (stages must fit)
+    memory,  ///< stage_memory
+    time,    ///< stage_time_s (stages must fit, and each stage's cost, its pipeline_s, stay below the cap)
+  };
+
+  /// The largest stage cost of a best partition into pp stages whose stages fit and hold at most
+  /// `parameter_cap` parameter bytes, when it is below `cap` (infinity otherwise); leaves the partition in
+  /// work.cuts. Under an UnevenPipelinePolicy the largest cost is the pipeline, pipeline_s(t_max, sum_i t_i):
+  /// on one table the sum is the same for every split (c.stage_time_sum_s), so a partition of the least
+  /// slowest stage is best (measure::time: ties go to the least t_max for any number of microbatches); on
+  /// mixed tables the sum depends on the split (least_pipeline).
+  static constexpr double largest_cost(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                       const stage_context& c, double cap, double parameter_cap,
+                                       scratch& work) {
+    if constexpr (UnevenPipelinePolicy<Policy>) {
+      if (work.mixed) return least_pipeline(policy, s, pre, c, cap, parameter_cap, work);
+      const double slowest = solve<measure::time>(policy, s, pre, c, cap, parameter_cap, work);
+      return slowest < detail::place::infinity ? policy.pipeline_s(s, slowest, c.stage_time_sum_s, c)
+                                               : detail::place::infinity;
+    } else {
+      const double cost = solve<measure::cost>(policy, s, pre, c, cap, parameter_cap, work);
+      return cost < cap ? cost : detail::place::infinity;
+    }
+  }
+
+  /// Mixed tables under an UnevenPipelinePolicy: the least pipeline_s(max_k t_k, sum_k t_k) below `cap` over
+  /// the partitions whose stages fit and hold at most `parameter_cap` (infinity when none), each stage timed
+  /// on its own table. For a cap on the slowest stage's time, min_sum finds the least sum of stage times of a
+  /// partition under it; caps go up from the least feasible one (the min-max DP on times), each the least
+  /// stage time the previous DP had to refuse, until the pipeline of the cap with the least sum of any
+  /// partition reaches the best found. Exact: the caps between two tried ones admit no other partition, so
+  /// the cap tried just below the best partition's slowest time admits it, and its DP finds a sum no larger
+  /// with a slowest stage no slower. Leaves the partition in work.cuts.
+  static constexpr double least_pipeline(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                         const stage_context& c, double cap, double parameter_cap,
+                                         scratch& work) {
+    constexpr double inf = detail::place::infinity;
+    const double overhead = stage_overhead(policy, s, c);
+    double best = cap;
+    bool found = false;
+    // Keeps a partition min_sum left in work.cuts when its pipeline is below the best.
+    auto consider = [&](double sum) {
+      if (!(sum < inf)) return;
+      double slowest = 0.0;
+      for (std::size_t k = 0; k + 1 < work.cuts.size(); ++k) {
+        slowest = std::max(slowest, stage_load_of(pre, work, k).work_s + overhead);
+      }
+      if (const double v = policy.pipeline_s(s, slowest, sum, c); v < best) {
+        best = v;
+        work.best_cuts = work.cuts;
+        found = true;
+      }
+    };
+    double next = inf;
+    const double least_sum = min_sum(policy, s, pre, c, inf, parameter_cap, work, next);
+    if (!(least_sum < inf)) return inf;
+    consider(least_sum);
+    double time_cap = solve<measure::time>(policy, s, pre, c, best, parameter_cap, work);
+    while (time_cap < inf && policy.pipeline_s(s, time_cap, least_sum, c) < best) {
+      next = inf;
+      consider(min_sum(policy, s, pre, c, time_cap, parameter_cap, work, next));
+      time_cap = next;
+    }
+    if (!found) return inf;
+    work.cuts = work.best_cuts;
+    return best;
+  }
+
+  /// What every stage adds to its work under an UnevenPipelinePolicy (the same for each: step_policy's
+  /// pipeline sends), asked once per DP: a stage's time is its work plus this, bit for bit, without asking
+  /// the policy (and the cluster's routes) for every candidate stage.
+  static constexpr double stage_overhead(const Policy& policy, const placement_settings& s,
+                                         const stage_context& c) {
+    return policy.stage_time_s(s, stage_load{}, c);
+  }
+
+  /// Stage k of the partition in work.cuts, on its own table.
+  static constexpr stage_load stage_load_of(const prefix& pre, const scratch& work, std::size_t k) {
+    const std::size_t j = work.cuts[k];
+    const std::size_t i = work.cuts[k + 1];
+    const std::vector<double>& stage_work = *work.stage_work[k];
+    return {stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
+            pre.activations[i] - pre.activations[j]};
+  }
+
+  /// The least sum of stage times over partitions into pp stages whose stages fit, hold at most
+  /// `parameter_cap` parameter bytes and take at most `time_cap` each (infinity when none); lowers `next` to
+  /// every stage time above time_cap it refused (the next cap that admits another stage). Leaves the
+  /// partition in work.cuts. O(L^2 pp): a sum has no bound to stop a stage's growth early.
+  static constexpr double min_sum(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                  const stage_context& where, double time_cap, double parameter_cap,
+                                  scratch& work, double& next) {
+    const stage_context c = where;  // as in solve
     const std::size_t n = pre.work.size() - 1;
     const auto stages = static_cast<std::size_t>(c.stages);
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
+    const double overhead = stage_overhead(policy, s, c);
+    work.previous.assign(n + 1, inf);
+    work.previous[0] = 0.0;
+    work.argument.assign((stages + 1) * (n + 1), none);
+    for (std::size_t k = 1; k <= stages; ++k) {
+      work.current.assign(n + 1, inf);
+      const int stage = static_cast<int>(k - 1);
+      const std::vector<double>& stage_work = *work.stage_work[k - 1];
+      const double capacity = work.capacity[k - 1];
+      for (std::size_t i = k; i + (stages - k) <= n; ++i) {
+        double value = inf;
+        std::size_t from = none;
+        for (std::size_t j = i; j-- > k - 1;) {
+          const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
+                             pre.activations[i] - pre.activations[j]};
+          if (l.parameter_bytes > parameter_cap) break;               // a longer stage holds more
+          if (policy.stage_memory(s, l, stage, c) > capacity) break;  // needs more
+          const double t = l.work_s + overhead;
+          if (t > time_cap) {  // takes longer
+            next = std::min(next, t);
+            break;
+          }
+          if (const double v = work.previous[j] + t; v < value) {
+            value = v;
+            from = j;
+          }
+        }
+        if (from != none) {
+          work.current[i] = value;
+          work.argument[k * (n + 1) + i] = from;
+        }
+      }
+      std::swap(work.previous, work.current);
+    }
+    const double result = work.previous[n];
+    if (result < inf) trace_back(work, n, stages);
+    return result;
+  }
+
+  /// min over partitions into pp stages whose stages hold at most `parameter_cap` parameter bytes of the
+  /// largest stage `Measure`, counting only stages below `cap` (measure::time: whose pipeline_s, with the
+  /// context's stage_time_sum_s, is below it); infinity when none. Leaves the partition in work.cuts.
+  template <measure Measure>
+  static constexpr double solve(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                const stage_context& where, double cap, double parameter_cap, scratch& work) {
+    // A const copy: no store into work can change it, so what depends on the stage alone (in-flight
+    // microbatches) leaves the inner loop.
+    const stage_context c = where;
+    const std::size_t n = pre.work.size() - 1;
+    const auto stages = static_cast<std::size_t>(c.stages);
+    constexpr double inf = detail::place::infinity;
+    constexpr std::size_t none = static_cast<std::size_t>(-1);
+    [[maybe_unused]] double overhead = 0.0;
+    if constexpr (Measure == measure::time) overhead = stage_overhead(policy, s, c);
     work.previous.assign(n + 1, inf);
     work.previous[0] = 0.0;
     work.argument.assign((stages + 1) * (n + 1), none);
@@ -218,20 +368,25 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       const std::vector<double>& stage_work = *work.stage_work[k - 1];
       [[maybe_unused]] const double capacity = work.capacity[k - 1];
       for (std::size_t i = k; i + (stages - k) <= n; ++i) {
-        double value = cap;
+        // measure::time compares times, so the cap on costs is checked stage by stage instead.
+        double value = Measure == measure::time ? inf : cap;
         std::size_t from = none;
         for (std::size_t j = i; j-- > k - 1;) {
           const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
                              pre.activations[i] - pre.activations[j]};
           if (l.parameter_bytes > parameter_cap) break;  // a longer stage holds more
           const double memory = policy.stage_memory(s, l, stage, c);
-          double cost = memory;
-          if constexpr (!Memory) {
+          double amount = memory;
+          if constexpr (Measure != measure::memory) {
             if (memory > capacity) break;  // a longer stage needs more
-            cost = policy.stage_cost_s(s, l, c);
           }
-          if (cost >= value) break;  // a longer stage costs more
-          const double v = std::max(work.previous[j], cost);
+          if constexpr (Measure == measure::cost) amount = policy.stage_cost_s(s, l, c);
+          if constexpr (Measure == measure::time) {
+            amount = l.work_s + overhead;
+            if (policy.pipeline_s(s, amount, c.stage_time_sum_s, c) >= cap) break;  // so does a longer stage
+          }
+          if (amount >= value) break;  // a longer stage costs more
+          const double v = std::max(work.previous[j], amount);
           if (v < value) {
             value = v;
             from = j;
@@ -245,16 +400,19 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       std::swap(work.previous, work.current);
     }
     const double result = work.previous[n];
-    if (result < cap) {
-      work.cuts.assign(stages + 1, 0);
-      std::size_t i = n;
-      for (std::size_t k = stages; k >= 1; --k) {
-        work.cuts[k] = i;
-        i = work.argument[k * (n + 1) + i];
-      }
-      work.cuts[0] = 0;
-    }
+    if (result < (Measure == measure::time ? inf : cap)) trace_back(work, n, stages);
     return result;
+  }
+
+  /// The partition the last DP's work.argument leads to from all n nodes, into work.cuts.
+  static constexpr void trace_back(scratch& work, std::size_t n, std::size_t stages) {
+    work.cuts.assign(stages + 1, 0);
+    std::size_t i = n;
+    for (std::size_t k = stages; k >= 1; --k) {
+      work.cuts[k] = i;
+      i = work.argument[k * (n + 1) + i];
+    }
+    work.cuts[0] = 0;
   }
 };
 

@@ -59,7 +59,9 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
     const std::size_t configs =
         detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
           const lattice& lat = lattices[ti];
-          const stage_context c{tables[ti].tp, pp, dp, s.microbatches / dp};
+          // Every split's stage times add up to the same (an UnevenPipelinePolicy's stage costs read it).
+          const stage_context c = detail::place::with_stage_time_sum(
+              policy, s, {tables[ti].tp, pp, dp, s.microbatches / dp}, lat.total.work_s);
           const auto least_parameters = detail::place::configuration_bound(
               policy, s, c, lat.total.work_s, lat.total.parameter_bytes, lat.single, best);
           if (!least_parameters) return;

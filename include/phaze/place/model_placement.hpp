@@ -108,6 +108,9 @@ struct step_policy {
   static double work_s(const placement_settings& s, const Node& n) {
     return pipeline_policy::work_s(s, n);
   }
+  /// A stage's time per microbatch: its work plus the pipeline sends of a block's output, the same for every
+  /// stage whatever it holds (every cut of the chain carries the hidden state; the first stage's sends and
+  /// the last's are charged as an interior stage's, as train::estimate_step does).
   [[nodiscard]] double stage_time_s(const placement_settings&, const stage_load& l,
                                     const stage_context& c) const {
     return model.stage_time(seconds{l.work_s}, terms(c.tp).boundary, shape_of(c)).value();
@@ -116,14 +119,26 @@ struct step_policy {
                                    const stage_context& c) const {
     return model.gradient_sync(parameters_of(s, parameter_bytes, c), shape_of(c)).value();
   }
+  /// The pipeline of stages whose slowest takes `slowest_stage_time_s` and which take `stage_time_sum_s`
+  /// together per microbatch (step_model::pipeline_time: (m - 1) t_max + sum_i t_i for 1F1B and GPipe):
+  /// what makes this an UnevenPipelinePolicy.
+  [[nodiscard]] double pipeline_s(const placement_settings&, double slowest_stage_time_s,
+                                  double stage_time_sum_s, const stage_context& c) const {
+    return model.pipeline_time(seconds{slowest_stage_time_s}, seconds{stage_time_sum_s}, shape_of(c)).value();
+  }
+  /// The pipeline if this stage were the slowest, the stages' times adding up to c.stage_time_sum_s: the
+  /// largest stage cost is the pipeline. On one device type that sum is the same for every split (every
+  /// stage's time is its work plus the same sends), so the placers minimize the slowest stage.
   [[nodiscard]] double stage_cost_s(const placement_settings& s, const stage_load& l,
                                     const stage_context& c) const {
-    return model.pipeline_time(seconds{stage_time_s(s, l, c)}, shape_of(c)).value();
+    return pipeline_s(s, stage_time_s(s, l, c), c.stage_time_sum_s, c);
   }
-  [[nodiscard]] double batch_time_s(const placement_settings& s, double largest_stage_cost,
+  /// The pipeline (`pipeline`: the largest stage cost), then the gradient synchronization and optimizer step
+  /// of the stage holding the most parameters (step_model::iteration).
+  [[nodiscard]] double batch_time_s(const placement_settings& s, double pipeline,
                                     double largest_stage_parameters, const stage_context& c) const {
     return model
-        .iteration(seconds{largest_stage_cost}, parameters_of(s, largest_stage_parameters, c), shape_of(c),
+        .iteration(seconds{pipeline}, parameters_of(s, largest_stage_parameters, c), shape_of(c),
                    model.optimizer_device(shape_of(c)))
         .value();
   }

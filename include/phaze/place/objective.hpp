@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -42,6 +43,11 @@ struct stage_context {
   int stages = 1;
   int dp = 1;
   std::int64_t microbatches = 1;  ///< per data-parallel replica
+  /// The plan's stage times per microbatch added up (stage_time_s of every stage), for a policy whose
+  /// pipeline charges it (UnevenPipelinePolicy). The placers fill it in: evaluate() from the plan's stages;
+  /// the DPs, on tables of one device type, from the table (with_stage_time_sum: the same for every split),
+  /// on mixed tables a lower bound.
+  double stage_time_sum_s = 0.0;
 };
 
 /// The default objective (docs/layer-table.md): a 1F1B or GPipe pipeline with fill and drain, boundary sends
@@ -115,14 +121,29 @@ struct bottleneck_policy : pipeline_policy {
   }
 };
 
+/// A placement policy whose pipeline is not set by the slowest stage alone: the training-step model's
+/// (m - 1) t_max + sum_i t_i for stages of uneven times (step_policy; train::step_model::pipeline_time). It
+/// has `pipeline_s(settings, slowest_stage_time, stage_time_sum, context)`, nondecreasing in both times, and
+/// its stage cost is the pipeline if that stage were the slowest: pipeline_s(settings, stage_time_s(settings,
+/// load, context), context.stage_time_sum_s, context), whose largest over the stages is the pipeline; its
+/// batch_time_s adds the data-parallel terms to it. Every stage must add the same to its work
+/// (stage_time_s(load) - load.work_s does not depend on the load: step_policy's equal pipeline sends), so on
+/// tables of one device type the stage times add up to the same for every split (stage_time_sum) and the
+/// DPs stay exact by minimizing the slowest stage; chain_dp minimizes the sum too on mixed tables.
+template <class P>
+concept UnevenPipelinePolicy = requires(const P& p, const placement_settings& s, const stage_context& c) {
+  { p.pipeline_s(s, 0.0, 0.0, c) } -> std::convertible_to<double>;
+};
+
 /// One stage of a plan.
 struct plan_stage {
   std::vector<std::size_t> nodes;  ///< table node indices, ascending
   seconds time{};                  ///< one microbatch: compute + boundary sends
   seconds allreduce{};             ///< data-parallel gradient all-reduce
-  seconds cost{};                  ///< the policy's stage cost: (m + p - 1) * time by default
-  bytes memory{};                  ///< per device
-  bytes parameters{};              ///< per rank
+  seconds cost{};  ///< the policy's stage cost: (m + p - 1) * time by default; under an UnevenPipelinePolicy
+                   ///< the pipeline's time if this stage were the slowest
+  bytes memory{};  ///< per device
+  bytes parameters{};  ///< per rank
   std::int64_t microbatches_in_flight = 0;
 };
 
@@ -209,6 +230,17 @@ constexpr stage_load load_of(const Policy& policy, const placement_settings& s, 
   }
   return l;
 }
+
+/// Context `c` with its stage_time_sum_s for stages whose work adds up to `total_work`: the work plus what
+/// each of the c.stages stages adds to it (the same for every stage under an UnevenPipelinePolicy), so the
+/// same for every split of one table. (The DPs keep the result const: their inner loops then need not reload
+/// it after every store.)
+template <class Policy>
+constexpr stage_context with_stage_time_sum(const Policy& policy, const placement_settings& s,
+                                            stage_context c, double total_work) {
+  c.stage_time_sum_s = total_work + static_cast<double>(c.stages) * policy.stage_time_s(s, stage_load{}, c);
+  return c;
+}
 }  // namespace detail::place
 
 template <class Policy, CostTable Table, class TableOf>
@@ -266,17 +298,25 @@ constexpr plan evaluate_stages(const placement_settings& s, const Table& t, Tabl
   out.dp = dp;
   out.microbatches_per_replica = s.microbatches / dp;
   out.memory_per_device = s.memory_per_device;
-  const stage_context c{t.tp, pp, dp, out.microbatches_per_replica};
+  // The loads first: a stage's cost may depend on every stage's time (stage_time_sum_s).
+  stage_context sum{t.tp, pp, dp, out.microbatches_per_replica};
+  std::vector<std::vector<std::size_t>> sorted = stages;
+  std::vector<stage_load> loads;
+  for (int k = 0; k < pp; ++k) {
+    auto& nodes = sorted[static_cast<std::size_t>(k)];
+    std::sort(nodes.begin(), nodes.end());
+    loads.push_back(detail::place::load_of(policy, s, table_of(k), nodes, stage_of, k));
+    sum.stage_time_sum_s += policy.stage_time_s(s, loads.back(), sum);
+  }
+  const stage_context c = sum;
   double worst = 0.0;
   double largest = 0.0;
   double peak = 0.0;
   bool fits = true;
   for (int k = 0; k < pp; ++k) {
-    auto nodes = stages[static_cast<std::size_t>(k)];
-    std::sort(nodes.begin(), nodes.end());
-    const stage_load l = detail::place::load_of(policy, s, table_of(k), nodes, stage_of, k);
+    const stage_load& l = loads[static_cast<std::size_t>(k)];
     plan_stage st;
-    st.nodes = std::move(nodes);
+    st.nodes = std::move(sorted[static_cast<std::size_t>(k)]);
     st.time = seconds{policy.stage_time_s(s, l, c)};
     st.allreduce = seconds{policy.allreduce_s(s, l.parameter_bytes, c)};
     st.cost = seconds{policy.stage_cost_s(s, l, c)};
@@ -393,7 +433,8 @@ constexpr std::optional<double> configuration_bound(const Policy& policy, const 
 /// Minimizes Policy::batch_time_s over the partitions of one (tp, pp, dp), lowering `best` and calling
 /// record() whenever it does. solve(cost_cap, parameter_cap) returns {largest stage cost, largest stage
 /// parameters} of a partition minimizing the largest stage cost among those whose stages fit and hold at most
-/// parameter_cap parameter bytes (cost infinity when none is below cost_cap). When the policy adds the
+/// parameter_cap parameter bytes (cost infinity when none is below cost_cap; under an UnevenPipelinePolicy
+/// the largest stage cost is the pipeline). When the policy adds the
 /// largest stage's all-reduce, the caps (every stage's possible parameter bytes, ascending, distinct) are
 /// tried from `least_parameters` up: exact, since the best plan's largest stage holds one of them.
 /// batch_time_s must be the largest cost plus a term that grows with the parameters.
