@@ -158,6 +158,26 @@ void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
 }
 BENCHMARK(chain_dp_step_policy_gpt3_175b)->Unit(benchmark::kMillisecond);
 
+/// The same placement on a cluster of two device types: 512 H100-SXM followed by 512 A100-80GB (DGX nodes of
+/// each). The tables come in one per width and type, every stage is costed on its own type's table and
+/// checked against its own memory, and a (tp, pp, dp) whose stage would span both types is skipped: what
+/// heterogeneity costs the chain DP.
+void chain_dp_step_policy_gpt3_175b_mixed(benchmark::State& state) {
+  const train::training_knobs k = gpt3_knobs;
+  const auto m = model::with_vocab(zoo::get("gpt3-175b"), 51200);
+  sched::schedule_cache cache;
+  const cluster::cluster c{{{*hw::find_preset("h100-sxm"), 512, cluster::node_of("h100-sxm")},
+                            {*hw::find_preset("a100-80gb"), 512, cluster::node_of("a100-80gb")}}};
+  const auto mp = model_tables(m, c, k, {1, 2, 4, 8}, cache);
+  plan best;
+  for (auto _ : state) {
+    best = chain_dp(mp.problem, mp.policy).max_pp(96).use_all_devices(true).run();
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+}
+BENCHMARK(chain_dp_step_policy_gpt3_175b_mixed)->Unit(benchmark::kMillisecond);
+
 /// GPT-3 175B's tables under the step model (as above), placed by one placer variant through the Placer
 /// interface (the way search::options runs it). The counter `vs_chain` is the plan's time over the exact
 /// chain DP's (1 for exact placers).
