@@ -10,9 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +24,7 @@
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/presets.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/io/device_json.hpp"
 #include "phaze/io/device_source.hpp"
 #include "phaze/io/nccl_tests.hpp"
@@ -55,31 +54,6 @@ namespace detail::cluster_file {
 using device_file::field_error;
 using device_file::section;
 using device_file::shown;
-
-/// The deepest nesting of arrays and objects in `text` (outside strings): checked before parsing, so that
-/// a hostile file cannot exhaust the parser's stack.
-inline int nesting_depth(std::string_view text) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\') {
-        ++i;
-      } else if (ch == '"') {
-        in_string = false;
-      }
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (ch == ']' || ch == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 /// A whole number in [lo, hi] at `field`.
 inline std::int64_t integer(const nlohmann::json& v, const std::string& field, std::int64_t lo,
@@ -129,13 +103,21 @@ inline device_and_node group_device(const section& g, const std::filesystem::pat
     } else if (device_file::looks_like_path(text) || std::filesystem::exists(dir / text)) {
       const std::filesystem::path path =
           std::filesystem::path{text}.is_absolute() ? std::filesystem::path{text} : dir / text;
-      std::ifstream in(path);
-      if (!in)
+      // A device file named by a cluster file is held to the cluster file's limits.
+      const bounded_text read = read_at_most(path, cluster_file_limits::max_file_bytes);
+      if (read.status == read_status::too_large) {
+        field_error(g.name("device"), "names '" + path.string() + "', larger than " +
+                                          std::to_string(cluster_file_limits::max_file_bytes >> 20U) +
+                                          " MiB");
+      }
+      if (read.status != read_status::ok)
         field_error(g.name("device"), "names the file '" + path.string() + "', which cannot be opened");
-      std::stringstream s;
-      s << in.rdbuf();
+      if (json_nesting_depth(read.text) > cluster_file_limits::max_nesting) {
+        field_error(g.name("device"), "names '" + path.string() + "', which nests more than " +
+                                          std::to_string(cluster_file_limits::max_nesting) + " deep");
+      }
       try {
-        j = nlohmann::json::parse(s.str());
+        j = nlohmann::json::parse(read.text);
       } catch (const nlohmann::json::exception& e) {
         field_error(g.name("device"), "names '" + path.string() + "', which is not valid JSON: " + e.what());
       }
@@ -195,18 +177,16 @@ inline measured_run read_measurement(const section& m, const std::filesystem::pa
     field_error(m.name("nccl_tests"), "is missing (the path of an nccl-tests output, docs/nccl-tests.md)");
   const std::filesystem::path path =
       std::filesystem::path{*file}.is_absolute() ? std::filesystem::path{*file} : dir / *file;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) field_error(m.name("nccl_tests"), "names '" + path.string() + "', which cannot be opened");
-  std::string text;
-  char buffer[65536];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > nccl::max_text_bytes) {
-      field_error(m.name("nccl_tests"), "names '" + path.string() + "', larger than " +
-                                            std::to_string(nccl::max_text_bytes >> 20U) +
-                                            " MiB (one nccl-tests run per file)");
-    }
+  const bounded_text read = read_at_most(path, nccl::max_text_bytes);
+  if (read.status == read_status::too_large) {
+    field_error(m.name("nccl_tests"), "names '" + path.string() + "', larger than " +
+                                          std::to_string(nccl::max_text_bytes >> 20U) +
+                                          " MiB (one nccl-tests run per file)");
   }
+  if (read.status != read_status::ok) {
+    field_error(m.name("nccl_tests"), "names '" + path.string() + "', which cannot be opened");
+  }
+  const std::string& text = read.text;
   std::optional<nccl::collective> op;
   if (const auto name = m.text("collective")) {
     op = nccl::collective_from_name(*name);
@@ -571,30 +551,9 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
 inline cluster_description read_cluster_file(const std::filesystem::path& path) {
   using limits = cluster_file_limits;
   const std::string where = "cluster file '" + path.string() + "'";
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw input_error(where + " is a directory; give the path of a cluster JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot open " + where + ": check the path and its permissions");
-  std::string text;
-  char buffer[65536];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > limits::max_file_bytes) {
-      throw input_error(where + " is larger than " + std::to_string(limits::max_file_bytes >> 20U) +
-                        " MiB, the most phaze reads; give links between nodes rather than devices");
-    }
-  }
-  if (detail::cluster_file::nesting_depth(text) > limits::max_nesting) {
-    throw input_error(where + " nests arrays or objects more than " + std::to_string(limits::max_nesting) +
-                      " deep; a cluster file needs at most 4");
-  }
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(where + " is not valid JSON: " + e.what());
-  }
+  const nlohmann::json json = read_json_file(
+      path, {"cluster", limits::max_file_bytes,
+             ", the most phaze reads; give links between nodes rather than devices", limits::max_nesting, 4});
   try {
     cluster_description d = cluster_from_json(json, path.parent_path(), path.stem().string());
     d.source = path.string() + (d.source.empty() ? std::string{} : " (" + d.source + ")");

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +20,7 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/hw/device.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/io/cluster_json.hpp"
 #include "phaze/io/device_json.hpp"
 #include "phaze/io/table.hpp"
@@ -163,30 +163,9 @@ inline cluster_space_description cluster_space_from_json(const nlohmann::json& j
 inline cluster_space_description read_cluster_space_file(const std::filesystem::path& path) {
   using limits = cluster_space_file_limits;
   const std::string where = "cluster-space file '" + path.string() + "'";
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw input_error(where + " is a directory; give the path of a cluster-space JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot open " + where + ": check the path and its permissions");
-  std::string text;
-  char buffer[65536];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > limits::max_file_bytes) {
-      throw input_error(where + " is larger than " + std::to_string(limits::max_file_bytes >> 20U) +
-                        " MiB, the most phaze reads for a cluster space");
-    }
-  }
-  if (detail::cluster_file::nesting_depth(text) > limits::max_nesting) {
-    throw input_error(where + " nests arrays or objects more than " + std::to_string(limits::max_nesting) +
-                      " deep; a cluster-space file needs at most 4");
-  }
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(where + " is not valid JSON: " + e.what());
-  }
+  const nlohmann::json json =
+      read_json_file(path, {"cluster-space", limits::max_file_bytes,
+                            ", the most phaze reads for a cluster space", limits::max_nesting, 4});
   try {
     cluster_space_description d = cluster_space_from_json(json, path.parent_path(), path.stem().string());
     d.source = path.string() + (d.source.empty() ? std::string{} : " (" + d.source + ")");
