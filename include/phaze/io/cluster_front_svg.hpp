@@ -137,29 +137,9 @@ inline svg::drawing cluster_front_drawing(const search::cluster_space& s,
   auto px = [&](double kusd) { return left + plot_w * std::clamp(kusd, 0.0, xt.top) / xt.top; };
   auto py = [&](double rate) { return top + plot_h - plot_h * std::clamp(rate, 0.0, yt.top) / yt.top; };
 
-  for (double v = 0.0; v <= xt.top * (1 + 1e-9); v += xt.step) {
-    d.line(px(v), top, px(v), top + plot_h, rp::grid_style);
-    d.line(px(v), top + plot_h, px(v), top + plot_h + 5, rp::axis_style);
-    d.text(px(v), top + plot_h + 18, rp::fixed(v, xt.decimals),
-           rp::with(rp::label_style, {{"text-anchor", "middle"}}));
-  }
-  for (double v = 0.0; v <= yt.top * (1 + 1e-9); v += yt.step) {
-    d.line(left, py(v), left + plot_w, py(v), rp::grid_style);
-    d.line(left - 5, py(v), left, py(v), rp::axis_style);
-    d.text(left - 8, py(v) + 4, rp::fixed(v, yt.decimals),
-           rp::with(rp::label_style, {{"text-anchor", "end"}}));
-  }
-  d.line(left, top + plot_h, left + plot_w, top + plot_h, rp::axis_style);
-  d.line(left, top, left, top + plot_h, rp::axis_style);
-  d.text(left + plot_w / 2, height - 15, "cluster cost (thousand USD)",
-         rp::with(rp::label_style, {{"text-anchor", "middle"}}));
-  d.text(20, top + plot_h / 2, "throughput (samples/s)",
-         rp::with(rp::label_style, {{"text-anchor", "middle"},
-                                    {"transform", "rotate(-90 20 " + svg::number(top + plot_h / 2) + ")"}}));
-  if (x_max <= 0.0 || y_max <= 0.0) {
-    d.text(left + plot_w / 2, top + plot_h / 2, "no composition within the budget has a plan that fits",
-           rp::with(rp::label_style, {{"text-anchor", "middle"}}));
-  }
+  rp::draw_chart_frame(d, {left, top, plot_w, plot_h, height}, xt, yt, px, py, "cluster cost (thousand USD)",
+                       "throughput (samples/s)", x_max <= 0.0 || y_max <= 0.0,
+                       "no composition within the budget has a plan that fits");
 
   auto tip = [&](const search::cluster_point& p) {
     return fmt::format("#{} {}: {:.0f} USD, {:.1f} kW, {}, {}", p.index, mix_text(s, p), p.mix.cost_usd,

@@ -202,6 +202,45 @@ inline svg::attributes with(svg::attributes a, const svg::attributes& more) {
   return a;
 }
 
+/// Where a scatter chart's plot area lies in its drawing.
+struct plot_area {
+  double left = 0.0;
+  double top = 0.0;
+  double width = 0.0;
+  double height = 0.0;
+  double drawing_height = 0.0;  ///< the x axis title sits 15 units above the drawing's bottom
+};
+
+/// The frame of a scatter chart from 0 to the ticks' tops: grid lines and ticks, both axes, their titles,
+/// and `empty` in the middle when nothing is plotted (`nothing_plotted`). px and py map values to the plot.
+template <class Px, class Py>
+void draw_chart_frame(svg::drawing& d, const plot_area& a, const axis_ticks& xt, const axis_ticks& yt, Px px,
+                      Py py, std::string_view x_title, std::string_view y_title, bool nothing_plotted,
+                      std::string_view empty) {
+  for (double v = 0.0; v <= xt.top * (1 + 1e-9); v += xt.step) {
+    d.line(px(v), a.top, px(v), a.top + a.height, grid_style);
+    d.line(px(v), a.top + a.height, px(v), a.top + a.height + 5, axis_style);
+    d.text(px(v), a.top + a.height + 18, fixed(v, xt.decimals),
+           with(label_style, {{"text-anchor", "middle"}}));
+  }
+  for (double v = 0.0; v <= yt.top * (1 + 1e-9); v += yt.step) {
+    d.line(a.left, py(v), a.left + a.width, py(v), grid_style);
+    d.line(a.left - 5, py(v), a.left, py(v), axis_style);
+    d.text(a.left - 8, py(v) + 4, fixed(v, yt.decimals), with(label_style, {{"text-anchor", "end"}}));
+  }
+  d.line(a.left, a.top + a.height, a.left + a.width, a.top + a.height, axis_style);
+  d.line(a.left, a.top, a.left, a.top + a.height, axis_style);
+  d.text(a.left + a.width / 2, a.drawing_height - 15, std::string{x_title},
+         with(label_style, {{"text-anchor", "middle"}}));
+  d.text(20, a.top + a.height / 2, std::string{y_title},
+         with(label_style, {{"text-anchor", "middle"},
+                            {"transform", "rotate(-90 20 " + svg::number(a.top + a.height / 2) + ")"}}));
+  if (nothing_plotted) {
+    d.text(a.left + a.width / 2, a.top + a.height / 2, std::string{empty},
+           with(label_style, {{"text-anchor", "middle"}}));
+  }
+}
+
 }  // namespace detail::report
 
 /// pareto.csv: a header and one row per Pareto design, by ascending die area. Columns: index, area_mm2,
@@ -266,30 +305,8 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
   auto px = [&](double area) { return left + plot_w * std::clamp(area, 0.0, xt.top) / xt.top; };
   auto py = [&](double rate) { return top + plot_h - plot_h * std::clamp(rate, 0.0, yt.top) / yt.top; };
 
-  // Grid, axes, ticks.
-  for (double v = 0.0; v <= xt.top * (1 + 1e-9); v += xt.step) {
-    d.line(px(v), top, px(v), top + plot_h, r::grid_style);
-    d.line(px(v), top + plot_h, px(v), top + plot_h + 5, r::axis_style);
-    d.text(px(v), top + plot_h + 18, r::fixed(v, xt.decimals),
-           r::with(r::label_style, {{"text-anchor", "middle"}}));
-  }
-  for (double v = 0.0; v <= yt.top * (1 + 1e-9); v += yt.step) {
-    d.line(left, py(v), left + plot_w, py(v), r::grid_style);
-    d.line(left - 5, py(v), left, py(v), r::axis_style);
-    d.text(left - 8, py(v) + 4, r::fixed(v, yt.decimals), r::with(r::label_style, {{"text-anchor", "end"}}));
-  }
-  d.line(left, top + plot_h, left + plot_w, top + plot_h, r::axis_style);
-  d.line(left, top, left, top + plot_h, r::axis_style);
-  d.text(left + plot_w / 2, height - 15, "die area (mm²)",
-         r::with(r::label_style, {{"text-anchor", "middle"}}));
-  d.text(20, top + plot_h / 2, "throughput (samples/s)",
-         r::with(r::label_style, {{"text-anchor", "middle"},
-                                  {"transform", "rotate(-90 20 " + svg::number(top + plot_h / 2) + ")"}}));
-
-  if (x_max <= 0.0 || y_max <= 0.0) {
-    d.text(left + plot_w / 2, top + plot_h / 2, "no feasible design",
-           r::with(r::label_style, {{"text-anchor", "middle"}}));
-  }
+  r::draw_chart_frame(d, {left, top, plot_w, plot_h, height}, xt, yt, px, py, "die area (mm²)",
+                      "throughput (samples/s)", x_max <= 0.0 || y_max <= 0.0, "no feasible design");
 
   // Top designs under the front.
   for (const auto& t : s.top) {
