@@ -4,7 +4,7 @@
 /// on 8 devices with a measured device matrix, and the cost of one cluster::ring over ranks with and without
 /// an order (the hot path of the step model). The cost the searches minimise is built from the cluster's
 /// routes (one message per tensor-parallel ring, data-parallel ring and pipeline boundary) plus the slowest
-/// stage's work at the peak of its slowest device, as the tests' cost.
+/// stage's work at the peak of its slowest device: the tests' speed_cost (tests/support/rank_costs.hpp).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "../tests/support/rank_costs.hpp"
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/presets.hpp"
@@ -25,15 +26,12 @@ using namespace phaze::literals;
 
 /// Links drawn from a fixed seed: 5 to 100 GB/s, 1 to 20 us.
 cluster::link_matrix random_matrix(cluster::link_matrix::between endpoints, int size, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  auto unit = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  test::draws d(seed);
   cluster::link_matrix m;
   m.endpoints = endpoints;
   m.size = size;
   m.entries.reserve(static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
-  for (int i = 0; i < size * size; ++i)
-    m.entries.push_back(
-        {bytes_per_second{(5.0 + 95.0 * unit()) * 1e9}, seconds{(1.0 + 19.0 * unit()) * 1e-6}});
+  for (int i = 0; i < size * size; ++i) m.entries.push_back(d.link());
   return m;
 }
 
@@ -52,31 +50,6 @@ std::vector<cluster::device_group> mixed_groups(int devices) {
   return groups;
 }
 
-double message_time(const cluster::route& r, double bytes) {
-  return r.hop.latency.value() + bytes / r.hop.bandwidth.value();
-}
-
-/// Routes plus the slowest stage (the tests' speed_cost).
-struct step_like_cost {
-  train::parallelism shape;
-  double operator()(const cluster::cluster& c) const {
-    const int used = static_cast<int>(shape.devices());
-    double t = 0.0;
-    if (shape.tp > 1) t += message_time(c.ring({shape.tp, 1}, c.devices() - c.devices() % shape.tp), 64e6);
-    if (shape.dp > 1) t += message_time(c.ring({shape.dp, shape.tp}, used), 256e6);
-    if (shape.pp > 1) t += message_time(c.pairs(shape.tp * shape.dp, used), 16e6);
-    const int stage = shape.tp * shape.dp;
-    double slowest = 0.0;
-    for (int s = 0; s < shape.pp; ++s) {
-      double peak = std::numeric_limits<double>::infinity();
-      for (int r = s * stage; r < (s + 1) * stage; ++r)
-        peak = std::min(peak, hw::peak_matrix_flops(c.device_at(r)).value());
-      slowest = std::max(slowest, 2e12 / peak);
-    }
-    return t + slowest;
-  }
-};
-
 /// state.range(0): devices (64: tp 4 pp 4 dp 4; 512: tp 8 pp 8 dp 8); state.range(1): 1 for a device
 /// matrix, 0 for a node matrix. 1000 annealing steps per iteration; items are steps.
 void anneal_ranks_steps(benchmark::State& state) {
@@ -88,7 +61,7 @@ void anneal_ranks_steps(benchmark::State& state) {
   const cluster::cluster c{
       mixed_groups(devices), {}, random_matrix(endpoints, by_device ? devices : devices / 8, 1)};
   const train::parallelism shape{degree, degree, degree};
-  const step_like_cost cost{shape};
+  const test::speed_cost cost{shape};
   constexpr std::int64_t steps = 1000;
   double improvement = 0.0;
   for (auto _ : state) {
@@ -116,7 +89,7 @@ void exact_ranks_8_devices(benchmark::State& state) {
                            random_matrix(cluster::link_matrix::between::devices, 8, 2)};
   const train::parallelism shape{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
                                  static_cast<int>(state.range(2))};
-  const step_like_cost cost{shape};
+  const test::speed_cost cost{shape};
   std::int64_t evaluated = 0;
   for (auto _ : state) {
     const auto r = place::exact_ranks(c, shape, cost).run();

@@ -16,6 +16,8 @@
 #include "phaze/cluster/presets.hpp"
 #include "phaze/hw/presets.hpp"
 
+#include "../support/rank_costs.hpp"
+
 using namespace phaze;
 using namespace phaze::literals;
 
@@ -27,25 +29,7 @@ const hw::device a100 = *hw::find_preset("a100-80gb");
 const hw::device v100 = *hw::find_preset("v100-16gb");
 const hw::device h100 = *hw::find_preset("h100-sxm");
 
-/// Portable draws for the generators below (the same clusters on every platform).
-struct draws {
-  std::mt19937_64 rng;
-  explicit draws(std::uint64_t seed) : rng(seed) {}
-  int below(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
-  double between(double lo, double hi) {
-    return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
-  }
-  cluster::link link() {
-    return {bytes_per_second{between(5.0, 100.0) * 1e9}, seconds{between(1.0, 20.0) * 1e-6}};
-  }
-  std::vector<int> permutation(int n) {
-    std::vector<int> p(static_cast<std::size_t>(n));
-    std::iota(p.begin(), p.end(), 0);
-    for (int i = n - 1; i > 0; --i)
-      std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(below(i + 1))]);
-    return p;
-  }
-};
+using test::draws;
 
 cluster::link_matrix random_matrix(draws& d, cluster::link_matrix::between endpoints, int size) {
   cluster::link_matrix m;

@@ -17,6 +17,8 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/hw/presets.hpp"
 
+#include "../support/rank_costs.hpp"
+
 using namespace phaze;
 using namespace phaze::literals;
 
@@ -25,18 +27,9 @@ const hw::device a100 = *hw::find_preset("a100-80gb");
 const hw::device v100 = *hw::find_preset("v100-16gb");
 const hw::device h100 = *hw::find_preset("h100-sxm");
 
-/// Portable draws (the same clusters on every platform).
-struct draws {
-  std::mt19937_64 rng;
-  explicit draws(std::uint64_t seed) : rng(seed) {}
-  int below(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
-  double between(double lo, double hi) {
-    return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
-  }
-  cluster::link link() {
-    return {bytes_per_second{between(5.0, 100.0) * 1e9}, seconds{between(1.0, 20.0) * 1e-6}};
-  }
-};
+using test::draws;
+using test::route_cost;
+using test::speed_cost;
 
 /// `n` devices of two or three types (each type a group in nodes of 1, 2 or 4), with an asymmetric
 /// measured matrix between every pair of devices.
@@ -67,40 +60,6 @@ train::parallelism random_shape(draws& d, int n) {
         if (tp * pp * dp >= 2) shapes.push_back({tp, pp, dp});
   return shapes[static_cast<std::size_t>(d.below(static_cast<int>(shapes.size())))];
 }
-
-double message_time(const cluster::route& r, double bytes) {
-  return r.hop.latency.value() + bytes / r.hop.bandwidth.value();
-}
-
-/// A cost from routes alone: one message over the tensor-parallel rings (read over every device, as
-/// train::step_model does), the data-parallel rings and the pipeline pairs.
-struct route_cost {
-  train::parallelism shape;
-  double operator()(const cluster::cluster& c) const {
-    const int used = static_cast<int>(shape.devices());
-    double t = 0.0;
-    if (shape.tp > 1) t += message_time(c.ring({shape.tp, 1}, c.devices() - c.devices() % shape.tp), 64e6);
-    if (shape.dp > 1) t += message_time(c.ring({shape.dp, shape.tp}, used), 256e6);
-    if (shape.pp > 1) t += message_time(c.pairs(shape.tp * shape.dp, used), 16e6);
-    return t;
-  }
-};
-
-/// The routes plus the slowest stage: each stage's work at the peak of its slowest device.
-struct speed_cost {
-  train::parallelism shape;
-  double operator()(const cluster::cluster& c) const {
-    const int stage = shape.tp * shape.dp;
-    double slowest_stage = 0.0;
-    for (int s = 0; s < shape.pp; ++s) {
-      double peak = std::numeric_limits<double>::infinity();
-      for (int r = s * stage; r < (s + 1) * stage; ++r)
-        peak = std::min(peak, hw::peak_matrix_flops(c.device_at(r)).value());
-      slowest_stage = std::max(slowest_stage, 2e12 / peak);
-    }
-    return route_cost{shape}(c) + slowest_stage;
-  }
-};
 
 /// The oracle: every permutation of the devices, the first cheapest.
 template <class Cost>
