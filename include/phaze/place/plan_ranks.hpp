@@ -65,7 +65,8 @@ inline double plan_time_on(const model::model& m, const cluster::cluster& c, con
 }
 
 /// The best rank order for plan `p` (degrees, knobs and split fixed) on cluster `c` by `method`. The order
-/// is never slower than Megatron-LM's: both solvers start from it.
+/// is never slower than Megatron-LM's: both solvers start from it. With Megatron-LM's order (chosen, or
+/// what automatic picks) nothing is timed: `p.estimate`, the plan's estimate on `c`, is returned.
 inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
                               const sched::schedule_cache& cache, rank_method method,
                               rank_search_settings settings = {}) {
@@ -77,13 +78,18 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
     }
   }
   plan_order out;
+  if (method == rank_method::megatron) {
+    // Nothing to search: the plan's own estimate is its time in Megatron-LM's order (no layer is timed
+    // again, which on the ILP would solve its schedules a second time).
+    out.method = "megatron";
+    out.megatron_s = out.ordered_s = p.estimate.time_per_batch.value();
+    out.estimate = p.estimate;
+    return out;
+  }
   out.megatron_s = plan_time_on(m, c, p, cache);
   auto cost = [&](const cluster::cluster& ordered) { return plan_time_on(m, ordered, p, cache); };
   rank_assignment found;
-  if (method == rank_method::megatron) {
-    out.method = "megatron";
-    found.cost = out.megatron_s;
-  } else if (method == rank_method::exact) {
+  if (method == rank_method::exact) {
     out.method = "exact";
     found = exact_ranks(c, p.parallel, cost).run();
   } else {
