@@ -163,6 +163,12 @@ constexpr flops_per_second matrix_peak(const datasheet_spec& s, precision p) {
   return s.matrix_fp16;
 }
 
+/// The HBM bandwidth a device reaches: a datasheet device's memory_efficiency share of its peak (a
+/// STREAM-like copy), the systolic template's peak.
+constexpr bytes_per_second achievable_hbm_bandwidth(const device& d) {
+  return d.kind == device_kind::datasheet ? d.hbm_bandwidth * d.sheet.memory_efficiency : d.hbm_bandwidth;
+}
+
 /// Peak dense matrix rate of a device in its compute format: for the systolic template,
 /// 2 FLOPs per MAC per cycle over num_tc * tc_width * tc_depth MACs.
 constexpr flops_per_second peak_matrix_flops(const device& d) {

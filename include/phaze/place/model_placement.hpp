@@ -74,13 +74,7 @@ struct step_policy {
   }
   /// The device type of every rank of stage `stage` (Megatron-LM's rank order), or nullptr when they differ.
   [[nodiscard]] const hw::device* stage_device(int stage, const stage_context& c) const {
-    const cluster::cluster& cl = model.cluster();
-    const int width = c.tp * c.dp;
-    const int first = stage * width;
-    const hw::device& d = cl.device_at(first);
-    for (int r = first + 1; r < first + width; ++r)
-      if (!(cl.device_at(r) == d)) return nullptr;
-    return &d;
+    return model.stage_device_if_one_type(stage, shape_of(c));
   }
 
   [[nodiscard]] const width_terms& terms(int tp) const {
@@ -88,7 +82,6 @@ struct step_policy {
       if (w.tp == tp) return w;
     throw input_error("step_policy: no terms for tp " + std::to_string(tp));
   }
-  [[nodiscard]] const hw::device& device() const { return model.cluster().groups().front().device; }
   [[nodiscard]] static train::plan_shape shape_of(const stage_context& c) {
     return {c.tp, c.stages, c.dp, c.microbatches};
   }

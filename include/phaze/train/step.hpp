@@ -228,9 +228,7 @@ class step_model {
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
     const double shard = knobs_.distributed_optimizer ? static_cast<double>(s.dp) : 1.0;
     const double state_bytes = parameters * (per.weights + per.gradients + per.optimizer / shard);
-    const double hbm =
-        d.hbm_bandwidth.value() * (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
-    return seconds{2.0 * state_bytes / hbm};
+    return seconds{2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value()};
   }
 
   /// The device whose optimizer step a plan waits for: of the devices the plan uses, the one with the
@@ -239,13 +237,9 @@ class step_model {
   [[nodiscard]] const hw::device& optimizer_device(const plan_shape& s) const {
     const hw::device* slowest = &cluster_.device_at(0);
     if (cluster_.groups().size() == 1) return *slowest;
-    auto rate = [](const hw::device& d) {
-      return d.hbm_bandwidth.value() *
-             (d.kind == hw::device_kind::datasheet ? d.sheet.memory_efficiency : 1.0);
-    };
     for (int r = 1; r < s.devices(); ++r) {
       const hw::device& d = cluster_.device_at(r);
-      if (rate(d) < rate(*slowest)) slowest = &d;
+      if (hw::achievable_hbm_bandwidth(d) < hw::achievable_hbm_bandwidth(*slowest)) slowest = &d;
     }
     return *slowest;
   }
@@ -264,21 +258,28 @@ class step_model {
                                 knobs_);
   }
 
+  /// The device type of every rank of pipeline stage `stage`, or nullptr when its ranks hold two types.
+  [[nodiscard]] const hw::device* stage_device_if_one_type(int stage, const plan_shape& s) const {
+    const int first = stage * s.tp * s.dp;
+    const hw::device& d = cluster_.device_at(first);
+    if (cluster_.groups().size() == 1) return &d;
+    for (int r = first + 1; r < first + s.tp * s.dp; ++r)
+      if (!(cluster_.device_at(r) == d)) return nullptr;
+    return &d;
+  }
+
   /// The device of pipeline stage `stage`: its tp * dp ranks must be of one device type (two groups of the
   /// same device are one type); throws stage_spans_device_types otherwise.
   [[nodiscard]] const hw::device& stage_device(int stage, const plan_shape& s) const {
+    if (const hw::device* d = stage_device_if_one_type(stage, s)) return *d;
     const int first = stage * s.tp * s.dp;
-    const hw::device& d = cluster_.device_at(first);
-    if (cluster_.groups().size() == 1) return d;
-    for (int r = first + 1; r < first + s.tp * s.dp; ++r) {
-      if (!(cluster_.device_at(r) == d)) {
-        throw stage_spans_device_types(
-            "pipeline stage " + std::to_string(stage) + " would run on " + d.name.str() + " and " +
-            cluster_.device_at(r).name.str() +
-            " devices; a stage runs on one device type: give group sizes that are multiples of tp * dp");
-      }
-    }
-    return d;
+    int other = first + 1;
+    while (cluster_.device_at(other) == cluster_.device_at(first)) ++other;
+    throw stage_spans_device_types("pipeline stage " + std::to_string(stage) + " would run on " +
+                                   cluster_.device_at(first).name.str() + " and " +
+                                   cluster_.device_at(other).name.str() +
+                                   " devices; a stage runs on one device type: give group sizes that are "
+                                   "multiples of tp * dp");
   }
 
  private:
