@@ -27,7 +27,10 @@ int run_describe(const describe_options& options) {
   if (options.sequence > 0) m = model::with_sequence(m, options.sequence);
   if (options.vocab > 0) m = model::with_vocab(m, options.vocab);
   const auto entry = zoo::find(options.model);
-  const std::string source = entry ? std::string{entry->source} : options.model;
+  const auto composite = zoo::find_composite(options.model);
+  const std::string source = entry       ? std::string{entry->source}
+                             : composite ? std::string{composite->source}
+                                         : options.model;
   const auto summary = io::describe(m, source);
   if (parse_format(options.format) == output_format::json) {
     print_json(nlohmann::ordered_json(summary));

@@ -67,7 +67,7 @@ int run_schedule(const schedule_options& o) {
     reports.push_back(io::report_pass(std::string{sched::to_string(which)}, o.solver, p, s, took));
   }
 
-  const std::string role{model::to_string(m.nodes[static_cast<std::size_t>(o.layer)])};
+  const std::string role{model::to_string(m.role_at(static_cast<std::size_t>(o.layer)))};
   if (parse_format(o.format) == output_format::json) {
     nlohmann::ordered_json j{{"model", m.config.name.str()},
                              {"device", resolved.spec.name.str()},

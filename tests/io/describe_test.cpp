@@ -167,10 +167,12 @@ TEST_CASE("the model summary prints as a table with its numbers and units", "[io
 
 TEST_CASE("the zoo listing has every entry with its parameter count", "[io][describe]") {
   const auto models = phaze::io::describe_zoo();
-  REQUIRE(models.size() == phaze::zoo::entries.size());
+  REQUIRE(models.size() == phaze::zoo::entries.size() + phaze::zoo::composite_entries.size());
   for (std::size_t i = 0; i < models.size(); ++i) {
     CAPTURE(models[i].name);
-    CHECK(models[i].name == phaze::zoo::entries[i].name);
+    CHECK(models[i].name == (i < phaze::zoo::entries.size()
+                                 ? phaze::zoo::entries[i].name
+                                 : phaze::zoo::composite_entries[i - phaze::zoo::entries.size()].name));
     CHECK(models[i].parameters == phaze::model::parameter_count(phaze::zoo::get(models[i].name)));
     CHECK_FALSE(models[i].source.empty());
   }

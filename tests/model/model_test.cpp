@@ -123,9 +123,9 @@ TEST_CASE("a transformer's layer graph is a chain: embedding, L identical blocks
     const auto L = e.config.layers;
     INFO(e.name);
     REQUIRE(static_cast<std::int64_t>(m.size()) == L + 2);
-    CHECK(m.nodes[0] == layer_role::embedding);
-    CHECK(m.nodes[m.size() - 1] == layer_role::head);
-    for (std::size_t i = 1; i + 1 < m.size(); ++i) CHECK(m.nodes[i] == layer_role::block);
+    CHECK(m.role_at(0) == layer_role::embedding);
+    CHECK(m.role_at(m.size() - 1) == layer_role::head);
+    for (std::size_t i = 1; i + 1 < m.size(); ++i) CHECK(m.role_at(i) == layer_role::block);
     REQUIRE(m.edges.size() == m.size() - 1);
     for (std::size_t i = 0; i < m.edges.size(); ++i) {
       CHECK(m.edges[i].from == static_cast<std::int16_t>(i));

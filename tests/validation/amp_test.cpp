@@ -306,6 +306,24 @@ TEST_CASE("AMP's homogeneous trials: GPT-2 on 16 T4s, phaze's order vs measured"
   CHECK(rho_phaze >= 0.90);
 }
 
+/// phaze's stages for AMP's cut points on the TransGAN generator: zoo::transgan() has exactly AMP's 56 layer
+/// entries as its nodes, so stage k holds nodes [cuts[k], cuts[k + 1]).
+std::vector<train::stage_layers> transgan_stages_of_cuts(const std::vector<int>& cuts) {
+  REQUIRE(cuts.size() >= 2);
+  REQUIRE(cuts.front() == 0);
+  REQUIRE(cuts.back() == 56);
+  std::vector<train::stage_layers> stages;
+  for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+    train::stage_layers s;
+    s.embedding = k == 0;
+    s.head = k + 2 == cuts.size();
+    s.blocks = cuts[k + 1] - cuts[k] - (s.embedding ? 1 : 0) - (s.head ? 1 : 0);
+    REQUIRE(s.blocks >= 0);
+    stages.push_back(s);
+  }
+  return stages;
+}
+
 TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[amp]") {
   const std::string path = amp_log_path("het_model_results.txt");
   if (!std::filesystem::exists(path)) {
@@ -315,27 +333,58 @@ TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[
   const amp::trial_log log = amp::read_log(path);
   REQUIRE(log.trials.size() == 65);
   REQUIRE(log.global_batch == 64);
+
+  const model::model gan = zoo::transgan();
+  REQUIRE(gan.size() == 56);  // AMP's 56-entry TransGAN layer list (docs/validation-amp.md)
+  // 4 AWS p3.8xlarge of 4 V100 16 GB each: NVLink inside a node, one 10 Gb/s interface per node.
+  const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", 16);
+  const sched::schedule_cache cache;
+
+  std::printf("\nAMP heterogeneous-model trials: TransGAN generator (56 entries), batch 64, fp16, 16 V100\n");
+  std::printf("%4s %2s %2s %2s %3s %3s %8s %8s %8s | %7s %7s %7s %7s %7s | %6s %4s  %s\n", "line", "tp", "dp",
+              "pp", "mbs", "m", "measured", "amp", "phaze", "compute", "bubble", "tp_comm", "pp_comm",
+              "dp_comm", "mem_GB", "fits", "cuts");
   std::vector<double> measured;
   std::vector<double> amp_predicted;
+  std::vector<double> phaze_predicted;
+  int failed = 0;
+  int failed_predicted_not_fitting = 0;
+  int ran_predicted_not_fitting = 0;
   for (const amp::trial& t : log.trials) {
-    INFO("line " << t.line << ": cuts " << cuts_text(t.cuts));
-    CHECK(t.tp * t.dp * t.pp == 16);
-    CHECK(t.cuts.back() == 56);  // AMP's 56-entry TransGAN layer list (docs/validation-amp.md)
+    INFO("line " << t.line << ": cuts " << cuts_text(t.cuts) << ", microbatch " << t.microbatch);
+    REQUIRE(t.tp * t.dp * t.pp == 16);
+    const train::parallelism p{t.tp, t.pp, t.dp};
+    const train::training_knobs k = amp_knobs(log.global_batch, t.microbatch);
+    train::validate(gan, p, k, 16);
+    const train::step_estimate e = train::estimate_step(gan, v100, p, k, cache, transgan_stages_of_cuts(t.cuts));
+    CHECK(e.time_per_batch.value() == Approx(e.breakdown.total().value()).epsilon(1e-12));
+    const auto& b = e.breakdown;
+    std::printf("%4zu %2d %2d %2d %3lld %3lld %8s %8.2f %8.3f | %7.3f %7.3f %7.3f %7.3f %7.3f | %6.2f %4s  %s\n",
+                t.line, t.tp, t.dp, t.pp, static_cast<long long>(t.microbatch),
+                static_cast<long long>(e.microbatches), measured_text(t).c_str(), t.amp_predicted_s,
+                e.time_per_batch.value(), b.compute.value(), b.bubble.value(), b.tp_comm.value(),
+                b.pp_comm.value(), b.dp_comm.value(), e.peak_memory.value() / 1e9, e.fits ? "yes" : "no",
+                cuts_text(t.cuts).c_str());
     if (t.ran()) {
       measured.push_back(*t.measured_s);
       amp_predicted.push_back(t.amp_predicted_s);
+      phaze_predicted.push_back(e.time_per_batch.value());
+      if (!e.fits) ++ran_predicted_not_fitting;
+    } else {
+      ++failed;
+      if (!e.fits) ++failed_predicted_not_fitting;
     }
   }
   const double rho_amp = spearman(amp_predicted, measured);
-  const auto failed = log.trials.size() - measured.size();
-  std::printf("AMP het-model trials: %zu, failed %zu, ran %zu; AMP's cost model Spearman vs measured %.4f\n",
-              log.trials.size(), failed, measured.size(), rho_amp);
+  const double rho_phaze = spearman(phaze_predicted, measured);
+  std::printf(
+      "trials that ran: %zu; Spearman vs measured: phaze %.4f, AMP's cost model %.4f; Pearson: phaze %.4f\n",
+      measured.size(), rho_phaze, rho_amp, pearson(phaze_predicted, measured));
+  std::printf(
+      "failed trials (r_cost inf): %d, of which phaze predicts %d as not fitting; trials that ran "
+      "predicted as not fitting: %d\n\n",
+      failed, failed_predicted_not_fitting, ran_predicted_not_fitting);
   CHECK(failed == 46);
   CHECK(rho_amp == Approx(0.853).margin(0.005));  // the README of the logs: about 0.85
-  // phaze has no TransGAN model: its two kinds of blocks (1024 wide over 81 tokens, 16 wide over windows of
-  // 324 tokens) need train::estimate_step to time more than one kind of block; the design is in
-  // docs/validation-amp.md, section "TransGAN".
-  WARN(
-      "phaze does not predict the TransGAN trials yet (no heterogeneous-block model); see "
-      "docs/validation-amp.md");
+  CHECK(ran_predicted_not_fitting == 0);
 }

@@ -45,6 +45,8 @@ namespace detail {
 ///              element), compare, select, scale
 ///   residual / bias add 1                                    residual add 1: pass the gradient on
 ///   rotary 3: x cos + rotate(x) sin (tables precomputed)     rotary 3: the transposed rotation
+///   copy 1: move the element (resize, pixel shuffle,         copy 1: move (or add, for a resize) the
+///           permutation)                                            gradient element
 ///   cross-entropy 3 + T per logit: max, subtract, exp, sum   cross-entropy 4 + T per logit: recompute the
 ///                                                                       exp (1 + T), normalize, subtract the
 ///                                                                       one-hot target, * dloss
@@ -81,6 +83,7 @@ constexpr int counted_cycles_per_element(model::op_kind k, model::op_phase phase
     case op_kind::cross_entropy:
       return fwd ? 3 + t : 4 + t;
     case op_kind::embedding:
+    case op_kind::copy:
       return 1;
     default:
       return 0;  // not a vector op

@@ -31,6 +31,7 @@ struct activation_memory {
 
 /// One distinct layer of a model (embedding, block, head) and how often it repeats.
 struct layer_kind_summary {
+  std::string name;  ///< the kind's name in the model ("block"; a composite model's own names)
   std::string role;
   std::int64_t count = 0;
   std::int64_t parameters = 0;                ///< of one such layer; weights tied to the embedding left out
@@ -128,6 +129,7 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
   for (const auto& d : model::distinct_layers(m)) {
     const model::layer l = model::layer_at(m, static_cast<std::size_t>(d.first_node), shape);
     layer_kind_summary k;
+    k.name = m.kinds[d.kind].name.str();
     k.role = std::string{to_string(d.role)};
     k.count = d.count;
     k.parameters = model::layer_params(l);
@@ -164,6 +166,13 @@ inline constexpr auto describe_zoo = []() -> std::vector<zoo_model_summary> {
                    c.kv_heads_or_default(), c.ffn, c.vocab, c.sequence,
                    model::parameter_count(model::make_model(c)), std::string{e.source}});
   }
+  // Composite models: their summary architecture (the first blocks' width, heads and sequence).
+  for (const auto& e : zoo::composite_entries) {
+    const model::model m = e.build();
+    const auto& c = m.config;
+    out.push_back({std::string{e.name}, "composite", c.layers, c.hidden, c.heads, c.kv_heads_or_default(), c.ffn,
+                   c.vocab, c.sequence, model::parameter_count(m), std::string{e.source}});
+  }
   return out;
 };
 
@@ -188,6 +197,7 @@ Json activation_json(const activation_memory& a) {
 template <class Json>
 void to_json(Json& j, const layer_kind_summary& k) {
   j = Json::object();
+  j["name"] = k.name;
   j["role"] = k.role;
   j["count"] = k.count;
   j["parameters"] = k.parameters;
@@ -313,7 +323,8 @@ inline std::string to_table(const model_summary& s) {
     std::string params = format_count(static_cast<double>(k.parameters));
     if (k.tied_parameters > 0)
       params += fmt::format(" (+{} tied)", format_count(static_cast<double>(k.tied_parameters)));
-    layers.add_row({"  " + k.role, fmt::format("{}", k.count), params,
+    const std::string label = k.name == k.role ? k.role : k.name + " (" + k.role + ")";
+    layers.add_row({"  " + label, fmt::format("{}", k.count), params,
                     format_flops(k.forward_flops_per_token), format_flops(k.forward_vector_flops_per_token),
                     fmt::format("{}", k.ops)});
   }

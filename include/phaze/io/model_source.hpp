@@ -39,7 +39,7 @@ inline bool looks_like_path(std::string_view arg) {
 
 /// The model named by a command-line argument: a zoo name, or a path to a HuggingFace config.json.
 inline model::model load_model(std::string_view arg) {
-  if (zoo::find(arg)) return zoo::lookup(arg);
+  if (zoo::has(arg)) return zoo::lookup(arg);
   if (!looks_like_path(arg)) return zoo::lookup(arg);  // throws, suggesting the closest zoo names
   const std::filesystem::path path{std::string{arg}};
   const auto json = read_json_file(path);

@@ -19,8 +19,10 @@ inline constexpr std::size_t max_layer_ops = 40;
 /// Most backward ops: up to two per forward op.
 inline constexpr std::size_t max_backward_ops = 2 * max_layer_ops;
 
-/// The role of a layer in a model graph.
-enum class layer_role : std::uint8_t { embedding, block, head };
+/// The role of a layer in a model graph: the input layer (a transformer's embedding), a transformer block
+/// (what activation recomputation checkpoints), the output layer (a transformer's head), or an adapter
+/// between blocks of different shapes (a reshape, resize or position embedding of a composite model).
+enum class layer_role : std::uint8_t { embedding, block, head, adapter };
 
 constexpr std::string_view to_string(layer_role r) {
   switch (r) {
@@ -30,6 +32,8 @@ constexpr std::string_view to_string(layer_role r) {
       return "block";
     case layer_role::head:
       return "head";
+    case layer_role::adapter:
+      return "adapter";
   }
   return "?";
 }

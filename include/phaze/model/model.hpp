@@ -1,6 +1,7 @@
 /// @file
-/// A model: an architecture and the graph of its layers (embedding, blocks, head), with the totals users ask
-/// for first: parameters, FLOPs per token and per iteration, activation memory per layer.
+/// A model: an architecture, its distinct layers and the graph of its layers (a transformer's embedding,
+/// blocks and head, or the layers of a composite model), with the totals users ask for first: parameters,
+/// FLOPs per token and per iteration.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,8 @@ namespace phaze::model {
 
 /// Most layer nodes in a model graph (megatron-1T has 128 blocks, plus embedding and head).
 inline constexpr std::size_t max_model_layers = 256;
+/// Most distinct layers in one model (a transformer has three; AMP's TransGAN generator fourteen).
+inline constexpr std::size_t max_layer_kinds = 24;
 
 /// An edge of the layer graph: the output of `from` feeds `to`.
 struct layer_edge {
@@ -22,20 +25,85 @@ struct layer_edge {
   friend constexpr bool operator==(const layer_edge&, const layer_edge&) = default;
 };
 
-/// A model: its architecture and its layer graph. Nodes are layer roles; two nodes with the same role are
-/// the same layer (identical blocks), which is what lets a scheduler solve a block once.
+/// How a distinct layer of a model is built.
+enum class layer_recipe : std::uint8_t {
+  transformer,  ///< the embedding, a block or the head of a transformer architecture
+  dense,        ///< a linear layer with weights: rows x in -> rows x out per sample (+ bias)
+  pointwise,    ///< a memory-bound op: in elements per sample -> out (a copy or resize; with `params`, the
+                ///< addition of a learned table such as a position embedding)
+  view,         ///< a reshape: the same elements, no work
+};
+
+/// One distinct layer of a model: its role, and what it is built from. A transformer layer is built from
+/// the model's architecture, or from an architecture of its own (a model whose blocks differ, such as a
+/// generator whose blocks grow an image) that it runs over `sequences` sequences per sample (windows of an
+/// image; its architecture's `sequence` is the tokens of one). The other recipes are not split by tensor
+/// parallelism (every rank runs them whole).
+struct layer_spec {
+  fixed_string<32> name;
+  layer_role role = layer_role::block;
+  layer_recipe recipe = layer_recipe::transformer;
+  bool own_architecture = false;      ///< transformer: built from `architecture`, not the model's config
+  transformer_config architecture{};  ///< transformer with an architecture of its own
+  std::int64_t sequences = 1;         ///< transformer with an architecture of its own: sequences per sample
+  std::int64_t rows = 1;              ///< dense: rows per sample
+  std::int64_t in = 0;                ///< dense: input features; pointwise and view: elements per sample in
+  std::int64_t out = 0;               ///< dense: output features; pointwise and view: elements per sample out
+  std::int64_t params = 0;            ///< pointwise: learned elements added (0: a copy)
+  bool bias = false;                  ///< dense
+  friend constexpr bool operator==(const layer_spec&, const layer_spec&) = default;
+};
+
+/// A model: its architecture, its distinct layers and its layer graph, whose nodes index the distinct
+/// layers (two nodes of one kind are the same layer, which is what lets a scheduler solve a block once).
+/// Node 0 is the input layer and the last node the output layer; the nodes between them are the body
+/// (a transformer's blocks). For a transformer the kinds are its embedding, block and head, built from
+/// `config`; a composite model (model::composite) lists kinds of its own and `config` names and summarises
+/// it.
 struct model {
   transformer_config config;
-  static_vector<layer_role, max_model_layers> nodes;
+  static_vector<layer_spec, max_layer_kinds> kinds;
+  static_vector<std::uint8_t, max_model_layers> nodes;  ///< the kind of every node
   static_vector<layer_edge, max_model_layers> edges;
 
   [[nodiscard]] constexpr std::size_t size() const { return nodes.size(); }
+  /// The spec of node `i`'s layer.
+  [[nodiscard]] constexpr const layer_spec& kind_at(std::size_t i) const { return kinds.at(nodes.at(i)); }
+  /// The role of node `i`.
+  [[nodiscard]] constexpr layer_role role_at(std::size_t i) const { return kind_at(i).role; }
   friend constexpr bool operator==(const model&, const model&) = default;
 };
 
 namespace rules {
 [[noreturn]] inline void model_has_too_many_layers_raise_max_model_layers() {
   throw input_error("the model has more layers than phaze::model::max_model_layers allows");
+}
+[[noreturn]] inline void model_has_too_many_layer_kinds_raise_max_layer_kinds() {
+  throw input_error("the model has more distinct layers than phaze::model::max_layer_kinds allows");
+}
+[[noreturn]] inline void a_model_needs_an_input_layer_a_body_and_an_output_layer() {
+  throw input_error(
+      "a model needs at least three layer nodes: an input layer, one or more body layers and an output layer");
+}
+[[noreturn]] inline void a_node_names_a_layer_kind_the_model_does_not_have() {
+  throw input_error("a layer node names a layer kind the model does not list; give kinds 0 .. kinds - 1");
+}
+[[noreturn]] inline void layer_sizes_must_be_positive() {
+  throw input_error(
+      "a dense, pointwise or view layer has a zero or negative size; give rows, in and out >= 1 and params "
+      ">= 0");
+}
+[[noreturn]] inline void a_view_keeps_its_elements() {
+  throw input_error("a view layer reshapes its input: give it as many elements out as in");
+}
+[[noreturn]] inline void the_sequence_of_a_composite_model_is_fixed_by_its_layers() {
+  throw input_error(
+      "this model's layers have sequence lengths of their own (a composite model); its sequence cannot be "
+      "changed: drop --seq");
+}
+[[noreturn]] inline void a_composite_model_has_no_vocabulary_to_change() {
+  throw input_error(
+      "no layer of this model is built from its vocabulary (a composite model); drop --vocab");
 }
 }  // namespace rules
 
@@ -46,40 +114,151 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
     rules::model_has_too_many_layers_raise_max_model_layers();
   model m;
   m.config = c;
-  m.nodes.push_back(layer_role::embedding);
-  for (std::int64_t i = 0; i < c.layers; ++i) m.nodes.push_back(layer_role::block);
-  m.nodes.push_back(layer_role::head);
+  m.kinds.push_back({.name = "embedding", .role = layer_role::embedding});
+  m.kinds.push_back({.name = "block", .role = layer_role::block});
+  m.kinds.push_back({.name = "head", .role = layer_role::head});
+  m.nodes.push_back(0);
+  for (std::int64_t i = 0; i < c.layers; ++i) m.nodes.push_back(1);
+  m.nodes.push_back(2);
   for (std::size_t i = 0; i + 1 < m.nodes.size(); ++i) {
     m.edges.push_back({static_cast<std::int16_t>(i), static_cast<std::int16_t>(i + 1)});
   }
   return m;
 };
 
+/// A composite model: the chain of `chain` (each entry a kind's index in `kinds`, node 0 the input layer,
+/// the last the output layer), described by `summary` (its name and headline numbers; `summary.layers`
+/// counts the transformer blocks). Checks every kind and node.
+inline constexpr auto make_chain_model =
+    [](const transformer_config& summary, std::initializer_list<layer_spec> kinds,
+       std::initializer_list<std::uint8_t> chain) constexpr -> model {
+  validate(summary);
+  if (kinds.size() > max_layer_kinds) rules::model_has_too_many_layer_kinds_raise_max_layer_kinds();
+  if (chain.size() > max_model_layers) rules::model_has_too_many_layers_raise_max_model_layers();
+  if (chain.size() < 3) rules::a_model_needs_an_input_layer_a_body_and_an_output_layer();
+  model m;
+  m.config = summary;
+  for (const layer_spec& k : kinds) {
+    if (k.recipe == layer_recipe::transformer) {
+      if (k.own_architecture) validate(k.architecture);
+      if (k.sequences < 1) rules::layer_sizes_must_be_positive();
+    } else {
+      if (k.rows < 1 || k.in < 1 || k.out < 1 || k.params < 0) rules::layer_sizes_must_be_positive();
+      if (k.recipe == layer_recipe::view && k.in != k.out) rules::a_view_keeps_its_elements();
+    }
+    m.kinds.push_back(k);
+  }
+  for (const std::uint8_t n : chain) {
+    if (n >= m.kinds.size()) rules::a_node_names_a_layer_kind_the_model_does_not_have();
+    m.nodes.push_back(n);
+  }
+  for (std::size_t i = 0; i + 1 < m.nodes.size(); ++i) {
+    m.edges.push_back({static_cast<std::int16_t>(i), static_cast<std::int16_t>(i + 1)});
+  }
+  return m;
+};
+
+/// Whether some layer of `m` is not built from its architecture (`config`): a composite model.
+inline constexpr auto composite = [](const model& m) constexpr -> bool {
+  for (const auto& k : m.kinds)
+    if (k.recipe != layer_recipe::transformer || k.own_architecture) return true;
+  return false;
+};
+
+/// The nodes between the input and the output layer: a transformer's blocks.
+inline constexpr auto body_nodes = [](const model& m) constexpr -> std::int64_t {
+  return static_cast<std::int64_t>(m.size()) - 2;
+};
+
+/// The architecture a transformer kind is built from.
+constexpr const transformer_config& architecture_of(const model& m, const layer_spec& k) {
+  return k.own_architecture ? k.architecture : m.config;
+}
+
+/// The shape a kind's layer is built for when the run's layers are built for `shape`: a transformer of its
+/// own architecture runs its own sequence over `sequences` sequences per sample.
+constexpr layer_shape shape_of_kind(const layer_spec& k, layer_shape shape) {
+  if (k.recipe == layer_recipe::transformer && k.own_architecture) {
+    shape.sequence = 0;
+    shape.microbatch *= k.sequences;
+  }
+  return shape;
+}
+
+/// The layer of kind `k` of model `m`, built for `shape`.
+inline constexpr auto build_kind = [](const model& m, const layer_spec& k,
+                                      const layer_shape& shape) constexpr -> layer {
+  const std::int64_t b = shape.microbatch;
+  switch (k.recipe) {
+    case layer_recipe::transformer:
+      return make_layer(architecture_of(m, k), k.role, shape_of_kind(k, shape));
+    case layer_recipe::dense: {
+      layer_builder lb{k.name.view(), k.role, shape, b * k.rows * k.in};
+      lb.matmul(k.name.view(), lb.input(), {1, b * k.rows, k.in, k.out}, tp_split::replicated, k.bias);
+      return lb.build();
+    }
+    case layer_recipe::pointwise: {
+      layer_builder lb{k.name.view(), k.role, shape, b * k.in};
+      lb.vector(k.params > 0 ? op_kind::residual_add : op_kind::copy, k.name.view(), lb.input(),
+                saves::nothing, tp_split::replicated, k.params, b * k.out);
+      return lb.build();
+    }
+    case layer_recipe::view: {
+      layer_builder lb{k.name.view(), k.role, shape, b * k.in};
+      lb.vector(op_kind::view, k.name.view(), lb.input(), saves::nothing);
+      return lb.build();
+    }
+  }
+  return {};
+};
+
 /// The layer at node `i`, built for `shape`.
 inline constexpr auto layer_at =
     [](const model& m, std::size_t i, const layer_shape& shape) constexpr -> layer {
-  return make_layer(m.config, m.nodes.at(i), shape);
+  return build_kind(m, m.kind_at(i), shape);
+};
+
+/// Checks that every transformer layer of `m` can be split by `shape` (tensor-parallel width, sequence
+/// parallelism): throws input_error (or stops constant evaluation) naming the broken rule.
+inline constexpr auto validate_model_shape = [](const model& m, const layer_shape& shape) constexpr {
+  if (shape.microbatch <= 0) rules::microbatch_must_be_positive();
+  for (const auto& k : m.kinds) {
+    if (k.recipe == layer_recipe::transformer) validate_shape(architecture_of(m, k), shape_of_kind(k, shape));
+  }
+};
+
+/// Whether every transformer layer of `m` splits over `tp` tensor-parallel ranks (heads, key/value heads and
+/// MLP width divisible by it).
+inline constexpr auto splits_over = [](const model& m, int tp) constexpr -> bool {
+  for (const auto& k : m.kinds) {
+    if (k.recipe != layer_recipe::transformer) continue;
+    const transformer_config& c = architecture_of(m, k);
+    if (c.heads % tp != 0 || c.kv_heads_or_default() % tp != 0 || c.ffn % tp != 0) return false;
+  }
+  return true;
 };
 
 /// A distinct layer of a model and how many nodes repeat it.
 struct distinct_layer {
   layer_role role = layer_role::block;
+  std::uint8_t kind = 0;  ///< index in model::kinds
   std::int16_t first_node = 0;
   std::int64_t count = 0;
 };
 
 /// The distinct layers of a model, in order of first appearance (a GPT has three: embedding, block, head).
-inline constexpr auto distinct_layers = [](const model& m) constexpr -> static_vector<distinct_layer, 8> {
-  static_vector<distinct_layer, 8> out;
+inline constexpr auto distinct_layers =
+    [](const model& m) constexpr -> static_vector<distinct_layer, max_layer_kinds> {
+  static_vector<distinct_layer, max_layer_kinds> out;
   for (std::size_t i = 0; i < m.nodes.size(); ++i) {
     bool seen = false;
     for (auto& d : out) {
-      if (d.role == m.nodes[i]) {
+      if (d.kind == m.nodes[i]) {
         ++d.count;
         seen = true;
       }
     }
-    if (!seen) out.push_back({m.nodes[i], static_cast<std::int16_t>(i), 1});
+    if (!seen) out.push_back({m.role_at(i), m.nodes[i], static_cast<std::int16_t>(i), 1});
   }
   return out;
 };
@@ -122,8 +301,10 @@ inline constexpr auto training_flops_per_iteration =
   return (t.forward_matmul + t.backward_matmul) * static_cast<double>(global_batch);
 };
 
-/// A copy of `m` trained at another sequence length (learned position tables grow to cover it).
+/// A copy of `m` trained at another sequence length (learned position tables grow to cover it). A composite
+/// model's layers have their own sequences: asking for another is an error.
 inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constexpr -> model {
+  if (composite(m) && sequence != m.config.sequence) rules::the_sequence_of_a_composite_model_is_fixed_by_its_layers();
   m.config.sequence = sequence;
   if (m.config.positions == position_kind::learned && m.config.max_positions < sequence) {
     m.config.max_positions = sequence;
@@ -134,6 +315,7 @@ inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constex
 
 /// A copy of `m` with another vocabulary size.
 inline constexpr auto with_vocab = [](model m, std::int64_t vocab) constexpr -> model {
+  if (composite(m) && vocab != m.config.vocab) rules::a_composite_model_has_no_vocabulary_to_change();
   m.config.vocab = vocab;
   validate(m.config);
   return m;

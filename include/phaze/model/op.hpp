@@ -33,6 +33,8 @@ enum class op_kind : std::uint8_t {
   all_reduce,      ///< tensor-parallel all-reduce ("g" forward)
   reduce_scatter,  ///< sequence-parallel reduce-scatter
   all_gather,      ///< sequence-parallel all-gather
+  copy,            ///< a memory-bound copy: a resize (nearest upsampling), pixel shuffle or permutation
+  view,            ///< a reshape of the same elements: no work, no memory traffic
 };
 
 /// Which pass an operator belongs to.
@@ -116,6 +118,7 @@ inline constexpr auto unit_of = [](const op& o) constexpr -> unit {
     case op_kind::all_gather:
       return unit::network;
     case op_kind::tp_copy:
+    case op_kind::view:
       return unit::none;
     default:
       return unit::vector;
@@ -255,6 +258,10 @@ constexpr std::string_view to_string(op_kind k) {
       return "reduce_scatter";
     case op_kind::all_gather:
       return "all_gather";
+    case op_kind::copy:
+      return "copy";
+    case op_kind::view:
+      return "view";
   }
   return "?";
 }

@@ -13,7 +13,9 @@
 namespace phaze::model {
 
 enum class family : std::uint8_t { gpt, bert, opt, llama, neox };
-enum class norm_kind : std::uint8_t { layernorm, rmsnorm };
+/// The normalization of a block: LayerNorm (mean and variance, weight and bias), RMSNorm (root mean square,
+/// weight) or PixelNorm (root mean square, no weights: Karras et al., ICLR 2018, as TransGAN uses it).
+enum class norm_kind : std::uint8_t { layernorm, rmsnorm, pixelnorm };
 enum class mlp_kind : std::uint8_t { gelu, relu, swiglu };
 enum class position_kind : std::uint8_t { learned, rotary };
 
@@ -33,7 +35,7 @@ constexpr std::string_view to_string(family f) {
   return "?";
 }
 constexpr std::string_view to_string(norm_kind n) {
-  return n == norm_kind::layernorm ? "layernorm" : "rmsnorm";
+  return n == norm_kind::layernorm ? "layernorm" : n == norm_kind::rmsnorm ? "rmsnorm" : "pixelnorm";
 }
 constexpr std::string_view to_string(mlp_kind m) {
   return m == mlp_kind::gelu ? "gelu" : m == mlp_kind::relu ? "relu" : "swiglu";
@@ -60,6 +62,9 @@ struct transformer_config {
   std::int64_t position_offset = 0;  ///< extra position rows (OPT keeps 2)
   std::int64_t token_types = 0;      ///< BERT token-type (segment) embedding rows
   std::int64_t embed_dim = 0;  ///< word-embedding width when it differs from hidden (OPT-350m: projected)
+  /// Learned bias entries added to every head's attention scores (a relative-position table: (2 w - 1)^2 for
+  /// windows of w x w tokens, as in TransGAN and the Swin Transformer); 0 for none.
+  std::int64_t score_bias = 0;
   norm_kind norm = norm_kind::layernorm;
   mlp_kind mlp = mlp_kind::gelu;
   position_kind positions = position_kind::learned;
@@ -132,6 +137,9 @@ namespace rules {
   throw input_error(
       "with sequence parallelism the sequence length must be divisible by the tensor-parallel width");
 }
+[[noreturn]] inline void score_bias_must_not_be_negative() {
+  throw input_error("the attention score bias has a negative number of entries; give 0 or more");
+}
 [[noreturn]] inline void rotary_fraction_must_be_in_0_1() {
   throw input_error("rotary fraction must lie in (0, 1]");
 }
@@ -150,6 +158,7 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (c.kv_heads < 0 || (c.kv_heads > 0 && c.heads % c.kv_heads != 0))
     rules::kv_heads_must_divide_attention_heads();
   if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) rules::rotary_fraction_must_be_in_0_1();
+  if (c.score_bias < 0) rules::score_bias_must_not_be_negative();
 };
 
 /// Checks that an architecture can be split by the given shape (tensor-parallel width, sequence parallelism).
@@ -213,8 +222,9 @@ constexpr tp_split token_split(const split_sizes& z) {
 
 constexpr tensor norm(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x,
                       std::string_view name) {
+  // PixelNorm costs what an RMSNorm does, without its weight.
   const op_kind kind = c.norm == norm_kind::layernorm ? op_kind::layernorm : op_kind::rmsnorm;
-  const std::int64_t params = c.norm == norm_kind::layernorm ? 2 * z.h : z.h;
+  const std::int64_t params = c.norm == norm_kind::layernorm ? 2 * z.h : c.norm == norm_kind::rmsnorm ? z.h : 0;
   return b.vector(kind, name, x, saves::input0, token_split(z), params);
 }
 
@@ -236,6 +246,11 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
     qkv = b.vector(op_kind::rotary, "rotary", qkv, saves::nothing, tp_split::heads);
   }
   tensor scores = b.batched_matmul("scores", qkv, qkv, {z.b * a, z.s, d, z.s}, saves::input0 | saves::input1);
+  if (c.score_bias > 0) {
+    // Each head's bias entries are gathered into an s x s table and added (the gather is not costed).
+    scores = b.vector(op_kind::residual_add, "score_bias", scores, saves::nothing, tp_split::heads,
+                      c.score_bias * a, 0, true);
+  }
   tensor probs = b.vector(op_kind::softmax, "softmax", scores, saves::output, tp_split::heads, 0, 0, true);
   if (c.dropout)
     probs = b.vector(op_kind::dropout, "attn_dropout", probs, saves::mask, tp_split::heads, 0, 0, true);

@@ -15,6 +15,7 @@
 #include "phaze/core/names.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/transformer.hpp"
+#include "phaze/model/transgan.hpp"
 
 namespace phaze::zoo {
 
@@ -100,6 +101,30 @@ inline constexpr std::array entries{
           detail::llama("llama3-70b", 8192, 64, 8, 28672, 80, 128256, 8192)},
 };
 
+/// A zoo model built from layers of its own (model::composite) rather than one transformer architecture.
+struct composite_entry {
+  std::string_view name;
+  std::string_view source;
+  model::model (*build)();
+};
+
+/// Every composite zoo entry.
+inline constexpr std::array composite_entries{
+    composite_entry{"transgan",
+                    "Jiang et al. 2021 (TransGAN); the generator AMP trained (Li et al. 2022, het_model.py)",
+                    +[]() -> model::model { return model::transgan_generator(); }},
+};
+
+/// The composite zoo entry with this name, if any.
+constexpr std::optional<composite_entry> find_composite(std::string_view name) {
+  for (const auto& e : composite_entries)
+    if (e.name == name) return e;
+  return std::nullopt;
+}
+
+/// Whether the zoo has a model of this name (a transformer or a composite model).
+constexpr bool has(std::string_view name);
+
 /// The zoo entry with this name, if any.
 constexpr std::optional<entry> find(std::string_view name) {
   for (const auto& e : entries)
@@ -114,7 +139,12 @@ namespace rules {
 }
 }  // namespace rules
 
+constexpr bool has(std::string_view name) {
+  return find(name).has_value() || find_composite(name).has_value();
+}
+
 constexpr model::model get(std::string_view name) {
+  if (const auto c = find_composite(name)) return c->build();
   const auto e = find(name);
   if (!e) rules::unknown_zoo_model_name_see_phaze_models();
   return model::make_model(e->config);
@@ -169,17 +199,22 @@ constexpr model::model llama3_8b() {
 constexpr model::model llama3_70b() {
   return get("llama3-70b");
 }
+constexpr model::model transgan() {
+  return model::transgan_generator();
+}
 
 /// Up to `k` zoo names closest to `name` (names containing `name` first, then by edit distance, ties in zoo
 /// order).
 inline std::vector<std::string> closest_names(std::string_view name, std::size_t k = 3) {
   std::vector<std::string_view> names;
   for (const auto& e : entries) names.push_back(e.name);
+  for (const auto& e : composite_entries) names.push_back(e.name);
   return phaze::closest_names(name, names, k);
 }
 
 /// The model with this zoo name; an unknown name throws input_error suggesting the closest names.
 inline model::model lookup(std::string_view name) {
+  if (const auto c = find_composite(name)) return c->build();
   if (const auto e = find(name)) return model::make_model(e->config);
   std::string message = "unknown model '" + std::string{name} + "'; did you mean " +
                         quoted_list(closest_names(name)) +

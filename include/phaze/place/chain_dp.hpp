@@ -68,7 +68,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
           const prefix& pre = prefixes[ti];
           const stage_context where{tables[ti].tp, pp, dp, s.microbatches / dp};
           if (!stage_tables(policy, s, prefixes, ti, where, work)) return;
-          // On one table every split's stage times add up to the same; on mixed ones, at least this.
+          price_cuts(policy, s, pre, where, work);
+          // On one table with equal cuts every split's stage times add up to the same; on mixed tables or
+          // uneven cuts, at least this (a bare load pays the least cut).
           const stage_context c = detail::place::with_stage_time_sum(
               policy, s, where, work.mixed ? work.least_work : pre.work.back());
           const auto least_parameters =
@@ -144,6 +146,12 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<const std::vector<double>*> stage_work;
     std::vector<double> capacity;
     bool mixed = false;                    ///< stages costed on more than one table
+    // The configuration's cuts (price_cuts).
+    std::vector<double> cut;    ///< per node index i: what the cut before node i adds to a stage beside it
+    double least_cut = 0.0;     ///< the least of them
+    bool per_cut = false;       ///< the policy prices cuts (cut_s); otherwise every stage adds `overhead`
+    bool uniform_cuts = true;   ///< every cut costs the same (so does every stage's sends)
+    double overhead = 0.0;      ///< !per_cut: what every stage adds to its work
     double least_work = 0.0;               ///< mixed: the least total work (each node on its fastest table)
     std::vector<stage_load> least_single;  ///< mixed: each node's least load
   };
@@ -223,7 +231,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                                        const stage_context& c, double cap, double parameter_cap,
                                        scratch& work) {
     if constexpr (UnevenPipelinePolicy<Policy>) {
-      if (work.mixed) return least_pipeline(policy, s, pre, c, cap, parameter_cap, work);
+      if (work.mixed || !work.uniform_cuts) return least_pipeline(policy, s, pre, c, cap, parameter_cap, work);
       const double slowest = solve<measure::time>(policy, s, pre, c, cap, parameter_cap, work);
       return slowest < detail::place::infinity ? policy.pipeline_s(s, slowest, c.stage_time_sum_s, c)
                                                : detail::place::infinity;
@@ -245,7 +253,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                                          const stage_context& c, double cap, double parameter_cap,
                                          scratch& work) {
     constexpr double inf = detail::place::infinity;
-    const double overhead = stage_overhead(policy, s, c);
+    const std::size_t n = pre.work.size() - 1;
     double best = cap;
     bool found = false;
     // Keeps a partition min_sum left in work.cuts when its pipeline is below the best.
@@ -253,7 +261,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       if (!(sum < inf)) return;
       double slowest = 0.0;
       for (std::size_t k = 0; k + 1 < work.cuts.size(); ++k) {
-        slowest = std::max(slowest, stage_load_of(pre, work, k).work_s + overhead);
+        slowest = std::max(slowest, stage_time(work, stage_load_of(pre, work, k).work_s, work.cuts[k],
+                                               work.cuts[k + 1], n, c.stages));
       }
       if (const double v = policy.pipeline_s(s, slowest, sum, c); v < best) {
         best = v;
@@ -276,12 +285,52 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     return best;
   }
 
-  /// What every stage adds to its work under an UnevenPipelinePolicy (the same for each: step_policy's
-  /// pipeline sends), asked once per DP: a stage's time is its work plus this, bit for bit, without asking
-  /// the policy (and the cluster's routes) for every candidate stage.
-  static constexpr double stage_overhead(const Policy& policy, const placement_settings& s,
-                                         const stage_context& c) {
-    return policy.stage_time_s(s, stage_load{}, c);
+  /// Prices the cuts of a configuration once, for an UnevenPipelinePolicy: with the policy's cut_s,
+  /// work.cut[i] is what the cut before node i (the bytes crossing it) adds to each stage beside it, asked
+  /// once per distinct size rather than for every candidate stage (and the cluster's routes with it);
+  /// without, every stage adds the same overhead (stage_time_s of a bare load).
+  static constexpr void price_cuts(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                   const stage_context& c, scratch& work) {
+    if constexpr (UnevenPipelinePolicy<Policy>) {
+      const std::size_t n = pre.work.size() - 1;
+      work.uniform_cuts = true;
+      if constexpr (requires { policy.cut_s(s, 0.0, c); }) {
+        work.per_cut = true;
+        work.cut.assign(n + 1, 0.0);
+        double priced_bytes = -1.0;
+        double priced = 0.0;
+        for (std::size_t i = 1; i < n; ++i) {
+          if (pre.boundary[i] != priced_bytes) {
+            priced_bytes = pre.boundary[i];
+            priced = policy.cut_s(s, priced_bytes, c);
+          }
+          work.cut[i] = priced;
+          work.uniform_cuts = work.uniform_cuts && priced == work.cut[1];
+          work.least_cut = i == 1 ? priced : std::min(work.least_cut, priced);
+        }
+      } else {
+        work.per_cut = false;
+        work.overhead = policy.stage_time_s(s, stage_load{}, c);
+      }
+    }
+  }
+
+  /// The time of the stage holding nodes [j, i) of n whose work is `stage_work`, bit for bit the policy's
+  /// stage_time_s: its work plus the cuts it waits for (train::step_model::cuts_waited_for: the one before it
+  /// forward and the one after it backward, the one it has at an end of the pipeline).
+  static constexpr double stage_time(const scratch& work, double stage_work, std::size_t j, std::size_t i,
+                                     std::size_t n, int stages) {
+    if (!work.per_cut) return stage_work + work.overhead;
+    if (stages <= 1) return stage_work;
+    return stage_work + work.cut[j > 0 ? j : i] + work.cut[i < n ? i : j];
+  }
+
+  /// A lower bound of stage_time for a stage of `stage_work` and of every longer stage ending at the same
+  /// node (more work, and cuts no cheaper than the least): what lets the DPs stop growing a stage.
+  static constexpr double stage_time_floor(const scratch& work, double stage_work, int stages) {
+    if (!work.per_cut) return stage_work + work.overhead;
+    if (stages <= 1) return stage_work;
+    return stage_work + work.least_cut + work.least_cut;
   }
 
   /// Stage k of the partition in work.cuts, on its own table.
@@ -305,7 +354,6 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     const auto stages = static_cast<std::size_t>(c.stages);
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
-    const double overhead = stage_overhead(policy, s, c);
     work.previous.assign(n + 1, inf);
     work.previous[0] = 0.0;
     work.argument.assign((stages + 1) * (n + 1), none);
@@ -319,13 +367,18 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         std::size_t from = none;
         for (std::size_t j = i; j-- > k - 1;) {
           const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
-                             pre.activations[i] - pre.activations[j]};
+                             pre.activations[i] - pre.activations[j], pre.boundary[j]};
           if (l.parameter_bytes > parameter_cap) break;               // a longer stage holds more
           if (policy.stage_memory(s, l, stage, c) > capacity) break;  // needs more
-          const double t = l.work_s + overhead;
-          if (t > time_cap) {  // takes longer
+          const double t = stage_time(work, l.work_s, j, i, n, c.stages);
+          if (t > time_cap) {  // takes longer; so does every longer stage once its floor does
             next = std::min(next, t);
-            break;
+            const double floor = stage_time_floor(work, l.work_s, c.stages);
+            if (floor > time_cap) {
+              next = std::min(next, floor);
+              break;
+            }
+            continue;
           }
           if (const double v = work.previous[j] + t; v < value) {
             value = v;
@@ -357,8 +410,6 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     const auto stages = static_cast<std::size_t>(c.stages);
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
-    [[maybe_unused]] double overhead = 0.0;
-    if constexpr (Measure == measure::time) overhead = stage_overhead(policy, s, c);
     work.previous.assign(n + 1, inf);
     work.previous[0] = 0.0;
     work.argument.assign((stages + 1) * (n + 1), none);
@@ -373,7 +424,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         std::size_t from = none;
         for (std::size_t j = i; j-- > k - 1;) {
           const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
-                             pre.activations[i] - pre.activations[j]};
+                             pre.activations[i] - pre.activations[j], pre.boundary[j]};
           if (l.parameter_bytes > parameter_cap) break;  // a longer stage holds more
           const double memory = policy.stage_memory(s, l, stage, c);
           double amount = memory;
@@ -382,8 +433,11 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
           }
           if constexpr (Measure == measure::cost) amount = policy.stage_cost_s(s, l, c);
           if constexpr (Measure == measure::time) {
-            amount = l.work_s + overhead;
-            if (policy.pipeline_s(s, amount, c.stage_time_sum_s, c) >= cap) break;  // so does a longer stage
+            // A longer stage takes at least this stage's floor (uneven cuts: its own cuts may be cheaper).
+            const double floor = stage_time_floor(work, l.work_s, c.stages);
+            if (policy.pipeline_s(s, floor, c.stage_time_sum_s, c) >= cap || floor >= value) break;
+            amount = stage_time(work, l.work_s, j, i, n, c.stages);
+            if (policy.pipeline_s(s, amount, c.stage_time_sum_s, c) >= cap || amount >= value) continue;
           }
           if (amount >= value) break;  // a longer stage costs more
           const double v = std::max(work.previous[j], amount);

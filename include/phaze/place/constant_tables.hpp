@@ -92,45 +92,42 @@ constexpr serial_times serial_times_of(const model::layer& l, const hw::device& 
 
 /// The layer cost table of model `m` at tensor-parallel width `tp` on datasheet device `d` in nodes of
 /// `node`, with knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism): the nodes
-/// and edges place::model_tables builds (embedding, blocks, head), as a constant expression.
+/// and edges place::model_tables builds (one per layer node and cut), as a constant expression.
 template <std::size_t MaxNodes>
 constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const hw::device& d,
                                                     const cluster::node_spec& node,
                                                     const train::training_knobs& k, int tp) {
   if (d.kind != hw::device_kind::datasheet) rules::constant_tables_need_a_datasheet_device();
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
-  if (static_cast<std::size_t>(run.config.layers) + 2 > MaxNodes) rules::constant_table_needs_more_nodes();
+  if (run.size() > MaxNodes) rules::constant_table_needs_more_nodes();
   const auto built =
       train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
   const cluster::route route = cluster::tensor_parallel_route(node, tp);
   const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
-  const bool tied = run.config.tied_embeddings;
   using table = fixed_cost_table<MaxNodes>;
-  auto make = [&](const model::layer& l, const train::stage_layers& holds, bool block) {
-    const detail::serial_times t = detail::serial_times_of(l, d, route);
+  // Each distinct layer timed once; each node holds what place::model_tables gives it.
+  std::vector<detail::serial_times> times;
+  for (const auto& l : built.kinds) times.push_back(detail::serial_times_of(l, d, route));
+  table out;
+  out.tp = tp;
+  for (std::size_t v = 0; v < run.size(); ++v) {
+    const detail::serial_times& t = times[run.nodes[v]];
     typename table::node n;
     n.forward = t.forward;
     n.backward = t.backward;
-    if (block) {
+    if (run.role_at(v) == model::layer_role::block) {
       n.recompute = k.recompute == model::recompute::full        ? t.forward
                     : k.recompute == model::recompute::selective ? t.attention_core
                                                                  : seconds{0.0};
     }
+    const train::node_range alone{v, v + 1};
     n.parameters =
-        bytes{static_cast<double>(train::detail::stage_parameters(built, tied, holds)) * weight_bytes};
-    n.activations = train::detail::stage_activations_per_microbatch(built, holds, k.recompute);
-    return n;
-  };
-  table out;
-  out.tp = tp;
-  out.nodes.push_back(make(built.embedding, {0, true, false}, false));
-  const auto block = make(built.block, {1, false, false}, true);
-  for (std::int64_t b = 0; b < run.config.layers; ++b) out.nodes.push_back(block);
-  out.nodes.push_back(make(built.head, {0, false, true}, false));
-  const bytes embedding_out = model::boundary_bytes(built.embedding);
-  const bytes block_out = model::boundary_bytes(built.block);
-  for (std::size_t i = 0; i + 1 < out.nodes.size(); ++i)
-    out.edges.push_back({i, i + 1, i == 0 ? embedding_out : block_out});
+        bytes{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
+    n.activations = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
+    out.nodes.push_back(n);
+  }
+  for (std::size_t v = 0; v + 1 < run.size(); ++v)
+    out.edges.push_back({v, v + 1, model::boundary_bytes(built.at(run, v))});
   return out;
 }
 

@@ -31,17 +31,23 @@ namespace phaze::place {
 /// What step_policy needs per tensor-parallel width besides the table.
 struct width_terms {
   int tp = 1;
-  bytes boundary{};                   ///< a transformer block's output per rank: what every stage cut carries
+  /// The least bytes any cut of the model carries per rank (on a transformer every cut carries the hidden
+  /// state, so all cuts carry these): what a stage load without boundaries pays (place's bounds and
+  /// with_stage_time_sum ask for it; a lower bound of every stage's sends).
+  bytes boundary{};
+  bool uniform_cuts = true;           ///< every cut carries `boundary` (the sum of stage times is split-free)
   double tied_copy_parameters = 0.0;  ///< the head's copy of a tied embedding, per rank (0 when untied)
-  bytes recompute_working_set{};      ///< full recomputation: one block's full activations (memory.hpp)
+  bytes recompute_working_set{};      ///< full recomputation: the largest block's full activations (memory.hpp)
 };
 
 /// The training-step model (train::step_model) as a placer policy: every term forwards to the step model,
 /// so for a split of a model's tables plan::time_per_batch equals train::estimate_step's time for that split
 /// and a stage's memory is train::stage_memory_of_load's (tests/place/model_placement_test.cpp checks it).
-/// What the step model needs besides a stage's load comes from the table's width (width_terms): every cut of
-/// a transformer chain carries the same hidden state, so all stages pay the same sends; the full
-/// recomputation working set is charged to every stage (a stage without a block is over-estimated by it).
+/// A stage pays the sends of its own cuts (step_model::stage_time: the bytes of the edges entering and
+/// leaving it); on a transformer every cut carries the same hidden state, so all stages pay the same sends,
+/// while the cuts of a composite model differ (width_terms::uniform_cuts). What the step model needs besides
+/// a stage's load comes from the table's width (width_terms); the full recomputation working set is charged
+/// to every stage (a stage without a block is over-estimated by it).
 /// Clusters of mixed device types (AMP's heterogeneous setting): the tables come in runs of one per device
 /// type for each width (`devices`: the types, in the order of their tables), a stage is costed on the table
 /// of its own devices' type and must fit their memory, and a stage whose devices are of two types makes
@@ -101,12 +107,23 @@ struct step_policy {
   static double work_s(const placement_settings& s, const Node& n) {
     return pipeline_policy::work_s(s, n);
   }
-  /// A stage's time per microbatch: its work plus the pipeline sends of a block's output, the same for every
-  /// stage whatever it holds (every cut of the chain carries the hidden state; the first stage's sends and
-  /// the last's are charged as an interior stage's, as train::estimate_step does).
-  [[nodiscard]] double stage_time_s(const placement_settings&, const stage_load& l,
+  /// What one cut of `cut_bytes` per rank adds to each stage beside it per microbatch
+  /// (step_model::pipeline_cut); a stage's time is its work plus the cut_s of the two cuts it waits for
+  /// (stage_time_s), which is what lets chain_dp price cuts once per configuration.
+  [[nodiscard]] double cut_s(const placement_settings&, double cut_bytes, const stage_context& c) const {
+    return model.pipeline_cut(bytes{cut_bytes}, shape_of(c)).value();
+  }
+  /// A stage's time per microbatch: its work plus the pipeline sends of its cuts (the bytes of the edges
+  /// entering and leaving it; step_model::stage_time). A load without boundaries (a bound's) pays the least
+  /// cut of the width, width_terms::boundary.
+  [[nodiscard]] double stage_time_s(const placement_settings& s, const stage_load& l,
                                     const stage_context& c) const {
-    return model.stage_time(seconds{l.work_s}, terms(c.tp).boundary, shape_of(c)).value();
+    if (c.stages <= 1) return l.work_s;
+    const double least = terms(c.tp).boundary.value();
+    const bool bare = !(l.boundary_in_bytes > 0.0) && !(l.boundary_bytes > 0.0);
+    const auto [forward, backward] = train::step_model::cuts_waited_for(
+        bytes{bare ? least : l.boundary_in_bytes}, bytes{bare ? least : l.boundary_bytes});
+    return l.work_s + cut_s(s, forward.value(), c) + cut_s(s, backward.value(), c);
   }
   [[nodiscard]] double allreduce_s(const placement_settings& s, double parameter_bytes,
                                    const stage_context& c) const {
@@ -152,9 +169,11 @@ struct model_problem {
   step_policy policy;
 };
 
-/// Builds the tables for `widths` (each must divide the model's heads and MLP) on cluster `c` (one device
-/// group) with the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism,
-/// schedule).
+/// Builds the tables for `widths` (each must split every transformer layer of the model) on cluster `c` with
+/// the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule): one node
+/// per layer node of the model (its forward, backward and recomputation times with TP collectives on the
+/// device type, parameters with a tied copy counted, activations as train/memory.hpp keeps them), one edge
+/// per cut carrying the layer's output; one table per width and device type.
 inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
                                   const train::training_knobs& k, const std::vector<int>& widths,
                                   const sched::schedule_cache& cache) {
@@ -172,48 +191,57 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
   for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, t.hbm);
   out.policy.model = train::step_model{c, k};
   if (types.size() > 1) out.policy.devices = types;
-  const bool tied = run.config.tied_embeddings;
+  const std::size_t n = run.size();
   for (const int tp : widths) {
+    const auto built =
+        train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
+    const cluster::route route = out.policy.model.tensor_parallel_route(tp);
+    // What a node holds does not depend on the device: parameters (a tied copy counted: a node alone is on
+    // a stage without node 0 unless it is node 0) and activations.
+    std::vector<bytes> parameters(n);
+    std::vector<bytes> activations(n);
+    width_terms w;
+    w.tp = tp;
+    for (std::size_t v = 0; v < n; ++v) {
+      const train::node_range alone{v, v + 1};
+      parameters[v] =
+          bytes{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
+      activations[v] = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
+      w.tied_copy_parameters += static_cast<double>(model::layer_params(built.at(run, v), true) -
+                                                    model::layer_params(built.at(run, v), false));
+      w.recompute_working_set =
+          std::max(w.recompute_working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
+    }
+    // Node 0's own tied weights are not a copy.
+    w.tied_copy_parameters -= static_cast<double>(model::layer_params(built.at(run, 0), true) -
+                                                  model::layer_params(built.at(run, 0), false));
+    for (std::size_t v = 0; v + 1 < n; ++v) {
+      const bytes cut = model::boundary_bytes(built.at(run, v));
+      if (v == 0 || cut < w.boundary) w.boundary = cut;
+      if (v > 0 && !(cut == model::boundary_bytes(built.at(run, 0)))) w.uniform_cuts = false;
+    }
     for (const hw::device& d : types) {
-      const auto built =
-          train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
-      const cluster::route route = out.policy.model.tensor_parallel_route(tp);
-      const auto emb =
-          train::detail::time_with_shares(built.embedding, d, route, cache, model::recompute::none);
-      const auto block = train::detail::time_with_shares(built.block, d, route, cache, k.recompute);
-      const auto head = train::detail::time_with_shares(built.head, d, route, cache, model::recompute::none);
-      auto node = [&](const char* name, const train::detail::timed_layer& t, const train::stage_layers& holds,
-                      seconds rec) {
-        cost_node n;
-        n.name = name;
-        n.forward = t.t.forward;
-        n.backward = t.t.backward;
-        n.recompute = rec;
-        n.parameters =
-            bytes{static_cast<double>(train::detail::stage_parameters(built, tied, holds)) * weight_bytes};
-        n.activations = train::detail::stage_activations_per_microbatch(built, holds, k.recompute);
-        return n;
-      };
+      std::vector<train::detail::timed_layer> timed;
+      for (const auto& kind : run.kinds) {
+        const bool block = kind.role == model::layer_role::block;
+        timed.push_back(train::detail::time_with_shares(built.kinds[timed.size()], d, route, cache,
+                                                        block ? k.recompute : model::recompute::none));
+      }
       cost_table t;
       t.tp = tp;
-      t.nodes.push_back(node("embedding", emb, {0, true, false}, seconds{0.0}));
-      for (std::int64_t b = 0; b < run.config.layers; ++b) {
-        t.nodes.push_back(node("block", block, {1, false, false}, block.t.recompute(k.recompute)));
+      for (std::size_t v = 0; v < n; ++v) {
+        const train::detail::timed_layer& l = timed[run.nodes[v]];
+        cost_node node;
+        node.name = run.kind_at(v).name.str();
+        node.forward = l.t.forward;
+        node.backward = l.t.backward;
+        node.recompute =
+            run.role_at(v) == model::layer_role::block ? l.t.recompute(k.recompute) : seconds{0.0};
+        node.parameters = parameters[v];
+        node.activations = activations[v];
+        t.nodes.push_back(std::move(node));
       }
-      t.nodes.push_back(node("head", head, {0, false, true}, seconds{0.0}));
-      for (std::size_t i = 0; i + 1 < t.nodes.size(); ++i) {
-        t.edges.push_back({i, i + 1, i == 0 ? emb.t.boundary : block.t.boundary});
-      }
-      width_terms w;
-      w.tp = tp;
-      w.boundary = block.t.boundary;
-      w.tied_copy_parameters =
-          static_cast<double>(train::detail::stage_parameters(built, tied, {0, true, false}) +
-                              train::detail::stage_parameters(built, tied, {0, false, true}) -
-                              train::detail::stage_parameters(built, tied, {0, true, true}));
-      if (k.recompute == model::recompute::full) {
-        w.recompute_working_set = model::activation_bytes(built.block, model::recompute::none);
-      }
+      for (std::size_t v = 0; v + 1 < n; ++v) t.edges.push_back({v, v + 1, timed[run.nodes[v]].t.boundary});
       out.policy.widths.push_back(w);
       p.tables.push_back(std::move(t));
     }
@@ -221,7 +249,8 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
   return out;
 }
 
-/// The layers each stage of a plan on a model's table holds (node 0 is the embedding, the last the head).
+/// The layers each stage of a plan on a model's table holds (node 0 is the input layer, the last the output
+/// layer, the others the body).
 inline std::vector<train::stage_layers> stage_split(const plan& pl, std::size_t nodes) {
   std::vector<train::stage_layers> split;
   for (const auto& st : pl.stages) {
@@ -244,14 +273,11 @@ inline std::vector<train::stage_layers> stage_split(const plan& pl, std::size_t 
 /// heads and MLP width, inside one node of every device group (Megatron-LM keeps TP's all-reduces on the
 /// fast links), at most the cluster's devices.
 inline std::vector<int> admissible_widths(const model::model& m, const cluster::cluster& c) {
-  const auto& config = m.config;
   int node = c.devices();
   for (const auto& g : c.groups()) node = std::min(node, g.node.devices);
   std::vector<int> out;
   for (int tp = 1; tp <= c.devices(); tp *= 2) {
-    const bool divides =
-        config.heads % tp == 0 && config.kv_heads_or_default() % tp == 0 && config.ffn % tp == 0;
-    if (divides && tp <= std::max(1, node)) out.push_back(tp);
+    if (model::splits_over(m, tp) && tp <= std::max(1, node)) out.push_back(tp);
   }
   return out;
 }
@@ -288,7 +314,15 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
         "devices; use the chain placer (--placer chain), not " +
         std::string{placer.name()});
   }
-  fixed.max_pp = static_cast<int>(m.config.layers);
+  const bool uniform_cuts = std::all_of(mp.policy.widths.begin(), mp.policy.widths.end(),
+                                        [](const width_terms& w) { return w.uniform_cuts; });
+  if (!uniform_cuts && placer.name() != chain_placer::name() && placer.name() != "brute") {
+    throw input_error("the cuts of " + m.config.name.str() +
+                      " carry different sizes, which only the chain placer and brute force price stage by "
+                      "stage; use --placer chain (or brute), not " +
+                      std::string{placer.name()});
+  }
+  fixed.max_pp = static_cast<int>(model::body_nodes(m));
   fixed.use_all_devices = true;
   model_placement out;
   out.placed = placer.place(mp.problem, mp.policy, fixed);

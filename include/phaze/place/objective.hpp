@@ -30,10 +30,11 @@ class no_admissible_configuration : public input_error {
 
 /// What a stage adds up from its nodes (base units: seconds and bytes).
 struct stage_load {
-  double work_s = 0.0;            ///< forward + backward (+ recompute) of one microbatch
-  double boundary_bytes = 0.0;    ///< bytes on edges leaving the stage, per microbatch
-  double parameter_bytes = 0.0;   ///< parameter bytes per rank
-  double activation_bytes = 0.0;  ///< activation bytes kept per microbatch
+  double work_s = 0.0;             ///< forward + backward (+ recompute) of one microbatch
+  double boundary_bytes = 0.0;     ///< bytes on edges leaving the stage, per microbatch
+  double parameter_bytes = 0.0;    ///< parameter bytes per rank
+  double activation_bytes = 0.0;   ///< activation bytes kept per microbatch
+  double boundary_in_bytes = 0.0;  ///< bytes on edges entering the stage, per microbatch
 };
 
 /// Where a stage sits: the table's tensor-parallel width, the pipeline depth, the data-parallel degree and
@@ -126,10 +127,13 @@ struct bottleneck_policy : pipeline_policy {
 /// has `pipeline_s(settings, slowest_stage_time, stage_time_sum, context)`, nondecreasing in both times, and
 /// its stage cost is the pipeline if that stage were the slowest: pipeline_s(settings, stage_time_s(settings,
 /// load, context), context.stage_time_sum_s, context), whose largest over the stages is the pipeline; its
-/// batch_time_s adds the data-parallel terms to it. Every stage must add the same to its work
-/// (stage_time_s(load) - load.work_s does not depend on the load: step_policy's equal pipeline sends), so on
-/// tables of one device type the stage times add up to the same for every split (stage_time_sum) and the
-/// DPs stay exact by minimizing the slowest stage; chain_dp minimizes the sum too on mixed tables.
+/// batch_time_s adds the data-parallel terms to it. What a stage adds to its work may depend only on the
+/// cuts it waits for: either the same for every load (stage_time_s(load) - load.work_s constant), or, when
+/// the policy has `cut_s(settings, cut_bytes, context)`, stage_time_s(load) = (work + cut_s(forward)) +
+/// cut_s(backward) with the cuts of train::step_model::cuts_waited_for (step_policy: the sends of the stage's
+/// own cuts), and a load without boundaries paying a lower bound of any cut. When every cut costs the same,
+/// the stage times add up to the same for every split of one table (stage_time_sum) and the DPs stay exact
+/// by minimizing the slowest stage; chain_dp minimizes the sum too on mixed tables and uneven cuts.
 template <class P>
 concept UnevenPipelinePolicy = requires(const P& p, const placement_settings& s, const stage_context& c) {
   { p.pipeline_s(s, 0.0, 0.0, c) } -> std::convertible_to<double>;
@@ -227,6 +231,7 @@ constexpr stage_load load_of(const Policy& policy, const placement_settings& s, 
   for (std::size_t e = 0; e < t.edges.size(); ++e) {
     const auto& edge = t.edges[e];
     if (stage_of[edge.from] == stage && stage_of[edge.to] != stage) l.boundary_bytes += edge.boundary.value();
+    if (stage_of[edge.to] == stage && stage_of[edge.from] != stage) l.boundary_in_bytes += edge.boundary.value();
   }
   return l;
 }

@@ -184,7 +184,7 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
       });
       continue;
     }
-    for (int pp = 1; pp <= devices / tp && pp <= m.config.layers; ++pp) {
+    for (int pp = 1; pp <= devices / tp && pp <= model::body_nodes(m); ++pp) {
       if (fixed.pp && pp != *fixed.pp) continue;
       if ((devices / tp) % pp != 0 && !fixed.dp) continue;
       const int dp = fixed.dp ? *fixed.dp : devices / (tp * pp);

@@ -34,11 +34,11 @@ inline seconds layer_latency(const model::model& run, const hw::device& d) {
   sched::schedule_cache cache;
   const model::layer_shape shape{1, run.config.sequence, 1, false, 2};
   seconds total{0.0};
-  for (const auto role : {model::layer_role::embedding, model::layer_role::block, model::layer_role::head}) {
+  for (const auto& kind : model::distinct_layers(run)) {
     // One device, no tensor parallelism: no collective runs (the route is never used).
-    const auto t = train::time_layer(model::make_layer(run.config, role, shape), d, cluster::route{}, cache);
-    const double copies = role == model::layer_role::block ? static_cast<double>(run.config.layers) : 1.0;
-    total += (t.forward + t.backward) * copies;
+    const auto t = train::time_layer(model::layer_at(run, static_cast<std::size_t>(kind.first_node), shape), d,
+                                     cluster::route{}, cache);
+    total += (t.forward + t.backward) * static_cast<double>(kind.count);
   }
   return total;
 }

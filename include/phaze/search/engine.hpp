@@ -100,13 +100,13 @@ inline hw::energy energy_per_sample(const model::model& run, const hw::device& d
   };
   const bool full = k.recompute == model::recompute::full;
   double per_microbatch_rank = 0.0;
-  per_microbatch_rank +=
-      pass_energy(model::make_layer(run.config, model::layer_role::embedding, shape), true, false);
-  per_microbatch_rank +=
-      static_cast<double>(run.config.layers) *
-      pass_energy(model::make_layer(run.config, model::layer_role::block, shape), true, full);
-  per_microbatch_rank +=
-      pass_energy(model::make_layer(run.config, model::layer_role::head, shape), true, false);
+  for (const auto& kind : model::distinct_layers(run)) {
+    // Full recomputation runs the blocks' forward pass again.
+    const bool again = full && kind.role == model::layer_role::block;
+    per_microbatch_rank += static_cast<double>(kind.count) *
+                           pass_energy(model::layer_at(run, static_cast<std::size_t>(kind.first_node), shape),
+                                       true, again);
+  }
   (void)d;
   return hw::energy{per_microbatch_rank * static_cast<double>(p.tp) / static_cast<double>(k.microbatch)};
 }
@@ -145,7 +145,7 @@ inline bool any_admissible_plan(const spec& s) {
         } catch (const input_error&) {
           continue;
         }
-        for (std::int64_t pp = 1; pp <= run.config.layers; ++pp) {
+        for (std::int64_t pp = 1; pp <= model::body_nodes(run); ++pp) {
           if (s.devices % (tp * pp) != 0) continue;
           const std::int64_t dp = s.devices / (tp * pp);
           if ((s.global_batch / mb) % dp == 0) return true;
@@ -199,7 +199,7 @@ inline std::optional<placed_setting> place_setting(const model::model& run, cons
                                                    const options& o, double cutoff) {
   const place::model_problem mp = place::model_tables(run, c, st.knobs, st.widths, cache);
   place::placement_request request;
-  request.max_pp = static_cast<int>(run.config.layers);
+  request.max_pp = static_cast<int>(model::body_nodes(run));
   request.use_all_devices = true;
   request.cutoff_s = cutoff;
   try {

@@ -217,6 +217,11 @@ namespace rules {
       "with the interleaved schedule the microbatches per replica (global batch / (microbatch * dp)) must be "
       "a multiple of pp (Megatron-LM's rule); change --global-batch, --microbatch or --pp");
 }
+[[noreturn]] inline void interleaved_schedule_needs_identical_blocks() {
+  throw input_error(
+      "the interleaved schedule gives every device chunks of identical blocks; this model's layers differ (a "
+      "composite model): use --schedule 1f1b or gpipe");
+}
 [[noreturn]] inline void precision_must_be_bf16_fp16_or_fp32() {
   throw input_error("training precision must be bf16, fp16 or fp32; give --precision bf16|fp16|fp32");
 }
@@ -251,12 +256,13 @@ struct validate_fn {
     if (k.global_batch % (k.microbatch * p.dp) != 0)
       rules::global_batch_must_be_divisible_by_microbatch_times_dp();
     if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_or_fp32();
-    const std::int64_t blocks = m.config.layers;
+    const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
     if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();
     if (k.schedule != pipeline_schedule::interleaved && k.virtual_stages > 1)
       rules::virtual_stages_need_the_interleaved_schedule();
     if (k.schedule == pipeline_schedule::interleaved) {
+      if (model::composite(m)) rules::interleaved_schedule_needs_identical_blocks();
       if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
       if (p.pp <= 2) rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
       if (blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
@@ -266,7 +272,7 @@ struct validate_fn {
     }
     // Heads, key/value heads and the MLP width must split over tp; the sequence over tp with sequence
     // parallelism (the model's own rules, each named after its mistake).
-    model::validate_shape(m.config, layer_shape_of(m, p, k));
+    model::validate_model_shape(m, layer_shape_of(m, p, k));
   }
   /// Checks the knob lists on their own (defined in train/knob_space.hpp).
   constexpr void operator()(const knob_space& k) const;

@@ -94,7 +94,7 @@ inline std::vector<layer_times> time_model(const model::model& m, const model::l
     const auto times =
         time_layer(model::layer_at(m, static_cast<std::size_t>(kind.first_node), shape), d, tp, cache);
     for (std::size_t i = 0; i < m.size(); ++i)
-      if (m.nodes[i] == kind.role) out[i] = times;
+      if (m.nodes[i] == kind.kind) out[i] = times;
   }
   return out;
 }

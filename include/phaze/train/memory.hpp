@@ -59,8 +59,10 @@ inline constexpr auto state_bytes_per_parameter =
   return {static_cast<double>(hw::element_bytes(p)), 4.0, 4.0 + moments};
 };
 
-/// The layers one device holds for a pipeline stage: a number of transformer blocks (over all its model
-/// chunks when the schedule is interleaved), and whether it holds the input embedding and the output head.
+/// The layers one device holds for a pipeline stage: a number of body nodes (a transformer's blocks; over
+/// all its model chunks when the schedule is interleaved), and whether it holds the input layer (the
+/// embedding) and the output layer (the head). Stages hold consecutive nodes in pipeline order, so a split
+/// (one stage_layers per stage) gives every stage's nodes (node_ranges).
 struct stage_layers {
   std::int64_t blocks = 0;
   bool embedding = false;
@@ -68,13 +70,61 @@ struct stage_layers {
   friend constexpr bool operator==(const stage_layers&, const stage_layers&) = default;
 };
 
-/// Megatron-style uniform split of a model's blocks over `stages` pipeline stages: every stage gets
-/// blocks / stages; when that leaves a remainder r, the last r stages get one block more (the first stage
-/// already holds the most activations in flight). Stage 0 holds the embedding and the last stage the head,
-/// also under the interleaved schedule (the first chunk lives on device 0 and the last on device p - 1).
+/// The nodes of a model one pipeline stage holds: [first, last).
+struct node_range {
+  std::size_t first = 0;
+  std::size_t last = 0;
+  [[nodiscard]] constexpr std::size_t size() const { return last - first; }
+  friend constexpr bool operator==(const node_range&, const node_range&) = default;
+};
+
+namespace rules {
+[[noreturn]] inline void a_split_must_hold_the_model_in_order() {
+  throw input_error(
+      "a stage split must give the model's layers in pipeline order: the first stage holds the input layer "
+      "(embedding), the last the output layer (head), and the stages' body layers (blocks) add up to the "
+      "model's");
+}
+}  // namespace rules
+
+/// The nodes every stage of `split` holds, in order: stage k starts where stage k - 1 ends. Throws
+/// input_error (rules::a_split_must_hold_the_model_in_order) unless exactly the first stage holds the
+/// input layer, exactly the last the output layer, and together they hold every node.
+inline constexpr auto node_ranges = [](const model::model& m,
+                                       const std::vector<stage_layers>& split) constexpr {
+  std::vector<node_range> out;
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < split.size(); ++k) {
+    const stage_layers& s = split[k];
+    if (s.blocks < 0 || s.embedding != (k == 0) || s.head != (k + 1 == split.size()))
+      rules::a_split_must_hold_the_model_in_order();
+    const auto n = static_cast<std::size_t>(s.blocks) + (s.embedding ? 1U : 0U) + (s.head ? 1U : 0U);
+    out.push_back({next, next + n});
+    next += n;
+  }
+  if (next != m.size()) rules::a_split_must_hold_the_model_in_order();
+  return out;
+};
+
+/// The nodes of one stage given on its own: from node 0 when it holds the input layer, up to the last node
+/// when it holds the output layer, else body nodes from node 1 (any interior position holds the same on a
+/// transformer, whose blocks are identical; a composite model's interior stages need node_ranges of the
+/// whole split).
+constexpr node_range nodes_of_stage(const model::model& m, const stage_layers& s) {
+  const auto n = static_cast<std::size_t>(s.blocks) + (s.embedding ? 1U : 0U) + (s.head ? 1U : 0U);
+  if (s.embedding) return {0, n};
+  if (s.head) return {m.size() - n, m.size()};
+  return {1, 1 + n};
+}
+
+/// Megatron-style uniform split of a model's body nodes (blocks) over `stages` pipeline stages: every stage
+/// gets blocks / stages; when that leaves a remainder r, the last r stages get one block more (the first
+/// stage already holds the most activations in flight). Stage 0 holds the embedding and the last stage the
+/// head, also under the interleaved schedule (the first chunk lives on device 0 and the last on device
+/// p - 1).
 inline constexpr auto uniform_stage =
     [](const model::model& m, int stages, int stage) constexpr -> stage_layers {
-  const std::int64_t blocks = m.config.layers;
+  const std::int64_t blocks = model::body_nodes(m);
   const std::int64_t remainder = blocks % stages;
   stage_layers s;
   s.blocks = blocks / stages + (stage >= stages - remainder ? 1 : 0);
@@ -128,9 +178,11 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
     total += s.blocks;
     split.push_back(s);
   }
-  if (total != m.config.layers) {
+  if (total != model::body_nodes(m)) {
     throw input_error("--stage-blocks adds up to " + std::to_string(total) + " blocks but the model has " +
-                      std::to_string(m.config.layers) + "; give counts that add up to the block count");
+                      std::to_string(model::body_nodes(m)) +
+                      (model::composite(m) ? " body layers (between its input and output layers)" : "") +
+                      "; give counts that add up to the block count");
   }
   return split;
 }
@@ -157,61 +209,76 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
 }
 
 namespace detail {
-/// The three distinct layers of a transformer, built once for a shape.
+/// The distinct layers of a model, built once for a shape: one per kind (model::model::kinds).
 struct built_layers {
-  model::layer embedding;
-  model::layer block;
-  model::layer head;
+  std::vector<model::layer> kinds;
+  /// The layer of node `v` of `m`.
+  [[nodiscard]] constexpr const model::layer& at(const model::model& m, std::size_t v) const {
+    return kinds[m.nodes[v]];
+  }
 };
 
 constexpr built_layers build_layers(const model::model& m, const model::layer_shape& shape) {
-  return {model::make_layer(m.config, model::layer_role::embedding, shape),
-          model::make_layer(m.config, model::layer_role::block, shape),
-          model::make_layer(m.config, model::layer_role::head, shape)};
+  built_layers out;
+  for (const auto& k : m.kinds) out.kinds.push_back(model::build_kind(m, k, shape));
+  return out;
 }
 
-/// Parameters per tensor-parallel rank of a stage. A tied output projection on a stage without the
-/// embedding keeps its own copy of the embedding matrix (Megatron-LM: the last stage allocates
-/// word_embeddings and all-reduces its gradient with the first stage's).
-constexpr std::int64_t stage_parameters(const built_layers& l, bool tied, const stage_layers& s) {
-  std::int64_t n = s.blocks * model::layer_params(l.block);
-  if (s.embedding) n += model::layer_params(l.embedding);
-  if (s.head) n += model::layer_params(l.head, tied && !s.embedding);
+/// Parameters per tensor-parallel rank of a stage holding nodes `r`. A tied output projection on a stage
+/// without the input layer (node 0, whose embedding owns the matrix) keeps its own copy (Megatron-LM: the
+/// last stage allocates word_embeddings and all-reduces its gradient with the first stage's).
+constexpr std::int64_t stage_parameters(const model::model& m, const built_layers& l, node_range r) {
+  std::int64_t n = 0;
+  for (std::size_t v = r.first; v < r.last; ++v) n += model::layer_params(l.at(m, v), r.first != 0);
   return n;
 }
 
-/// Activation bytes per microbatch of a stage's layers. Recomputation applies to transformer blocks only
-/// (Megatron checkpoints blocks; the embedding and head keep theirs as without recomputation).
-constexpr bytes stage_activations_per_microbatch(const built_layers& l, const stage_layers& s,
+/// The recomputation mode a node's activations are kept under: blocks follow `mode` (Megatron checkpoints
+/// blocks); other layers keep theirs as without recomputation under full recomputation.
+constexpr model::recompute mode_of_node(model::layer_role role, model::recompute mode) {
+  return role == model::layer_role::block || mode != model::recompute::full ? mode : model::recompute::none;
+}
+
+/// Activation bytes per microbatch of the nodes `r`.
+constexpr bytes stage_activations_per_microbatch(const model::model& m, const built_layers& l, node_range r,
                                                  model::recompute mode) {
-  const model::recompute outside_blocks = mode == model::recompute::full ? model::recompute::none : mode;
-  bytes b = model::activation_bytes(l.block, mode) * static_cast<double>(s.blocks);
-  if (s.embedding) b += model::activation_bytes(l.embedding, outside_blocks);
-  if (s.head) b += model::activation_bytes(l.head, outside_blocks);
+  bytes b{0.0};
+  for (std::size_t v = r.first; v < r.last; ++v)
+    b += model::activation_bytes(l.at(m, v), mode_of_node(m.role_at(v), mode));
   return b;
 }
 
+/// What full recomputation holds once on top of the stored inputs: while one microbatch's block is
+/// recomputed, its full activations (as without recomputation), one block at a time (Megatron's default
+/// --recompute-num-layers 1 granularity): the largest block of `r`; nothing without full recomputation.
+constexpr bytes recompute_working_set(const model::model& m, const built_layers& l, node_range r,
+                                      model::recompute mode) {
+  bytes most{0.0};
+  if (mode != model::recompute::full) return most;
+  for (std::size_t v = r.first; v < r.last; ++v) {
+    if (m.role_at(v) != model::layer_role::block) continue;
+    most = std::max(most, model::activation_bytes(l.at(m, v), model::recompute::none));
+  }
+  return most;
+}
+
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
-                                           const training_knobs& k, const stage_layers& s, int stage) {
-  // Assumption: while one microbatch's block is recomputed, its full activations (as without recomputation)
-  // live on top of the stored block inputs, one block at a time (Megatron's default --recompute-num-layers 1
-  // granularity).
-  const bytes working_set = k.recompute == model::recompute::full && s.blocks > 0
-                                ? model::activation_bytes(l.block, model::recompute::none)
-                                : bytes{0.0};
-  return stage_memory_of_load(static_cast<double>(stage_parameters(l, m.config.tied_embeddings, s)),
-                              stage_activations_per_microbatch(l, s, k.recompute), working_set, stage, p.pp,
-                              p.dp, microbatches_per_replica(p, k), k);
+                                           const training_knobs& k, node_range r, int stage) {
+  return stage_memory_of_load(static_cast<double>(stage_parameters(m, l, r)),
+                              stage_activations_per_microbatch(m, l, r, k.recompute),
+                              recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp,
+                              microbatches_per_replica(p, k), k);
 }
 }  // namespace detail
 
-/// Parameters per tensor-parallel rank that a device of stage `s` holds (tied embeddings counted as kept).
+/// Parameters per tensor-parallel rank that a device of stage `s` holds (tied embeddings counted as kept;
+/// nodes_of_stage says which nodes).
 inline constexpr auto stage_parameters = [](const model::model& m, const stage_layers& s, int tp) constexpr {
   const auto l = detail::build_layers(m, model::layer_shape{1, m.config.sequence, tp, false, 2});
-  return detail::stage_parameters(l, m.config.tied_embeddings, s);
+  return detail::stage_parameters(m, l, nodes_of_stage(m, s));
 };
 
-/// Memory per device of pipeline stage `stage` (0-based) holding the layers `s`, for the given degrees and
+/// Memory per device of pipeline stage `stage` (0-based) holding the layers `s` (nodes_of_stage), for the given degrees and
 /// knobs: weights, gradients and optimizer state of its parameters per tensor-parallel rank, and the
 /// activations of its layers (model::activation_bytes, Korthikanti et al. 2022 section 4) times the
 /// microbatches in flight at that stage under the schedule.
@@ -219,7 +286,7 @@ inline constexpr auto stage_memory =
     [](const model::model& m, const train::parallelism& p, const train::training_knobs& k,
        const stage_layers& s, int stage) constexpr -> memory_breakdown {
   const auto l = detail::build_layers(m, train::layer_shape_of(m, p, k));
-  return detail::stage_memory_of(m, l, p, k, s, stage);
+  return detail::stage_memory_of(m, l, p, k, nodes_of_stage(m, s), stage);
 };
 
 /// Memory per device of stage `stage` under the uniform Megatron split (uniform_stage).
@@ -239,9 +306,13 @@ struct stage_peak {
 inline constexpr auto peak_memory = [](const model::model& m, const train::parallelism& p,
                                        const train::training_knobs& k) constexpr -> stage_peak {
   const auto l = detail::build_layers(m, train::layer_shape_of(m, p, k));
+  std::vector<stage_layers> split;
+  for (int i = 0; i < p.pp; ++i) split.push_back(uniform_stage(m, p.pp, i));
+  const auto ranges = node_ranges(m, split);
   stage_peak best;
   for (int i = 0; i < p.pp; ++i) {
-    const memory_breakdown b = detail::stage_memory_of(m, l, p, k, uniform_stage(m, p.pp, i), i);
+    const memory_breakdown b =
+        detail::stage_memory_of(m, l, p, k, ranges[static_cast<std::size_t>(i)], i);
     if (i == 0 || b.total > best.memory.total) best = {i, b};
   }
   return best;

@@ -124,19 +124,36 @@ class step_model {
            cost::all_gather_time(boundary, s.tp, tensor_parallel_route(s.tp));
   }
 
-  /// The pipeline sends on a stage's critical path per microbatch: none without a pipeline, else 2 v
-  /// boundary transfers (interior stages receive and send in both passes; with v chunks every chunk does, as
-  /// Megatron-LM's blocking send/recv pairs).
-  [[nodiscard]] seconds pipeline_sends(bytes boundary, const plan_shape& s) const {
+  /// What one cut of the pipeline (a `boundary`-byte tensor per rank between two stages) adds to each
+  /// stage beside it per microbatch: one transfer per model chunk (v under the interleaved schedule, as
+  /// Megatron-LM's blocking send/recv pairs); nothing without a pipeline.
+  [[nodiscard]] seconds pipeline_cut(bytes boundary, const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
-    return pipeline_send(boundary, s) * (2.0 * static_cast<double>(chunks()));
+    return pipeline_send(boundary, s) * static_cast<double>(chunks());
+  }
+
+  /// The cut a stage waits for in each pass, for a stage whose input cut carries `in` and whose output cut
+  /// carries `out` bytes per rank (0 at an end of the pipeline): in the forward pass the activation it
+  /// receives, in the backward pass the gradient of its output; the first stage, which receives no
+  /// activation, waits on its output cut in both, the last on its input cut in both. So every stage pays two
+  /// transfers per microbatch and chunk, of its own cuts' sizes (on a transformer, whose cuts all carry the
+  /// hidden state, the same for every stage).
+  [[nodiscard]] static std::pair<bytes, bytes> cuts_waited_for(bytes in, bytes out) {
+    return {in.value() > 0.0 ? in : out, out.value() > 0.0 ? out : in};
+  }
+
+  /// The pipeline sends on a stage's critical path per microbatch (cuts_waited_for, pipeline_cut).
+  [[nodiscard]] seconds pipeline_sends(bytes in, bytes out, const plan_shape& s) const {
+    const auto [forward, backward] = cuts_waited_for(in, out);
+    return pipeline_cut(forward, s) + pipeline_cut(backward, s);
   }
 
   /// A stage's time per microbatch: its layers' `work` (forward, backward, recomputation, TP collectives)
-  /// plus its pipeline sends.
-  [[nodiscard]] seconds stage_time(seconds work, bytes boundary, const plan_shape& s) const {
+  /// plus its pipeline sends for input and output cuts of `in` and `out` bytes (pipeline_sends).
+  [[nodiscard]] seconds stage_time(seconds work, bytes in, bytes out, const plan_shape& s) const {
     if (s.pp <= 1) return work;
-    return work + pipeline_sends(boundary, s);
+    const auto [forward, backward] = cuts_waited_for(in, out);
+    return work + pipeline_cut(forward, s) + pipeline_cut(backward, s);
   }
 
   /// The pipeline of one iteration (all microbatches through every stage, with fill and drain) when its
@@ -356,21 +373,19 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   return r;
 }
 
-/// The embedding, a block and the head of a run, timed on one device.
+/// The distinct layers of a run (one per kind of the model), timed on one device.
 struct timed_layers {
   const hw::device* device = nullptr;
-  timed_layer embedding;
-  timed_layer block;
-  timed_layer head;
+  std::vector<timed_layer> kinds;
 };
 }  // namespace detail
 
 /// The time of one training iteration of `m` on the first tp * pp * dp devices of cluster `c` (the caller
 /// validated the plan with train::validate). Formulas (docs/step-time.md), all from step_model:
-/// - Stages: `split` gives each stage's layers (pp entries, blocks adding up to the model's, the embedding on
-///   stage 0 and the head on the last); empty means the uniform Megatron split (uniform_stage). Per
-///   microbatch a stage takes the forward, backward and recomputation of its layers on its own devices
-///   (layer_times through `cache`; on GPUs TP collectives are ops inside them) plus its pipeline sends
+/// - Stages: `split` gives each stage's layers (pp entries in pipeline order: node_ranges); empty means the
+///   uniform Megatron split (uniform_stage). Per microbatch a stage takes the forward, backward and
+///   recomputation of its layers on its own devices (layer_times through `cache`, each distinct layer timed
+///   once per device type; on GPUs TP collectives are ops inside them) plus the pipeline sends of its cuts
 ///   (step_model::stage_time).
 /// - Pipeline: (m - 1) t_max + sum_i t_i for 1F1B and GPipe, (m + (p - 1) / v) t_max for interleaved 1F1B,
 ///   t_i stage i's time per microbatch (step_model::pipeline_time).
@@ -394,21 +409,26 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   if (static_cast<int>(stages.size()) != p.pp) {
     throw input_error("a stage split needs one entry per pipeline stage (" + std::to_string(p.pp) + ")");
   }
+  const std::vector<node_range> ranges = node_ranges(run, stages);
   const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
   const step_model model{c, k};
   const plan_shape where{p.tp, p.pp, p.dp, mb};
   const cluster::route tp_route = model.tensor_parallel_route(p.tp);
   const auto built = detail::build_layers(run, shape);
-  // Layers timed once per device type the stages run on.
+  // Every distinct layer timed once per device type the stages run on; blocks under the knobs'
+  // recomputation, the other layers without.
   std::vector<detail::timed_layers> timed;
   auto timed_on = [&](const hw::device& d) -> const detail::timed_layers& {
     for (const auto& t : timed)
       if (*t.device == d) return t;
-    timed.push_back({&d,
-                     detail::time_with_shares(built.embedding, d, tp_route, cache, model::recompute::none),
-                     detail::time_with_shares(built.block, d, tp_route, cache, k.recompute),
-                     detail::time_with_shares(built.head, d, tp_route, cache, model::recompute::none)});
+    detail::timed_layers t{&d, {}};
+    for (std::size_t i = 0; i < run.kinds.size(); ++i) {
+      const bool block = run.kinds[i].role == model::layer_role::block;
+      t.kinds.push_back(detail::time_with_shares(built.kinds[i], d, tp_route, cache,
+                                                 block ? k.recompute : model::recompute::none));
+    }
+    timed.push_back(std::move(t));
     return timed.back();
   };
 
@@ -416,33 +436,34 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   std::int64_t largest_params = -1;
   seconds t_max{0.0};
   std::vector<seconds> stage_times;
+  std::vector<seconds> recompute_tp;
   double capacity_sum = 0.0;
   bool all_fit = true;
   for (int i = 0; i < p.pp; ++i) {
-    const stage_layers& s = stages[static_cast<std::size_t>(i)];
+    const node_range r = ranges[static_cast<std::size_t>(i)];
     const hw::device& d = model.stage_device(i, where);
     const detail::timed_layers& l = timed_on(d);
-    const auto blocks = static_cast<double>(s.blocks);
     stage_estimate st;
-    st.layers = s.blocks + (s.embedding ? 1 : 0) + (s.head ? 1 : 0);
-    st.blocks = s.blocks;
+    st.layers = static_cast<std::int64_t>(r.size());
     st.devices = static_cast<std::int64_t>(p.tp) * p.dp;
-    st.forward = l.block.t.forward * blocks;
-    st.backward = l.block.t.backward * blocks;
-    st.recompute = l.block.t.recompute(k.recompute) * blocks;
-    st.tp_comm = (l.block.tp_forward + l.block.tp_backward + l.block.tp_recompute) * blocks;
-    if (s.embedding) {
-      st.forward += l.embedding.t.forward;
-      st.backward += l.embedding.t.backward;
-      st.tp_comm += l.embedding.tp_forward + l.embedding.tp_backward;
+    seconds tp_recompute{0.0};
+    for (std::size_t v = r.first; v < r.last; ++v) {
+      const detail::timed_layer& t = l.kinds[run.nodes[v]];
+      st.forward += t.t.forward;
+      st.backward += t.t.backward;
+      st.tp_comm += t.tp_forward + t.tp_backward;
+      if (run.role_at(v) == model::layer_role::block) {
+        ++st.blocks;
+        st.recompute += t.t.recompute(k.recompute);
+        st.tp_comm += t.tp_recompute;
+        tp_recompute += t.tp_recompute;
+      }
     }
-    if (s.head) {
-      st.forward += l.head.t.forward;
-      st.backward += l.head.t.backward;
-      st.tp_comm += l.head.tp_forward + l.head.tp_backward;
-    }
-    st.pp_comm = model.pipeline_sends(l.block.t.boundary, where);
-    const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, s, i);
+    // The cuts: what the stage receives from the one before it and hands to the one after it.
+    const bytes in = r.first > 0 ? l.kinds[run.nodes[r.first - 1]].t.boundary : bytes{0.0};
+    const bytes out = r.last < run.size() ? l.kinds[run.nodes[r.last - 1]].t.boundary : bytes{0.0};
+    st.pp_comm = model.pipeline_sends(in, out, where);
+    const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
     st.capacity = d.hbm;
     all_fit = all_fit && fits(mem, d);
@@ -451,10 +472,11 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       e.memory_capacity = d.hbm;
       e.peak_stage = i;
     }
-    const std::int64_t params = detail::stage_parameters(built, run.config.tied_embeddings, s);
+    const std::int64_t params = detail::stage_parameters(run, built, r);
     largest_params = std::max(largest_params, params);
     capacity_sum += hw::peak_matrix_flops(d).value() * static_cast<double>(st.devices);
     e.stages.push_back(st);
+    recompute_tp.push_back(tp_recompute);
     stage_times.push_back(st.per_microbatch());
     if (i == 0 || st.per_microbatch() > t_max) {
       t_max = st.per_microbatch();
@@ -464,8 +486,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
 
   const stage_estimate& worst = e.stages[static_cast<std::size_t>(slowest)];
   const double m_count = static_cast<double>(mb);
-  const seconds rec_tp = timed_on(model.stage_device(slowest, where)).block.tp_recompute *
-                         static_cast<double>(stages[static_cast<std::size_t>(slowest)].blocks);
+  const seconds rec_tp = recompute_tp[static_cast<std::size_t>(slowest)];
   const auto params = static_cast<double>(largest_params);
   const hw::device& largest_device = model.optimizer_device(where);
   e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where), params, where, largest_device);
