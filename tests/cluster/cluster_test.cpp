@@ -95,6 +95,31 @@ TEST_CASE("pipeline pairs: the slowest boundary, hop by hop and in closed form",
   CHECK(cluster::homogeneous(a100, 8, dgx).pairs(4, 8).hop == dgx.intra);
 }
 
+TEST_CASE("pipeline pairs share a node's one interface only with the pairs that leave it", "[cluster]") {
+  // `shared`: AWS-style nodes, 4 devices behind one 1.25 GB/s interface.
+  for (const int devices : {8, 16}) {
+    const auto one = cluster::homogeneous(a100, devices, shared);
+    const auto two = split_in_two(shared, devices);
+    for (int used = 5; used <= devices; ++used) {
+      for (int distance = 1; distance < used; ++distance) {
+        CAPTURE(devices, used, distance);
+        // The closed form equals the pair-by-pair count of the transfers leaving and entering each node.
+        CHECK(one.pairs(distance, used) == two.pairs(distance, used));
+      }
+    }
+  }
+  const auto c = cluster::homogeneous(a100, 16, shared);
+  // One stage per device: one transfer leaves each node, over the whole interface.
+  CHECK(c.pairs(1, 16).hop.bandwidth == 1.25_GBps);
+  // Stages of two devices: two transfers share it.
+  CHECK(c.pairs(2, 16).hop.bandwidth == 0.625_GBps);
+  // Stages of a node or more: every device sends, a quarter each (what a ring of one member per node gets).
+  CHECK(c.pairs(4, 16).hop.bandwidth == shared.network_share(1));
+  CHECK(c.pairs(8, 16).hop.bandwidth == shared.network_share(1));
+  // Rails (one interface per device): a transfer never shares an interface.
+  CHECK(cluster::homogeneous(a100, 16, dgx).pairs(1, 16).hop == cluster::homogeneous(a100, 16, dgx).pairs(8, 16).hop);
+}
+
 TEST_CASE("a measured device matrix: each ring runs at its slowest hop, in its own direction", "[cluster]") {
   const int n = 8;
   std::mt19937 rng(3);

@@ -207,22 +207,56 @@ class cluster {
   }
 
   /// The route of the point-to-point transfers between every rank r and r + `distance` below `used`, in
-  /// both directions (pipeline stage boundaries: distance tp * dp): the slowest such pair of devices.
+  /// both directions (pipeline stage boundaries: distance tp * dp), all at once: the slowest such pair of
+  /// devices. A pair inside a node takes the node's link; a pair across nodes shares each node's interfaces
+  /// with the other pairs leaving or entering it (node_spec::flow_share: with tp * dp below the devices of a
+  /// node, only the last stage of the node sends out of it), or takes its measured link.
   [[nodiscard]] route pairs(int distance, int used) const {
     if (distance < 1 || distance >= used || used > devices_) rules::group_must_fit_the_devices_used();
     if (groups_.size() == 1 && !measured_ && order_.empty()) {
       const node_spec& node = groups_.front().node;
       if (used <= node.devices) return {node.intra, efficiency_};
-      const link across{node.network_share(1), node.nic.latency};
+      // The first node has the most transfers leaving it: its ranks r with r + distance in a later node
+      // and below `used`.
+      const int flows = std::min(node.devices, used - distance) - std::max(0, node.devices - distance);
+      const link across{node.flow_share(flows), node.nic.latency};
       return {distance >= node.devices ? across : slower(node.intra, across), efficiency_};
     }
     link slowest = unreached;
-    std::vector<int> members(2);
-    std::vector<std::pair<int, int>> per_node;
+    if (measured_) {
+      std::vector<int> members(2);
+      std::vector<std::pair<int, int>> per_node;
+      for (int r = 0; r + distance < used; ++r) {
+        members[0] = device_of_rank(r);
+        members[1] = device_of_rank(r + distance);
+        slowest = slower(slowest, slowest_hop(members, per_node));
+      }
+      return {slowest, efficiency_};
+    }
+    // The transfers leaving and entering every node (one direction; the other mirrors it).
+    std::vector<int> leaving(static_cast<std::size_t>(nodes_), 0);
+    std::vector<int> entering(static_cast<std::size_t>(nodes_), 0);
     for (int r = 0; r + distance < used; ++r) {
-      members[0] = device_of_rank(r);
-      members[1] = device_of_rank(r + distance);
-      slowest = slower(slowest, slowest_hop(members, per_node));
+      const int na = node_at(r);
+      const int nb = node_at(r + distance);
+      if (na == nb) continue;
+      ++leaving[static_cast<std::size_t>(na)];
+      ++entering[static_cast<std::size_t>(nb)];
+    }
+    for (int r = 0; r + distance < used; ++r) {
+      const int a = device_of_rank(r);
+      const int b = device_of_rank(r + distance);
+      const int na = node_of_device(a);
+      const int nb = node_of_device(b);
+      if (na == nb) {
+        slowest = slower(slowest, groups_[group_of_device(a)].node.intra);
+        continue;
+      }
+      const node_spec& from = groups_[group_of_device(a)].node;
+      const node_spec& to = groups_[group_of_device(b)].node;
+      slowest = slower(slowest, {std::min(from.flow_share(leaving[static_cast<std::size_t>(na)]),
+                                          to.flow_share(entering[static_cast<std::size_t>(nb)])),
+                                 std::max(from.nic.latency, to.nic.latency)});
     }
     return {slowest, efficiency_};
   }

@@ -4,6 +4,7 @@
 /// links, the efficiency collectives reach on a link, and the route a collective runs over.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +50,15 @@ struct node_spec {
   [[nodiscard]] constexpr bytes_per_second network_share(int members) const {
     return bytes_per_second{nic.bandwidth.value() * static_cast<double>(nics) * static_cast<double>(members) /
                             static_cast<double>(devices)};
+  }
+  /// Bandwidth each of `flows` point-to-point transfers leaving (or entering) this node at once gets over the
+  /// network: the node's interfaces shared among them, at most one interface per flow (a transfer between two
+  /// devices runs over one interface) unless the node has more interfaces than devices (then what a device
+  /// gets when every device sends, network_share(1)). With a flow from every device it is network_share(1);
+  /// with one flow out of a node of one shared interface, the whole interface.
+  [[nodiscard]] constexpr bytes_per_second flow_share(int flows) const {
+    const int spread = std::max(std::max(flows, 1), std::min(nics, devices));
+    return bytes_per_second{nic.bandwidth.value() * static_cast<double>(nics) / static_cast<double>(spread)};
   }
 };
 
