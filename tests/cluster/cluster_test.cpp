@@ -117,7 +117,8 @@ TEST_CASE("pipeline pairs share a node's one interface only with the pairs that 
   CHECK(c.pairs(4, 16).hop.bandwidth == shared.network_share(1));
   CHECK(c.pairs(8, 16).hop.bandwidth == shared.network_share(1));
   // Rails (one interface per device): a transfer never shares an interface.
-  CHECK(cluster::homogeneous(a100, 16, dgx).pairs(1, 16).hop == cluster::homogeneous(a100, 16, dgx).pairs(8, 16).hop);
+  CHECK(cluster::homogeneous(a100, 16, dgx).pairs(1, 16).hop ==
+        cluster::homogeneous(a100, 16, dgx).pairs(8, 16).hop);
 }
 
 TEST_CASE("a measured device matrix: each ring runs at its slowest hop, in its own direction", "[cluster]") {

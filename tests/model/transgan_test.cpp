@@ -64,8 +64,8 @@ TEST_CASE("TransGAN's parameters and FLOPs equal the closed forms of its archite
   CHECK(layer_params(layer_at(m, 55, one)) == 16 * 3 + 3);
   // Position embeddings: 9 x 9 and 18 x 18 of width 1024, then four of 1,327,104 elements.
   const std::int64_t positions = 82944 + 331776 + 4 * 1327104;
-  const std::int64_t expected = 512 * 82944 + 82944 + 12 * block_parameters(1024, 9) + positions +
-                                12 * block_parameters(16, 18) + 51;
+  const std::int64_t expected =
+      512 * 82944 + 82944 + 12 * block_parameters(1024, 9) + positions + 12 * block_parameters(16, 18) + 51;
   CHECK(parameter_count(m) == expected);
   CHECK(expected == 199'490'259);  // 199.5 M (AMP's table less one noise weight per block)
 
@@ -97,12 +97,16 @@ TEST_CASE("a composite model keeps its own sequences and refuses the schedules o
 
 TEST_CASE("make_chain_model checks its kinds and nodes", "[model][transgan]") {
   const transformer_config summary = zoo::gpt2().config;
-  const layer_spec in{.name = "in", .role = layer_role::embedding, .recipe = layer_recipe::dense, .rows = 1,
-                      .in = 8, .out = 8};
-  const layer_spec body{.name = "body", .role = layer_role::adapter, .recipe = layer_recipe::view, .in = 8,
-                        .out = 8};
-  const layer_spec out{.name = "out", .role = layer_role::head, .recipe = layer_recipe::dense, .rows = 1,
-                       .in = 8, .out = 2};
+  const layer_spec in{.name = "in",
+                      .role = layer_role::embedding,
+                      .recipe = layer_recipe::dense,
+                      .rows = 1,
+                      .in = 8,
+                      .out = 8};
+  const layer_spec body{
+      .name = "body", .role = layer_role::adapter, .recipe = layer_recipe::view, .in = 8, .out = 8};
+  const layer_spec out{
+      .name = "out", .role = layer_role::head, .recipe = layer_recipe::dense, .rows = 1, .in = 8, .out = 2};
   CHECK(make_chain_model(summary, {in, body, out}, {0, 1, 1, 2}).size() == 4);
   CHECK_THROWS_WITH(make_chain_model(summary, {in, body, out}, {0, 2}), Catch::Contains("at least three"));
   CHECK_THROWS_WITH(make_chain_model(summary, {in, body, out}, {0, 3, 2}), Catch::Contains("layer kind"));

@@ -51,7 +51,10 @@ double exhaustive(const place::model_problem& mp, std::size_t ti, int pp, int dp
         start = end;
       }
       const auto plan = place::evaluate_stages(
-          s, t, [&](int k2) -> const place::cost_table& { return mp.problem.tables[table_of[static_cast<std::size_t>(k2)]]; },
+          s, t,
+          [&](int k2) -> const place::cost_table& {
+            return mp.problem.tables[table_of[static_cast<std::size_t>(k2)]];
+          },
           dp, stages, mp.policy);
       if (plan.feasible) best = std::min(best, plan.time_per_batch.value());
       return;
@@ -66,8 +69,7 @@ double exhaustive(const place::model_problem& mp, std::size_t ti, int pp, int dp
 }
 }  // namespace
 
-TEST_CASE("a composite model's cuts carry different sizes, and a stage pays its own",
-          "[place][composite]") {
+TEST_CASE("a composite model's cuts carry different sizes, and a stage pays its own", "[place][composite]") {
   const model::model gan = zoo::transgan();
   const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", 16);
   const sched::schedule_cache cache;
@@ -87,7 +89,8 @@ TEST_CASE("a composite model's cuts carry different sizes, and a stage pays its 
   CHECK(large > 4 * small);
 }
 
-TEST_CASE("chain_dp under step_policy equals an exhaustive search on a composite model", "[place][composite]") {
+TEST_CASE("chain_dp under step_policy equals an exhaustive search on a composite model",
+          "[place][composite]") {
   const model::model gan = zoo::transgan();
   const sched::schedule_cache cache;
   for (const int devices : {4, 8}) {
@@ -123,8 +126,7 @@ TEST_CASE("place_model on a composite model: uneven layers follow their costs", 
   const auto k = knobs(64, 1);
   const auto placed = place::place_model(gan, v100, k, place::admissible_widths(gan, v100), cache);
   REQUIRE(placed.placed.feasible);
-  CHECK(placed.estimate.time_per_batch.value() ==
-        Approx(placed.placed.time_per_batch.value()).epsilon(1e-9));
+  CHECK(placed.estimate.time_per_batch.value() == Approx(placed.placed.time_per_batch.value()).epsilon(1e-9));
   // Every stage fits, and the split holds the whole model in order.
   CHECK(placed.estimate.fits);
   CHECK(train::node_ranges(gan, placed.split).back().last == gan.size());

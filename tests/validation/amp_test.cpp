@@ -3,9 +3,11 @@
 // github.com/DachengLi1/AMP, src/results/). The logs are read at test time from PHAZE_SHARED_DIR and never
 // copied into the project; without them the cases that need them are skipped with a warning.
 //
-// GPT-2 (24 blocks, hidden 1024) on 16 T4s: every trial is predicted with train::estimate_step on AMP's
-// exact stage cuts, and phaze's order of the trials is compared with the measured one (Spearman's rho),
-// next to AMP's own cost model. docs/validation-amp.md explains the set-up and what the numbers show.
+// GPT-2 (24 blocks, hidden 1024) on 16 T4s and the TransGAN generator (a composite model: 56 layer entries
+// of two kinds of block and the resizes between them) on 16 V100s: every trial is predicted with
+// train::estimate_step on AMP's exact stage cuts, and phaze's order of the trials is compared with the
+// measured one (Spearman's rho), next to AMP's own cost model; failed trials (out of memory) are counted
+// against phaze's memory model. docs/validation-amp.md explains the set-up and what the numbers show.
 #include <phaze/cluster/presets.hpp>
 #include <phaze/core/statistics.hpp>
 #include <phaze/hw/device.hpp>
@@ -296,7 +298,7 @@ TEST_CASE("AMP's homogeneous trials: GPT-2 on 16 T4s, phaze's order vs measured"
   CHECK(ran_predicted_not_fitting == 0);
   // AMP's own cost model on its own trials: the README of the logs says about 0.93.
   CHECK(rho_amp == Approx(0.935).margin(0.005));
-  // The goal is Spearman >= 0.95 on this set. phaze reaches 0.91 (0.9097 when written) without any constant
+  // The goal is Spearman >= 0.95 on this set. phaze reaches 0.93 (0.9256 when written) without any constant
   // fitted to these trials; this floor guards against regressions. What blocks the goal
   // (docs/validation-amp.md): the fill and drain of uneven stages is charged as (p - 1) t_max of the slowest
   // stage, while DeepSpeed's 1F1B pays the sum of the stage times once (0.93 with that change alone); a
@@ -356,15 +358,16 @@ TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[
     const train::parallelism p{t.tp, t.pp, t.dp};
     const train::training_knobs k = amp_knobs(log.global_batch, t.microbatch);
     train::validate(gan, p, k, 16);
-    const train::step_estimate e = train::estimate_step(gan, v100, p, k, cache, transgan_stages_of_cuts(t.cuts));
+    const train::step_estimate e =
+        train::estimate_step(gan, v100, p, k, cache, transgan_stages_of_cuts(t.cuts));
     CHECK(e.time_per_batch.value() == Approx(e.breakdown.total().value()).epsilon(1e-12));
     const auto& b = e.breakdown;
-    std::printf("%4zu %2d %2d %2d %3lld %3lld %8s %8.2f %8.3f | %7.3f %7.3f %7.3f %7.3f %7.3f | %6.2f %4s  %s\n",
-                t.line, t.tp, t.dp, t.pp, static_cast<long long>(t.microbatch),
-                static_cast<long long>(e.microbatches), measured_text(t).c_str(), t.amp_predicted_s,
-                e.time_per_batch.value(), b.compute.value(), b.bubble.value(), b.tp_comm.value(),
-                b.pp_comm.value(), b.dp_comm.value(), e.peak_memory.value() / 1e9, e.fits ? "yes" : "no",
-                cuts_text(t.cuts).c_str());
+    std::printf(
+        "%4zu %2d %2d %2d %3lld %3lld %8s %8.2f %8.3f | %7.3f %7.3f %7.3f %7.3f %7.3f | %6.2f %4s  %s\n",
+        t.line, t.tp, t.dp, t.pp, static_cast<long long>(t.microbatch),
+        static_cast<long long>(e.microbatches), measured_text(t).c_str(), t.amp_predicted_s,
+        e.time_per_batch.value(), b.compute.value(), b.bubble.value(), b.tp_comm.value(), b.pp_comm.value(),
+        b.dp_comm.value(), e.peak_memory.value() / 1e9, e.fits ? "yes" : "no", cuts_text(t.cuts).c_str());
     if (t.ran()) {
       measured.push_back(*t.measured_s);
       amp_predicted.push_back(t.amp_predicted_s);
@@ -386,5 +389,12 @@ TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[
       failed, failed_predicted_not_fitting, ran_predicted_not_fitting);
   CHECK(failed == 46);
   CHECK(rho_amp == Approx(0.853).margin(0.005));  // the README of the logs: about 0.85
+  // A plan that really ran must never be rejected for memory.
   CHECK(ran_predicted_not_fitting == 0);
+  // The goal is Spearman >= 0.90 on this set; phaze reaches 0.89 (0.8895 when written, above AMP's own
+  // 0.853) with no constant fitted to these trials. These floors guard against regressions; what keeps the
+  // rest out of reach is in docs/validation-amp.md.
+  CHECK(rho_phaze >= 0.88);
+  // AMP has no memory model; phaze rejects 20 of the 46 failed trials (all at microbatch 4 or more).
+  CHECK(failed_predicted_not_fitting >= 20);
 }

@@ -102,7 +102,7 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
   model_summary s;
   s.name = c.name.str();
   s.source = std::string{source};
-  s.family = std::string{to_string(c.arch)};
+  s.family = model::composite(m) ? std::string{"composite"} : std::string{to_string(c.arch)};
   s.parameters = totals.params;
   s.tied_embeddings = c.tied_embeddings;
   s.layers = c.layers;
@@ -170,8 +170,8 @@ inline constexpr auto describe_zoo = []() -> std::vector<zoo_model_summary> {
   for (const auto& e : zoo::composite_entries) {
     const model::model m = e.build();
     const auto& c = m.config;
-    out.push_back({std::string{e.name}, "composite", c.layers, c.hidden, c.heads, c.kv_heads_or_default(), c.ffn,
-                   c.vocab, c.sequence, model::parameter_count(m), std::string{e.source}});
+    out.push_back({std::string{e.name}, "composite", c.layers, c.hidden, c.heads, c.kv_heads_or_default(),
+                   c.ffn, c.vocab, c.sequence, model::parameter_count(m), std::string{e.source}});
   }
   return out;
 };
@@ -324,9 +324,8 @@ inline std::string to_table(const model_summary& s) {
     if (k.tied_parameters > 0)
       params += fmt::format(" (+{} tied)", format_count(static_cast<double>(k.tied_parameters)));
     const std::string label = k.name == k.role ? k.role : k.name + " (" + k.role + ")";
-    layers.add_row({"  " + label, fmt::format("{}", k.count), params,
-                    format_flops(k.forward_flops_per_token), format_flops(k.forward_vector_flops_per_token),
-                    fmt::format("{}", k.ops)});
+    layers.add_row({"  " + label, fmt::format("{}", k.count), params, format_flops(k.forward_flops_per_token),
+                    format_flops(k.forward_vector_flops_per_token), fmt::format("{}", k.ops)});
   }
   out += layers.render();
   return out;

@@ -83,7 +83,8 @@ namespace rules {
 }
 [[noreturn]] inline void a_model_needs_an_input_layer_a_body_and_an_output_layer() {
   throw input_error(
-      "a model needs at least three layer nodes: an input layer, one or more body layers and an output layer");
+      "a model needs at least three layer nodes: an input layer, one or more body layers and an output "
+      "layer");
 }
 [[noreturn]] inline void a_node_names_a_layer_kind_the_model_does_not_have() {
   throw input_error("a layer node names a layer kind the model does not list; give kinds 0 .. kinds - 1");
@@ -102,8 +103,7 @@ namespace rules {
       "changed: drop --seq");
 }
 [[noreturn]] inline void a_composite_model_has_no_vocabulary_to_change() {
-  throw input_error(
-      "no layer of this model is built from its vocabulary (a composite model); drop --vocab");
+  throw input_error("no layer of this model is built from its vocabulary (a composite model); drop --vocab");
 }
 }  // namespace rules
 
@@ -186,8 +186,8 @@ constexpr layer_shape shape_of_kind(const layer_spec& k, layer_shape shape) {
 }
 
 /// The layer of kind `k` of model `m`, built for `shape`.
-inline constexpr auto build_kind = [](const model& m, const layer_spec& k,
-                                      const layer_shape& shape) constexpr -> layer {
+inline constexpr auto build_kind =
+    [](const model& m, const layer_spec& k, const layer_shape& shape) constexpr -> layer {
   const std::int64_t b = shape.microbatch;
   switch (k.recipe) {
     case layer_recipe::transformer:
@@ -304,7 +304,8 @@ inline constexpr auto training_flops_per_iteration =
 /// A copy of `m` trained at another sequence length (learned position tables grow to cover it). A composite
 /// model's layers have their own sequences: asking for another is an error.
 inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constexpr -> model {
-  if (composite(m) && sequence != m.config.sequence) rules::the_sequence_of_a_composite_model_is_fixed_by_its_layers();
+  if (composite(m) && sequence != m.config.sequence)
+    rules::the_sequence_of_a_composite_model_is_fixed_by_its_layers();
   m.config.sequence = sequence;
   if (m.config.positions == position_kind::learned && m.config.max_positions < sequence) {
     m.config.max_positions = sequence;

@@ -224,7 +224,9 @@ constexpr tensor norm(layer_builder& b, const transformer_config& c, const split
                       std::string_view name) {
   // PixelNorm costs what an RMSNorm does, without its weight.
   const op_kind kind = c.norm == norm_kind::layernorm ? op_kind::layernorm : op_kind::rmsnorm;
-  const std::int64_t params = c.norm == norm_kind::layernorm ? 2 * z.h : c.norm == norm_kind::rmsnorm ? z.h : 0;
+  const std::int64_t params = c.norm == norm_kind::layernorm ? 2 * z.h
+                              : c.norm == norm_kind::rmsnorm ? z.h
+                                                             : 0;
   return b.vector(kind, name, x, saves::input0, token_split(z), params);
 }
 

@@ -42,20 +42,36 @@ constexpr transformer_config block(std::int64_t width, std::int64_t window) {
 
 constexpr layer_spec dense(const char* name, layer_role role, std::int64_t rows, std::int64_t in,
                            std::int64_t out) {
-  return {.name = name, .role = role, .recipe = layer_recipe::dense, .rows = rows, .in = in, .out = out,
+  return {.name = name,
+          .role = role,
+          .recipe = layer_recipe::dense,
+          .rows = rows,
+          .in = in,
+          .out = out,
           .bias = true};
 }
 constexpr layer_spec pointwise(const char* name, std::int64_t in, std::int64_t out, std::int64_t params = 0) {
-  return {.name = name, .role = layer_role::adapter, .recipe = layer_recipe::pointwise, .in = in, .out = out,
+  return {.name = name,
+          .role = layer_role::adapter,
+          .recipe = layer_recipe::pointwise,
+          .in = in,
+          .out = out,
           .params = params};
 }
 constexpr layer_spec view(const char* name, std::int64_t elements) {
-  return {.name = name, .role = layer_role::adapter, .recipe = layer_recipe::view, .in = elements,
+  return {.name = name,
+          .role = layer_role::adapter,
+          .recipe = layer_recipe::view,
+          .in = elements,
           .out = elements};
 }
 constexpr layer_spec blocks(const char* name, const transformer_config& c, std::int64_t sequences) {
-  return {.name = name, .role = layer_role::block, .recipe = layer_recipe::transformer,
-          .own_architecture = true, .architecture = c, .sequences = sequences};
+  return {.name = name,
+          .role = layer_role::block,
+          .recipe = layer_recipe::transformer,
+          .own_architecture = true,
+          .architecture = c,
+          .sequences = sequences};
 }
 
 }  // namespace detail::transgan
@@ -76,15 +92,27 @@ constexpr layer_spec blocks(const char* name, const transformer_config& c, std::
 /// Elements per sample: 82,944 (9 x 9 x 1024), 331,776 (18 x 18 x 1024), 1,327,104 from 36 x 36 x 1024 on.
 inline constexpr auto transgan_generator = []() constexpr -> model {
   using namespace detail::transgan;
-  constexpr std::int64_t grid = 9 * 9 * 1024;        // 82,944
-  constexpr std::int64_t grid18 = 18 * 18 * 1024;    // 331,776
-  constexpr std::int64_t image = 36 * 36 * 1024;     // 1,327,104 (72^2 x 256, 144^2 x 64, 288^2 x 16 alike)
+  constexpr std::int64_t grid = 9 * 9 * 1024;      // 82,944
+  constexpr std::int64_t grid18 = 18 * 18 * 1024;  // 331,776
+  constexpr std::int64_t image = 36 * 36 * 1024;   // 1,327,104 (72^2 x 256, 144^2 x 64, 288^2 x 16 alike)
   transformer_config summary = block(1024, 9);
   summary.name = "transgan";
   summary.layers = 24;
   enum : std::uint8_t {
-    latent, view_grid, position_grid, block_1024, copy_grid, upsample_18, position_18, view_18, upsample_36,
-    position_image, copy_image, view_image, block_16, to_rgb
+    latent,
+    view_grid,
+    position_grid,
+    block_1024,
+    copy_grid,
+    upsample_18,
+    position_18,
+    view_18,
+    upsample_36,
+    position_image,
+    copy_image,
+    view_image,
+    block_16,
+    to_rgb
   };
   return make_chain_model(
       summary,
@@ -95,16 +123,14 @@ inline constexpr auto transgan_generator = []() constexpr -> model {
        pointwise("upsample_36x36", grid18, image), pointwise("position_image", image, image, image),
        pointwise("shuffle_or_window", image, image), view("view_image", image),
        blocks("block_16_w18", block(16, 18), 256), dense("to_rgb", layer_role::head, 288 * 288, 16, 3)},
-      {latent,         view_grid,      position_grid,  block_1024,     block_1024,     block_1024,
-       block_1024,     block_1024,     block_1024,     block_1024,     block_1024,     block_1024,
-       block_1024,     block_1024,     block_1024,     copy_grid,      upsample_18,    position_18,
-       view_18,        upsample_36,    position_image, copy_image,     position_image, view_image,
-       copy_image,     view_image,     view_image,     view_image,     copy_image,     copy_image,
-       position_image, view_image,     copy_image,     view_image,     view_image,     copy_image,
-       copy_image,     position_image, view_image,     copy_image,     view_image,     block_16,
-       block_16,       block_16,       block_16,       block_16,       block_16,       block_16,
-       block_16,       block_16,       block_16,       block_16,       block_16,       view_image,
-       copy_image,     to_rgb});
+      {latent,     view_grid,      position_grid,  block_1024,  block_1024, block_1024,  block_1024,
+       block_1024, block_1024,     block_1024,     block_1024,  block_1024, block_1024,  block_1024,
+       block_1024, copy_grid,      upsample_18,    position_18, view_18,    upsample_36, position_image,
+       copy_image, position_image, view_image,     copy_image,  view_image, view_image,  view_image,
+       copy_image, copy_image,     position_image, view_image,  copy_image, view_image,  view_image,
+       copy_image, copy_image,     position_image, view_image,  copy_image, view_image,  block_16,
+       block_16,   block_16,       block_16,       block_16,    block_16,   block_16,    block_16,
+       block_16,   block_16,       block_16,       block_16,    view_image, copy_image,  to_rgb});
 };
 
 }  // namespace phaze::model

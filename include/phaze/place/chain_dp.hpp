@@ -145,14 +145,14 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<std::size_t> tables;
     std::vector<const std::vector<double>*> stage_work;
     std::vector<double> capacity;
-    bool mixed = false;                    ///< stages costed on more than one table
+    bool mixed = false;  ///< stages costed on more than one table
     // The configuration's cuts (price_cuts).
-    std::vector<double> cut;    ///< per node index i: what the cut before node i adds to a stage beside it
-    double least_cut = 0.0;     ///< the least of them
-    bool per_cut = false;       ///< the policy prices cuts (cut_s); otherwise every stage adds `overhead`
-    bool uniform_cuts = true;   ///< every cut costs the same (so does every stage's sends)
-    double overhead = 0.0;      ///< !per_cut: what every stage adds to its work
-    double least_work = 0.0;               ///< mixed: the least total work (each node on its fastest table)
+    std::vector<double> cut;   ///< per node index i: what the cut before node i adds to a stage beside it
+    double least_cut = 0.0;    ///< the least of them
+    bool per_cut = false;      ///< the policy prices cuts (cut_s); otherwise every stage adds `overhead`
+    bool uniform_cuts = true;  ///< every cut costs the same (so does every stage's sends)
+    double overhead = 0.0;     ///< !per_cut: what every stage adds to its work
+    double least_work = 0.0;   ///< mixed: the least total work (each node on its fastest table)
     std::vector<stage_load> least_single;  ///< mixed: each node's least load
   };
 
@@ -231,7 +231,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                                        const stage_context& c, double cap, double parameter_cap,
                                        scratch& work) {
     if constexpr (UnevenPipelinePolicy<Policy>) {
-      if (work.mixed || !work.uniform_cuts) return least_pipeline(policy, s, pre, c, cap, parameter_cap, work);
+      if (work.mixed || !work.uniform_cuts)
+        return least_pipeline(policy, s, pre, c, cap, parameter_cap, work);
       const double slowest = solve<measure::time>(policy, s, pre, c, cap, parameter_cap, work);
       return slowest < detail::place::infinity ? policy.pipeline_s(s, slowest, c.stage_time_sum_s, c)
                                                : detail::place::infinity;

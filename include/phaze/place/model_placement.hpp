@@ -37,7 +37,7 @@ struct width_terms {
   bytes boundary{};
   bool uniform_cuts = true;           ///< every cut carries `boundary` (the sum of stage times is split-free)
   double tied_copy_parameters = 0.0;  ///< the head's copy of a tied embedding, per rank (0 when untied)
-  bytes recompute_working_set{};      ///< full recomputation: the largest block's full activations (memory.hpp)
+  bytes recompute_working_set{};  ///< full recomputation: the largest block's full activations (memory.hpp)
 };
 
 /// The training-step model (train::step_model) as a placer policy: every term forwards to the step model,
@@ -209,8 +209,8 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
       activations[v] = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
       w.tied_copy_parameters += static_cast<double>(model::layer_params(built.at(run, v), true) -
                                                     model::layer_params(built.at(run, v), false));
-      w.recompute_working_set =
-          std::max(w.recompute_working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
+      w.recompute_working_set = std::max(
+          w.recompute_working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
     }
     // Node 0's own tied weights are not a copy.
     w.tied_copy_parameters -= static_cast<double>(model::layer_params(built.at(run, 0), true) -

@@ -231,7 +231,8 @@ constexpr stage_load load_of(const Policy& policy, const placement_settings& s, 
   for (std::size_t e = 0; e < t.edges.size(); ++e) {
     const auto& edge = t.edges[e];
     if (stage_of[edge.from] == stage && stage_of[edge.to] != stage) l.boundary_bytes += edge.boundary.value();
-    if (stage_of[edge.to] == stage && stage_of[edge.from] != stage) l.boundary_in_bytes += edge.boundary.value();
+    if (stage_of[edge.to] == stage && stage_of[edge.from] != stage)
+      l.boundary_in_bytes += edge.boundary.value();
   }
   return l;
 }

@@ -36,8 +36,8 @@ inline seconds layer_latency(const model::model& run, const hw::device& d) {
   seconds total{0.0};
   for (const auto& kind : model::distinct_layers(run)) {
     // One device, no tensor parallelism: no collective runs (the route is never used).
-    const auto t = train::time_layer(model::layer_at(run, static_cast<std::size_t>(kind.first_node), shape), d,
-                                     cluster::route{}, cache);
+    const auto t = train::time_layer(model::layer_at(run, static_cast<std::size_t>(kind.first_node), shape),
+                                     d, cluster::route{}, cache);
     total += (t.forward + t.backward) * static_cast<double>(kind.count);
   }
   return total;

@@ -103,9 +103,9 @@ inline hw::energy energy_per_sample(const model::model& run, const hw::device& d
   for (const auto& kind : model::distinct_layers(run)) {
     // Full recomputation runs the blocks' forward pass again.
     const bool again = full && kind.role == model::layer_role::block;
-    per_microbatch_rank += static_cast<double>(kind.count) *
-                           pass_energy(model::layer_at(run, static_cast<std::size_t>(kind.first_node), shape),
-                                       true, again);
+    per_microbatch_rank +=
+        static_cast<double>(kind.count) *
+        pass_energy(model::layer_at(run, static_cast<std::size_t>(kind.first_node), shape), true, again);
   }
   (void)d;
   return hw::energy{per_microbatch_rank * static_cast<double>(p.tp) / static_cast<double>(k.microbatch)};

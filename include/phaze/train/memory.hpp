@@ -90,8 +90,8 @@ namespace rules {
 /// The nodes every stage of `split` holds, in order: stage k starts where stage k - 1 ends. Throws
 /// input_error (rules::a_split_must_hold_the_model_in_order) unless exactly the first stage holds the
 /// input layer, exactly the last the output layer, and together they hold every node.
-inline constexpr auto node_ranges = [](const model::model& m,
-                                       const std::vector<stage_layers>& split) constexpr {
+inline constexpr auto node_ranges =
+    [](const model::model& m, const std::vector<stage_layers>& split) constexpr {
   std::vector<node_range> out;
   std::size_t next = 0;
   for (std::size_t k = 0; k < split.size(); ++k) {
@@ -264,10 +264,9 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
 
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
                                            const training_knobs& k, node_range r, int stage) {
-  return stage_memory_of_load(static_cast<double>(stage_parameters(m, l, r)),
-                              stage_activations_per_microbatch(m, l, r, k.recompute),
-                              recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp,
-                              microbatches_per_replica(p, k), k);
+  return stage_memory_of_load(
+      static_cast<double>(stage_parameters(m, l, r)), stage_activations_per_microbatch(m, l, r, k.recompute),
+      recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp, microbatches_per_replica(p, k), k);
 }
 }  // namespace detail
 
@@ -278,10 +277,10 @@ inline constexpr auto stage_parameters = [](const model::model& m, const stage_l
   return detail::stage_parameters(m, l, nodes_of_stage(m, s));
 };
 
-/// Memory per device of pipeline stage `stage` (0-based) holding the layers `s` (nodes_of_stage), for the given degrees and
-/// knobs: weights, gradients and optimizer state of its parameters per tensor-parallel rank, and the
-/// activations of its layers (model::activation_bytes, Korthikanti et al. 2022 section 4) times the
-/// microbatches in flight at that stage under the schedule.
+/// Memory per device of pipeline stage `stage` (0-based) holding the layers `s` (nodes_of_stage), for the
+/// given degrees and knobs: weights, gradients and optimizer state of its parameters per tensor-parallel
+/// rank, and the activations of its layers (model::activation_bytes, Korthikanti et al. 2022 section 4) times
+/// the microbatches in flight at that stage under the schedule.
 inline constexpr auto stage_memory =
     [](const model::model& m, const train::parallelism& p, const train::training_knobs& k,
        const stage_layers& s, int stage) constexpr -> memory_breakdown {
@@ -311,8 +310,7 @@ inline constexpr auto peak_memory = [](const model::model& m, const train::paral
   const auto ranges = node_ranges(m, split);
   stage_peak best;
   for (int i = 0; i < p.pp; ++i) {
-    const memory_breakdown b =
-        detail::stage_memory_of(m, l, p, k, ranges[static_cast<std::size_t>(i)], i);
+    const memory_breakdown b = detail::stage_memory_of(m, l, p, k, ranges[static_cast<std::size_t>(i)], i);
     if (i == 0 || b.total > best.memory.total) best = {i, b};
   }
   return best;
