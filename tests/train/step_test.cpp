@@ -409,3 +409,42 @@ TEST_CASE("an uneven split: the estimate's pipeline is the sum of its stages plu
   CHECK(e.time_per_batch.value() ==
         Approx((model.pipeline_time(ts, {8, 8, 1, 64}) + b.dp_comm + b.optimizer).value()).epsilon(1e-15));
 }
+
+TEST_CASE("data-parallel gradients: the faster of a flat ring and a two-level all-reduce",
+          "[train][step_time]") {
+  using namespace phaze::literals;
+  // Nodes of 4 devices behind one shared 1.25 GB/s interface (the AWS V100 instances of AMP's runs).
+  const cluster::node_spec shared{4, {150_GBps, 5_us}, 1, {1.25_GBps, 10_us}};
+  const hw::device v100 = *hw::find_preset("v100-16gb");
+  const cluster::cluster c = cluster::homogeneous(v100, 16, shared);
+  train::training_knobs k;
+  k.precision = hw::precision::fp16;
+  const train::step_model model{c, k};
+  const double parameters = 1e8;
+  const bytes gradients{parameters * 4.0};  // fp32 main gradients
+  // dp 8 over two nodes, pp 2: groups of 4 reduce-scatter over the node's link, 4 rings of 2 (one member
+  // per node, every device of the node sending) all-reduce a quarter each, the groups all-gather.
+  const train::plan_shape s{1, 2, 8, 8};
+  const cluster::route intra{shared.intra, {}};
+  const cluster::route across{{shared.network_share(1), shared.nic.latency}, {}};
+  const seconds two_level = cost::reduce_scatter_time(gradients, 4, intra) +
+                            cost::all_reduce_time(gradients / 4.0, 2, across) +
+                            cost::all_gather_time(gradients, 4, intra);
+  const seconds flat = cost::all_reduce_time(gradients, 8, c.ring({8, 1}, 16));
+  CHECK(two_level < flat);
+  CHECK(model.gradient_sync(parameters, s).value() == Approx(two_level.value()).epsilon(1e-12));
+  // Never above the flat ring, on every preset node and shape.
+  for (const char* name : {"a100-80gb", "h100-sxm", "v100-16gb", "t4", "tpuv4-like"}) {
+    const hw::device d = *hw::find_preset(name);
+    const cluster::cluster p = cluster::homogeneous(d, 64, cluster::node_of(name));
+    const train::step_model m{p, k};
+    for (int tp = 1; tp <= 8; tp *= 2) {
+      for (int dp = 2; tp * dp <= 64; dp *= 2) {
+        CAPTURE(name, tp, dp);
+        const train::plan_shape shape{tp, 64 / (tp * dp), dp, 8};
+        const seconds ring = cost::all_reduce_time(gradients, dp, p.ring({dp, tp}, 64));
+        CHECK(m.gradient_sync(parameters, shape).value() <= ring.value() * (1 + 1e-12));
+      }
+    }
+  }
+}

@@ -391,10 +391,9 @@ TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[
   CHECK(rho_amp == Approx(0.853).margin(0.005));  // the README of the logs: about 0.85
   // A plan that really ran must never be rejected for memory.
   CHECK(ran_predicted_not_fitting == 0);
-  // The goal is Spearman >= 0.90 on this set; phaze reaches 0.89 (0.8895 when written, above AMP's own
-  // 0.853) with no constant fitted to these trials. These floors guard against regressions; what keeps the
-  // rest out of reach is in docs/validation-amp.md.
-  CHECK(rho_phaze >= 0.88);
+  // The goal: Spearman >= 0.90 on this set. phaze reaches 0.9158 (when written; AMP's own model 0.853) with
+  // no constant fitted to these trials (docs/validation-amp.md).
+  CHECK(rho_phaze >= 0.90);
   // AMP has no memory model; phaze rejects 20 of the 46 failed trials (all at microbatch 4 or more).
   CHECK(failed_predicted_not_fitting >= 20);
 }

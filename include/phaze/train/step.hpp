@@ -228,15 +228,35 @@ class step_model {
     return bubble(stage_time, stage_time * static_cast<double>(s.pp), s);
   }
 
-  /// Data-parallel gradient synchronization of a stage holding `parameters` per rank: a ring all-reduce of
-  /// the fp32 main gradients (Megatron-LM) over the dp ranks (Thakur et al. 2005) on the route of the
-  /// data-parallel rings, not overlapped; with the distributed optimizer a reduce-scatter of gradients and an
-  /// all-gather of weights (same volume).
+  /// Data-parallel gradient synchronization of a stage holding `parameters` per rank: an all-reduce of the
+  /// fp32 main gradients (Megatron-LM), not overlapped; with the distributed optimizer a reduce-scatter of
+  /// gradients and an all-gather of weights (the same volume). The faster of the two algorithms NCCL and
+  /// Horovod run over nodes:
+  /// - a flat ring over the dp ranks on the route of the data-parallel rings (Thakur et al. 2005);
+  /// - a two-level all-reduce (Horovod's hierarchical all-reduce; Jia et al., "Highly Scalable Deep Learning
+  ///   Training System with Mixed-Precision", 2018, section 3.3): groups of k consecutive dp ranks (at most a
+  ///   node's devices over tp, k dividing dp) reduce-scatter inside the group, k rings of dp / k ranks, one
+  ///   member per group, all-reduce their 1/k shard across the groups, and the groups all-gather. Across
+  ///   nodes each rank then sends (dp/k - 1)/(dp/k) of 1/k of the gradients instead of (dp - 1)/dp of all of
+  ///   them, which matters where a node's interfaces are shared (one network interface for four GPUs).
+  /// Every route is the cluster's (cluster::ring over the group shapes), so links, measurements and rank
+  /// orders apply to both.
   [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s) const {
     if (s.dp <= 1) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
-    return cost::all_reduce_time(bytes{parameters * per.gradients}, s.dp,
-                                 cluster_.ring({s.dp, s.tp}, s.devices()));
+    const bytes gradients{parameters * per.gradients};
+    seconds best = cost::all_reduce_time(gradients, s.dp, cluster_.ring({s.dp, s.tp}, s.devices()));
+    int node = 1;
+    for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
+    for (int k = 2; k < s.dp && k * s.tp <= node; ++k) {
+      if (s.dp % k != 0) continue;
+      const cluster::route inside = cluster_.ring({k, s.tp}, s.devices());
+      const cluster::route across = cluster_.ring({s.dp / k, k * s.tp}, s.devices());
+      best = std::min(best, cost::reduce_scatter_time(gradients, k, inside) +
+                                cost::all_reduce_time(gradients / static_cast<double>(k), s.dp / k, across) +
+                                cost::all_gather_time(gradients, k, inside));
+    }
+    return best;
   }
 
   /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
