@@ -3,12 +3,15 @@
 /// 1024 devices, 4096 microbatches, 32 GiB per device): chain_dp for all four TP widths together in at most
 /// 50 ms on one core; downset_dp finds the same optimum. Then placer variants side by side (chain_dp,
 /// downset_dp and a user's greedy placer, examples/greedy_placer.hpp) on GPT-3 175B's real tables under the
-/// step model, as users benchmark placers of their own.
+/// step model, as users benchmark placers of their own. Last, what `phaze plan gpt3-175b --cluster FILE`
+/// spends planning on 1024 devices of four device types: the plan search (place::search_plans) and the rank
+/// order of the plan it finds (place::order_ranks).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "../examples/greedy_placer.hpp"
 #include "phaze/cluster/presets.hpp"
@@ -20,7 +23,10 @@
 #include "phaze/place/constant_tables.hpp"
 #include "phaze/place/downset_dp.hpp"
 #include "phaze/place/model_placement.hpp"
+#include "phaze/place/plan_ranks.hpp"
+#include "phaze/place/plan_search.hpp"
 #include "phaze/place/uniform.hpp"
+#include "phaze/sched/ilp.hpp"
 
 namespace {
 
@@ -177,6 +183,98 @@ void chain_dp_step_policy_gpt3_175b_mixed(benchmark::State& state) {
   report(state, best);
 }
 BENCHMARK(chain_dp_step_policy_gpt3_175b_mixed)->Unit(benchmark::kMillisecond);
+
+/// 1024 devices of four device types, 256 of each in its preset's nodes (cluster/presets.hpp): DGX H100, DGX
+/// A100 80 GB, DGX A100 40 GB (nodes of 8) and AWS p3.8xlarge V100 (nodes of 4, one 10 Gb/s interface), over
+/// the groups' fabric: the cluster file {"groups": [{"device": "h100-sxm", "count": 256}, {"device":
+/// "a100-80gb", "count": 256}, {"device": "a100-40gb", "count": 256}, {"device": "v100-16gb", "count":
+/// 256}]}.
+cluster::cluster four_type_cluster() {
+  std::vector<cluster::device_group> groups;
+  for (const char* name : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-16gb"})
+    groups.push_back({*hw::find_preset(name), 256, cluster::node_of(name)});
+  return cluster::cluster{groups};
+}
+
+/// The ILP `phaze plan` refines its best plan with (apps/phaze/solver.cpp, `--solver ilp`, the default): a
+/// budget of 200 branch-and-bound nodes per solve, 60 s as a safety net.
+sched::ilp_scheduler cli_ilp() {
+  sched::ilp_options options;
+  options.max_nodes = 200;
+  options.time_limit = seconds{60.0};
+  return sched::ilp_scheduler{options};
+}
+
+/// `phaze plan gpt3-175b --cluster FILE --global-batch 1536` (the cluster above) as
+/// apps/phaze/plan_command.cpp calls place::search_plans: bf16, Adam, 1F1B, uneven stages by the chain
+/// placer, and the whole knob space searched (every admissible tp; pp and dp; microbatch 1 to 16; three
+/// recomputation modes; sequence parallelism off and on), found on list schedules with a fresh cache per
+/// iteration, as every run of the program starts with one, then the best plan refined on ILP schedules.
+/// Counters: the best plan, the plans evaluated, those that fit and those refined on the ILP.
+void plan_search_gpt3_175b_four_types(benchmark::State& state) {
+  const auto m = zoo::get("gpt3-175b");
+  const cluster::cluster c = four_type_cluster();
+  train::training_knobs base;
+  base.global_batch = 1536;
+  place::plan_choices fixed;
+  fixed.placement = place::stage_placement::uneven;
+  fixed.refine = cli_ilp();
+  fixed.refine_top = 1;
+  place::plan_search_result found;
+  for (auto _ : state) {
+    const sched::schedule_cache cache;
+    found = place::search_plans(m, c, base, fixed, cache);
+    benchmark::DoNotOptimize(found);
+  }
+  if (found.feasible.empty()) {
+    state.SkipWithError("no plan fits");
+    return;
+  }
+  const auto& best = found.feasible.front();
+  state.counters["time_per_batch_s"] = best.estimate.time_per_batch.value();
+  state.counters["tp"] = best.parallel.tp;
+  state.counters["pp"] = best.parallel.pp;
+  state.counters["dp"] = best.parallel.dp;
+  state.counters["microbatch"] = static_cast<double>(best.knobs.microbatch);
+  state.counters["plans_evaluated"] = static_cast<double>(found.evaluated);
+  state.counters["plans_feasible"] = static_cast<double>(found.feasible.size());
+  state.counters["plans_refined"] = static_cast<double>(found.refined);
+}
+BENCHMARK(plan_search_gpt3_175b_four_types)->Unit(benchmark::kMillisecond);
+
+/// The rest of that `phaze plan` run: the rank order of the best plan (`--ranks auto`: annealing on a cluster
+/// of several device types), every step timed by train::estimate_step on ILP schedules from a fresh cache, as
+/// the program does. The plan is found once, outside the loop, on list schedules. The program takes 20000
+/// steps; this takes 1000 per iteration (items are steps), so that the case, plan search included, stays
+/// under 5 s in the smoke run; the program's rank search takes about twenty iterations' time. Counters: the
+/// plan's time per batch in Megatron-LM's order and in the order found.
+void plan_ranks_gpt3_175b_four_types(benchmark::State& state) {
+  const auto m = zoo::get("gpt3-175b");
+  const cluster::cluster c = four_type_cluster();
+  train::training_knobs base;
+  base.global_batch = 1536;
+  place::plan_choices fixed;
+  fixed.placement = place::stage_placement::uneven;
+  const sched::schedule_cache list_cache;
+  const auto found = place::search_plans(m, c, base, fixed, list_cache);
+  if (found.feasible.empty()) {
+    state.SkipWithError("no plan fits");
+    return;
+  }
+  constexpr std::int64_t steps = 1000;
+  place::plan_order order;
+  for (auto _ : state) {
+    const sched::schedule_cache cache{cli_ilp()};
+    order =
+        place::order_ranks(m, c, found.feasible.front(), cache, place::rank_method::automatic, {1, steps});
+    benchmark::DoNotOptimize(order);
+  }
+  state.SetItemsProcessed(state.iterations() * steps);
+  state.counters["megatron_s"] = order.megatron_s;
+  state.counters["ordered_s"] = order.ordered_s;
+  state.counters["orders_evaluated"] = static_cast<double>(order.evaluated);
+}
+BENCHMARK(plan_ranks_gpt3_175b_four_types)->Unit(benchmark::kMillisecond);
 
 /// GPT-3 175B's tables under the step model (as above), placed by one placer variant through the Placer
 /// interface (the way search::options runs it). The counter `vs_chain` is the plan's time over the exact

@@ -1,10 +1,12 @@
 /// @file
 /// Rank assignment (place/rank_assignment.hpp): anneal_ranks steps per second on 64 and 512 devices
-/// (heterogeneous: A100 and H100 nodes of 8, measured links between devices or between nodes), exact_ranks
-/// on 8 devices with a measured device matrix, and the cost of one cluster::ring over ranks with and without
-/// an order (the hot path of the step model). The cost the searches minimise is built from the cluster's
-/// routes (one message per tensor-parallel ring, data-parallel ring and pipeline boundary) plus the slowest
-/// stage's work at the peak of its slowest device: the tests' speed_cost (tests/support/rank_costs.hpp).
+/// (heterogeneous: A100 and H100 nodes of 8, measured links between devices or between nodes), steps per
+/// second and the cost reached on 1024 devices of four device types against Megatron-LM's order and random
+/// orders, exact_ranks on 8 devices with a measured device matrix, and the cost of one cluster::ring over
+/// ranks with and without an order (the hot path of the step model). The cost the searches minimise is built
+/// from the cluster's routes (one message per tensor-parallel ring, data-parallel ring and pipeline boundary)
+/// plus the slowest stage's work at the peak of its slowest device: the tests' speed_cost
+/// (tests/support/rank_costs.hpp).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 
 #include "../tests/support/rank_costs.hpp"
 #include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/place/rank_assignment.hpp"
@@ -78,6 +81,51 @@ BENCHMARK(anneal_ranks_steps)
     ->Args({512, 1})
     ->Args({512, 0})
     ->Unit(benchmark::kMillisecond);
+
+/// 1024 devices of four device types, 256 of each in the nodes of its preset (cluster/presets.hpp): DGX
+/// H100, DGX A100 80 GB, DGX A100 40 GB (nodes of 8) and AWS p3.8xlarge V100 (nodes of 4): 160 nodes.
+std::vector<cluster::device_group> four_type_groups() {
+  std::vector<cluster::device_group> groups;
+  for (const char* name : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-16gb"})
+    groups.push_back({*hw::find_preset(name), 256, cluster::node_of(name)});
+  return groups;
+}
+
+/// The assignment search the open issue asks for: the cluster above with a measured node-level link matrix
+/// (160 x 160, asymmetric, drawn from seed 3), plan {tp 8, pp 16, dp 8} on every device, anneal_ranks with
+/// seed 7 and state.range(0) steps per iteration (20000 is `phaze plan`'s default). Items are steps. Counters
+/// (costs in seconds of the route-plus-speed cost): `annealed`, `megatron` (the identity, Megatron-LM's rank
+/// order), `random_mean` (the mean over 8 seeded random permutations), and the annealed cost over each.
+void anneal_ranks_1024_four_types(benchmark::State& state) {
+  const std::vector<cluster::device_group> groups = four_type_groups();
+  int nodes = 0;
+  for (const auto& g : groups) nodes += (g.count + g.node.devices - 1) / g.node.devices;
+  const cluster::cluster c{groups, {}, random_matrix(cluster::link_matrix::between::nodes, nodes, 3)};
+  const train::parallelism shape{8, 16, 8};
+  const test::speed_cost cost{shape};
+  const std::int64_t steps = state.range(0);
+  double annealed = 0.0;
+  for (auto _ : state) {
+    const auto r = place::anneal_ranks(c, shape, cost).seed(7).iterations(steps).run();
+    benchmark::DoNotOptimize(r.cost);
+    annealed = r.cost;
+  }
+  state.SetItemsProcessed(state.iterations() * steps);
+  const double megatron = cost(c);
+  constexpr int random_orders = 8;
+  double random_sum = 0.0;
+  for (int seed = 1; seed <= random_orders; ++seed) {
+    test::draws d(static_cast<std::uint64_t>(seed));
+    random_sum += cost(c.with_order(d.permutation(c.devices())));
+  }
+  const double random_mean = random_sum / random_orders;
+  state.counters["annealed"] = annealed;
+  state.counters["megatron"] = megatron;
+  state.counters["random_mean"] = random_mean;
+  state.counters["vs_megatron"] = annealed / megatron;
+  state.counters["vs_random"] = annealed / random_mean;
+}
+BENCHMARK(anneal_ranks_1024_four_types)->Arg(2000)->Arg(20000)->Unit(benchmark::kMillisecond);
 
 /// exact_ranks on 8 devices (4 A100, 4 H100 in nodes of 4) with a device matrix: 8! / (tp dp) orders.
 void exact_ranks_8_devices(benchmark::State& state) {
