@@ -58,8 +58,10 @@ TEST_CASE("the exact rank order of a plan equals brute force over every permutat
       do {
         best = std::min(best, place::plan_time_on(m, c.with_order(perm), plan, cache));
       } while (std::next_permutation(perm.begin(), perm.end()));
-      const auto exact = place::order_ranks(m, c, plan, cache, place::rank_method::exact);
-      const auto annealed = place::order_ranks(m, c, plan, cache, place::rank_method::anneal, {7, 6000});
+      // The split stays the plan's (replace_split off): the order alone against brute force.
+      const auto exact = place::order_ranks(m, c, plan, cache, place::rank_method::exact, {}, false);
+      const auto annealed =
+          place::order_ranks(m, c, plan, cache, place::rank_method::anneal, {7, 6000}, false);
       INFO("trial " << trial << " tp " << p.tp << " pp " << p.pp << " dp " << p.dp);
       CHECK(exact.ordered_s == Approx(best).epsilon(1e-12));
       CHECK(exact.ordered_s <= exact.megatron_s);
@@ -78,4 +80,55 @@ TEST_CASE("Megatron-LM's order is kept on one device type without measured links
   CHECK(o.order.empty());
   CHECK(o.ordered_s == o.megatron_s);
   CHECK(place::group_devices(c, {2, 2, 4}, 1, 3) == std::vector<int>{14, 15});
+}
+
+TEST_CASE("after ordering the ranks the layers are placed again: the best split for that order",
+          "[place][plan_ranks]") {
+  const model::model m = model::with_sequence(zoo::get("gpt2"), 256);
+  const sched::schedule_cache cache;
+  std::mt19937_64 rng(7);
+  int replaced = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    const cluster::cluster c = measured(rng);
+    for (const train::parallelism p : {train::parallelism{1, 3, 2}, train::parallelism{1, 2, 3}}) {
+      INFO("trial " << trial << " pp " << p.pp << " dp " << p.dp);
+      const auto plan = plan_of(m, p);
+      const auto kept = place::order_ranks(m, c, plan, cache, place::rank_method::exact, {}, false);
+      const auto again = place::order_ranks(m, c, plan, cache, place::rank_method::exact);
+      CHECK(again.order == kept.order);
+      CHECK(again.ordered_s <= kept.ordered_s);
+      if (again.order.empty()) continue;
+      // Every split of the 14 nodes into pp stages, timed by estimate_step on the chosen order.
+      const cluster::cluster ordered = c.with_order(again.order);
+      const int nodes = static_cast<int>(m.size());
+      double best = std::numeric_limits<double>::infinity();
+      std::vector<int> cuts(static_cast<std::size_t>(p.pp - 1));
+      auto recurse = [&](auto&& self, int k, int from) -> void {
+        if (k == p.pp - 1) {
+          place::ranked_plan candidate = plan;
+          candidate.split.clear();
+          int start = 0;
+          for (int st = 0; st < p.pp; ++st) {
+            const int end = st + 1 < p.pp ? cuts[static_cast<std::size_t>(st)] : nodes;
+            candidate.split.push_back(
+                {end - start - (st == 0 ? 1 : 0) - (st + 1 == p.pp ? 1 : 0), st == 0, st + 1 == p.pp});
+            start = end;
+          }
+          best = std::min(best, place::plan_time_on(m, ordered, candidate, cache));
+          return;
+        }
+        for (int cut = from; cut + (p.pp - 1 - k) <= nodes - 1; ++cut) {
+          cuts[static_cast<std::size_t>(k)] = cut;
+          self(self, k + 1, cut + 1);
+        }
+      };
+      recurse(recurse, 0, 1);
+      CHECK(again.ordered_s == Approx(best).epsilon(1e-9));
+      if (!again.split.empty()) {
+        ++replaced;
+        CHECK(again.estimate.time_per_batch.value() == Approx(again.ordered_s).epsilon(1e-12));
+      }
+    }
+  }
+  CHECK(replaced > 0);  // the case this guards happens on these clusters
 }

@@ -43,13 +43,16 @@ struct rank_search_settings {
 
 /// A plan's rank order and what it gains.
 struct plan_order {
-  std::string method;             ///< "megatron", "exact" or "anneal"
-  std::vector<int> order;         ///< order[r]: the device of rank r (empty: Megatron-LM's)
-  double megatron_s = 0.0;        ///< time per batch in Megatron-LM's order
-  double ordered_s = 0.0;         ///< time per batch in `order`
-  std::int64_t evaluated = 0;     ///< orders timed
-  bool exact = false;             ///< proven optimal for this plan
-  train::step_estimate estimate;  ///< the plan's estimate in `order`
+  std::string method;          ///< "megatron", "exact" or "anneal"
+  std::vector<int> order;      ///< order[r]: the device of rank r (empty: Megatron-LM's)
+  double megatron_s = 0.0;     ///< time per batch in Megatron-LM's order
+  double ordered_s = 0.0;      ///< time per batch in `order`
+  std::int64_t evaluated = 0;  ///< orders timed
+  bool exact = false;          ///< proven optimal for this plan
+  /// The plan's split placed again on the devices of `order` (the chain DP under the step model, degrees and
+  /// knobs kept) when that is strictly faster; empty when the plan's own split stays.
+  std::vector<train::stage_layers> split;
+  train::step_estimate estimate;  ///< the plan's estimate in `order` (on `split` when it is given)
 };
 
 /// The time per batch of `p` on cluster `c` in its current order; +infinity when a stage would span two
@@ -66,10 +69,14 @@ inline double plan_time_on(const model::model& m, const cluster::cluster& c, con
 
 /// The best rank order for plan `p` (degrees, knobs and split fixed) on cluster `c` by `method`. The order
 /// is never slower than Megatron-LM's: both solvers start from it. With Megatron-LM's order (chosen, or
-/// what automatic picks) nothing is timed: `p.estimate`, the plan's estimate on `c`, is returned.
+/// what automatic picks) nothing is timed: `p.estimate`, the plan's estimate on `c`, is returned. With
+/// `replace_split` (and a 1F1B or GPipe plan), once another order is chosen the layers are placed again on
+/// its devices (place_model with the plan's degrees and knobs: the split was chosen for Megatron-LM's order,
+/// and a stage that now runs on faster devices or links may take more layers); the new split is kept only
+/// when strictly faster, so the result is never slower than the ordered plan.
 inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
                               const sched::schedule_cache& cache, rank_method method,
-                              rank_search_settings settings = {}) {
+                              rank_search_settings settings = {}, bool replace_split = true) {
   if (method == rank_method::automatic) {
     if (c.groups().size() == 1 && !c.measured()) {
       method = rank_method::megatron;
@@ -110,6 +117,20 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
     out.estimate = train::estimate_step(m, ordered, p.parallel, p.knobs, cache, p.split);
   } catch (const train::stage_spans_device_types&) {
     out.estimate.fits = false;  // no order found in which every stage runs on one device type
+  }
+  if (replace_split && !out.order.empty() && p.knobs.schedule != train::pipeline_schedule::interleaved &&
+      p.parallel.pp > 1) {
+    placement_request fixed;
+    fixed.tp = p.parallel.tp;
+    fixed.pp = p.parallel.pp;
+    fixed.dp = p.parallel.dp;
+    const model_placement again = place_model(m, ordered, p.knobs, {p.parallel.tp}, cache, fixed);
+    if (again.placed.feasible && again.estimate.fits &&
+        again.estimate.time_per_batch.value() < out.ordered_s * (1.0 - 1e-12)) {
+      out.split = again.split;
+      out.estimate = again.estimate;
+      out.ordered_s = again.estimate.time_per_batch.value();
+    }
   }
   return out;
 }
