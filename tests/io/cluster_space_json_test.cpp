@@ -137,7 +137,7 @@ TEST_CASE("hostile cluster-space inputs are input errors naming the field",
       {"'max_types'",
        [] {
          auto j = valid();
-         j["max_types"] = 3;
+         j["max_types"] = 5;
          return j;
        }},
       {"'max_types'",

@@ -64,7 +64,8 @@ struct draws {
 };
 
 /// A seeded space of two or three GPU types (counts up to 16 in steps of 4 or 8, prices and powers drawn
-/// around each type's rough worth), a budget that cuts some compositions and sometimes a power cap.
+/// around each type's rough worth), clusters of two types or of all of them, a budget that cuts some
+/// compositions and sometimes a power cap.
 search::cluster_space seeded_space(std::uint64_t seed) {
   draws d{seed};
   const std::vector<const char*> presets{"h100-sxm", "a100-80gb", "a100-40gb", "v100-16gb"};
@@ -84,7 +85,7 @@ search::cluster_space seeded_space(std::uint64_t seed) {
     s.devices.push_back(offer(presets[static_cast<std::size_t>(p)], price, power, 16, step));
     total += 16 * price;
   }
-  s.max_types = 2;
+  s.max_types = types;  // clusters of every type the space has
   s.budget_usd = total * (0.4 + 0.1 * d.below(4));
   if (d.below(2) == 0) s.power_cap = search::watts{16.0 * 900.0};
   return s;
@@ -169,7 +170,9 @@ TEST_CASE("a space with too many compositions is refused with what to change", "
     CHECK(what.find("4096") != std::string::npos);
     CHECK(what.find("max_types") != std::string::npos);
   }
-  s.max_types = 3;
+  s.max_types = 5;
+  CHECK_THROWS_AS(search::validate(s), input_error);
+  s.max_types = 0;
   CHECK_THROWS_AS(search::validate(s), input_error);
 }
 
@@ -206,19 +209,22 @@ TEST_CASE("cluster search: the fronts equal those of planning every composition 
           "[cluster_space]") {
   const model::model m = zoo::get("gpt2");
   std::size_t pruned = 0;
+  std::size_t three_types = 0;  // planned compositions of three types (every order of them tried)
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
     const search::cluster_space s = seeded_space(seed);
     const auto k = batch(seed % 2 == 0 ? 32 : 64);
     const auto fast = search::cluster_search(s, m, k).choices(cheap()).run();
     const auto all = search::cluster_search(s, m, k).choices(cheap()).exhaustive().run();
-    INFO("seed " << seed << ": " << fast.compositions.size() << " compositions, " << fast.pruned
-                 << " pruned");
+    INFO("seed " << seed << ": " << s.devices.size() << " types, " << fast.compositions.size()
+                 << " compositions, " << fast.pruned << " pruned");
     CHECK(all.pruned == 0);
     CHECK(all.evaluated == all.compositions.size());
     CHECK(fast.evaluated + fast.pruned == fast.compositions.size());
     same_front(fast.cost_front, all.cost_front);
     same_front(fast.power_front, all.power_front);
     pruned += fast.pruned;
+    for (const auto& p : all.compositions)
+      if (p.mix.types() == 3 && p.status == search::outcome::evaluated) ++three_types;
     // Every front is a front: increasing key and increasing throughput.
     for (std::size_t i = 1; i < fast.cost_front.size(); ++i) {
       CHECK(fast.cost_front[i - 1].mix.cost_usd <= fast.cost_front[i].mix.cost_usd);
@@ -241,7 +247,8 @@ TEST_CASE("cluster search: the fronts equal those of planning every composition 
       CHECK(reaches(false));
     }
   }
-  CHECK(pruned > 0);  // the bound prunes on these spaces: the test compares something
+  CHECK(pruned > 0);       // the bound prunes on these spaces: the test compares something
+  CHECK(three_types > 0);  // and clusters of three types are among them
 }
 
 TEST_CASE("the bounds lie above every plan's throughput (tp, recomputation, two types)", "[cluster_space]") {
@@ -324,4 +331,43 @@ TEST_CASE("a composition whose devices admit no plan is infeasible, not an error
   CHECK(r.compositions.front().status == search::outcome::infeasible);
   CHECK(r.infeasible == 1);
   CHECK(r.cost_front.empty());
+}
+
+TEST_CASE("the layer bound lies above every split of the layers over three and four types",
+          "[cluster_space]") {
+  // Three layer kinds (one, six, one nodes) with hand-picked device-seconds per sample on four types.
+  const std::vector<search::layer_work> work{{{0.5, 2.0, 4.0}, {1, 6, 1}},
+                                             {{3.0, 5.0, 1.0}, {1, 6, 1}},
+                                             {{1.0, 3.0, 2.0}, {1, 6, 1}},
+                                             {{2.0, 1.5, 6.0}, {1, 6, 1}}};
+  for (const std::size_t types : {std::size_t{3}, std::size_t{4}}) {
+    for (const std::vector<int>& n : {std::vector<int>{8, 8, 8, 8}, std::vector<int>{16, 4, 8, 2}}) {
+      std::vector<std::pair<int, const search::layer_work*>> given;
+      for (std::size_t t = 0; t < types; ++t) given.emplace_back(n[t], &work[t]);
+      const double bound = search::layer_throughput_bound(given);
+      // Every assignment of the 8 nodes to the types (4^8 at most): x = min over used types of n_t / W_t.
+      const std::vector<std::size_t> kind_of{0, 1, 1, 1, 1, 1, 1, 2};
+      double best = 0.0;
+      std::vector<std::size_t> on(8, 0);
+      auto visit = [&](auto&& self, std::size_t v) -> void {
+        if (v == on.size()) {
+          std::vector<double> w(types, 0.0);
+          for (std::size_t u = 0; u < on.size(); ++u) w[on[u]] += work[on[u]].device_seconds[kind_of[u]];
+          double x = std::numeric_limits<double>::infinity();
+          for (std::size_t t = 0; t < types; ++t)
+            if (w[t] > 0) x = std::min(x, n[t] / w[t]);
+          best = std::max(best, x);
+          return;
+        }
+        for (std::size_t t = 0; t < types; ++t) {
+          on[v] = t;
+          self(self, v + 1);
+        }
+      };
+      visit(visit, 0);
+      INFO(types << " types");
+      CHECK(bound >= best);
+      CHECK(bound <= best * 1.5);  // and not far above here
+    }
+  }
 }

@@ -83,7 +83,8 @@ inline cluster_space_description cluster_space_from_json(const nlohmann::json& j
   if (const auto* cap = top.get("power_cap_w"))
     space.power_cap = search::watts{positive(*cap, "power_cap_w")};
   if (const auto* types = top.get("max_types"))
-    space.max_types = static_cast<int>(integer(*types, "max_types", 1, 2));
+    space.max_types =
+        static_cast<int>(integer(*types, "max_types", 1, search::cluster_space::max_types_per_cluster));
 
   const nlohmann::json* devices = top.get("devices");
   if (devices == nullptr || !devices->is_array() || devices->empty()) {

@@ -65,11 +65,13 @@ struct device_offer {
 /// A space of clusters: the device types, how many types one cluster may mix, the budget and the power cap.
 struct cluster_space {
   static constexpr std::size_t max_device_types = 16;
+  /// The most device types one cluster may mix (every rank order of them is planned: 4! = 24 at most).
+  static constexpr int max_types_per_cluster = 4;
   /// The most compositions a search plans; a larger space is refused with what to change.
   static constexpr std::size_t max_compositions = 4096;
 
   std::vector<device_offer> devices;
-  int max_types = 2;  ///< 1 or 2 device types per cluster
+  int max_types = 2;  ///< device types one cluster may mix, 1 to max_types_per_cluster
   double budget_usd = 0.0;
   std::optional<watts> power_cap;  ///< none: no cap
 };
@@ -79,8 +81,10 @@ namespace rules {
   throw input_error("a cluster space needs between 1 and " + std::to_string(cluster_space::max_device_types) +
                     " device types");
 }
-[[noreturn]] inline void max_types_must_be_1_or_2(int given) {
-  throw input_error("max_types must be 1 or 2 (device types per cluster), got " + std::to_string(given));
+[[noreturn]] inline void max_types_must_be_between_1_and_4(int given) {
+  throw input_error("max_types must be between 1 and " +
+                    std::to_string(cluster_space::max_types_per_cluster) +
+                    " (device types per cluster), got " + std::to_string(given));
 }
 [[noreturn]] inline void budget_must_be_positive() {
   throw input_error("the budget (budget_usd) must be a finite number above 0");
@@ -109,7 +113,8 @@ namespace rules {
 inline void validate(const cluster_space& s) {
   if (s.devices.empty() || s.devices.size() > cluster_space::max_device_types)
     rules::a_cluster_space_needs_device_types();
-  if (s.max_types != 1 && s.max_types != 2) rules::max_types_must_be_1_or_2(s.max_types);
+  if (s.max_types < 1 || s.max_types > cluster_space::max_types_per_cluster)
+    rules::max_types_must_be_between_1_and_4(s.max_types);
   if (!(s.budget_usd > 0.0 && s.budget_usd <= 1e18)) rules::budget_must_be_positive();
   if (s.power_cap && !(s.power_cap->value() > 0.0 && s.power_cap->value() <= 1e18))
     rules::power_cap_must_be_positive();
@@ -269,19 +274,21 @@ inline layer_work layer_work_of(const model::model& run, const hw::device& d,
 }
 
 /// The layer bound: an upper bound on the samples per second of every plan phaze estimates on a
-/// cluster of n_t devices of each type t (one or two types, `types[t] = {n_t, work_t}` with work_t that
-/// type's layer_work), times 1 + 1e-9 for rounding. Why, with B the global batch, T the time per batch and
-/// x = B / T: a pipeline stage s of tp x dp devices of type t with microbatches of mb samples takes per
-/// microbatch at least its layers' forward and backward times (recomputation and sends only add), each at
-/// least W_l,t mb / tp (layer_work); the pipeline takes at least m = B / (dp mb) stage times of its slowest
-/// stage ((m - 1) t_max + sum t_i >= m t_max; (m + (p - 1) / v) t_max interleaved), and gradient
-/// synchronization and the optimizer step only add, so T tp dp >= B sum_{l in s} W_l,t. Summed over the
-/// stages on type t, which use at most n_t devices: x sum_{l on t} W_l,t <= n_t, each layer on one type.
+/// cluster of n_t devices of each type t (`types[t] = {n_t, work_t}` with work_t that type's layer_work),
+/// times 1 + 1e-9 for rounding. Why, with B the global batch, T the time per batch and x = B / T: a pipeline
+/// stage s of tp x dp devices of type t with microbatches of mb samples takes per microbatch at least its
+/// layers' forward and backward times (recomputation and sends only add), each at least W_l,t mb / tp
+/// (layer_work); the pipeline takes at least m = B / (dp mb) stage times of its slowest stage ((m - 1) t_max
+/// + sum t_i >= m t_max; (m + (p - 1) / v) t_max interleaved), and gradient synchronization and the
+/// optimizer step only add, so T tp dp >= B sum_{l in s} W_l,t. Summed over the stages on type t, which use
+/// at most n_t devices: x sum_{l on t} W_l,t <= n_t, each layer on one type.
 /// - One type: x <= n / sum_l W_l.
-/// - Two types: for any lambda in [0, 1], lambda / n_1 times the first inequality plus (1 - lambda) / n_2
-///   times the second gives x sum_l min(lambda W_l,1 / n_1, (1 - lambda) W_l,2 / n_2) <= 1 whatever the
-///   split of the layers (the weak duality of the split's linear relaxation), so x <= 1 / g(lambda) for
-///   the concave g; it is evaluated where one layer's two terms meet (its breakpoints), its maximum.
+/// - Several types: for any weights lambda on the simplex, lambda_t / n_t times type t's inequality, summed,
+///   gives x sum_l min_t lambda_t W_l,t / n_t <= 1 whatever the split of the layers (the weak duality of the
+///   split's linear relaxation), so x <= 1 / g(lambda) for the concave g. Two types: g is evaluated where one
+///   layer's two terms meet (its breakpoints), its maximum. Three or four: on a grid of the simplex (steps of
+///   1/48 and 1/24) and at the weights proportional to each type's own bound n_t / sum_l W_l,t; any weights
+///   give a sound bound, these a close one.
 /// Infinite when the work bounds say nothing (all zero).
 inline double layer_throughput_bound(const std::vector<std::pair<int, const layer_work*>>& types) {
   std::vector<std::pair<double, const layer_work*>> used;  // 1 / n_t and the type's work
@@ -302,7 +309,7 @@ inline double layer_throughput_bound(const std::vector<std::pair<int, const laye
   double best = 0.0;
   if (used.size() == 1) {
     best = g({1.0});
-  } else {
+  } else if (used.size() == 2) {
     // Breakpoints of the two-type g: lambda a = (1 - lambda) b for a layer's a = W_1 / n_1, b = W_2 / n_2.
     const auto& w1 = used[0].second->device_seconds;
     const auto& w2 = used[1].second->device_seconds;
@@ -313,17 +320,49 @@ inline double layer_throughput_bound(const std::vector<std::pair<int, const laye
       const double lambda = b / (a + b);
       best = std::max(best, g({lambda, 1.0 - lambda}));
     }
+  } else {
+    const std::size_t n = used.size();
+    // The weights proportional to each type's own bound: 1 / (1 / n_t sum_l count_l W_l,t).
+    std::vector<double> weights(n, 0.0);
+    double total = 0.0;
+    for (std::size_t t = 0; t < n; ++t) {
+      double work = 0.0;
+      for (std::size_t k = 0; k < used[t].second->device_seconds.size(); ++k)
+        work += static_cast<double>(used[t].second->count[k]) * used[t].second->device_seconds[k];
+      weights[t] = work > 0.0 ? 1.0 / (used[t].first * work) : 0.0;
+      total += weights[t];
+    }
+    if (total > 0.0) {
+      for (double& w : weights) w /= total;
+      best = g(weights);
+    }
+    // A grid of the simplex: every composition of `steps` into n non-negative parts.
+    const int steps = n == 3 ? 48 : 24;
+    std::vector<int> parts(n, 0);
+    auto visit = [&](auto&& self, std::size_t t, int left) -> void {
+      if (t + 1 == n) {
+        parts[t] = left;
+        for (std::size_t i = 0; i < n; ++i) weights[i] = static_cast<double>(parts[i]) / steps;
+        best = std::max(best, g(weights));
+        return;
+      }
+      for (int q = 0; q <= left; ++q) {
+        parts[t] = q;
+        self(self, t + 1, left - q);
+      }
+    };
+    visit(visit, 0, steps);
   }
   return best > 0.0 ? 1.0 / best * (1.0 + 1e-9) : std::numeric_limits<double>::infinity();
 }
 
-/// In which rank orders the device types of a two-type composition are planned. The order decides which
-/// type runs the first pipeline stages (the embedding) and which the last (the head): Megatron-LM's order
-/// lays stages over the devices group by group, and the chain DP keeps that order.
+/// In which rank orders the device types of a composition of several types are planned. The order decides
+/// which type runs the first pipeline stages (the embedding) and which the last (the head): Megatron-LM's
+/// order lays stages over the devices group by group, and the chain DP keeps that order.
 enum class group_orders : std::uint8_t {
-  both,          ///< both orders; the faster plan wins (the first order on a tie): exact over orders
-  faster_first,  ///< the type of the higher peak matrix rate first (the space's order on a tie): half the
-                 ///< work
+  every,  ///< every order (both for two types, 6 for three, 24 for four); the faster plan wins (the
+          ///< first order, in the space's order permuted lexicographically, on a tie): exact over orders
+  faster_first,  ///< the types in decreasing peak matrix rate (the space's order on a tie): one order
 };
 
 /// A composition and what became of it.
@@ -426,7 +465,7 @@ class cluster_search {
     exhaustive_ = on;
     return *this;
   }
-  /// The rank orders a two-type composition is planned in (both by default).
+  /// The rank orders a composition of several types is planned in (every order by default).
   cluster_search& orders(group_orders o) {
     orders_ = o;
     return *this;
@@ -495,7 +534,13 @@ class cluster_search {
     for (std::size_t t = 0; t < mix.counts.size(); ++t)
       if (mix.counts[t] > 0) types.push_back(t);
     if (types.size() < 2) return {types};
-    if (orders_ == group_orders::both) return {types, {types.rbegin(), types.rend()}};
+    if (orders_ == group_orders::every) {
+      std::vector<std::vector<std::size_t>> all;
+      do {
+        all.push_back(types);
+      } while (std::next_permutation(types.begin(), types.end()));
+      return all;
+    }
     const auto peak = [&](std::size_t t) { return hw::peak_matrix_flops(space_.devices[t].device); };
     std::stable_sort(types.begin(), types.end(),
                      [&](std::size_t a, std::size_t b) { return peak(a) > peak(b); });
@@ -544,7 +589,7 @@ class cluster_search {
   train::training_knobs base_;
   place::plan_choices choices_;
   bool exhaustive_ = false;
-  group_orders orders_ = group_orders::both;
+  group_orders orders_ = group_orders::every;
   sched::any_scheduler scheduler_ = sched::list_scheduler{};
 };
 
