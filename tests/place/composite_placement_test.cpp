@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <limits>
@@ -19,11 +21,7 @@ using namespace phaze;
 
 namespace {
 train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch) {
-  train::training_knobs k;
-  k.global_batch = global_batch;
-  k.microbatch = microbatch;
-  k.precision = hw::precision::fp16;
-  return k;
+  return phaze::test::fp16_knobs(global_batch, microbatch);
 }
 
 /// The fastest fitting plan of table `ti`'s width with pp stages and dp replicas by exhaustion: every split

@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/clusters.hpp"
+
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -22,11 +24,7 @@ using namespace phaze;
 
 namespace {
 train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch) {
-  train::training_knobs k;
-  k.global_batch = global_batch;
-  k.microbatch = microbatch;
-  k.precision = hw::precision::fp16;
-  return k;
+  return phaze::test::fp16_knobs(global_batch, microbatch);
 }
 
 cluster::cluster mixed(std::initializer_list<std::pair<const char*, int>> groups) {
