@@ -178,6 +178,51 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   return out + "\n";
 }
 
+/// How to launch `ranks` ranks in the order of `ordered` with torchrun, whose global rank is the node rank's
+/// offset (the local world sizes of the nodes before it) plus the local rank, the local rank indexing the
+/// node's CUDA_VISIBLE_DEVICES: a hostfile in node-rank order and, per node, its device list and torchrun
+/// line. Possible when every node's ranks are one block of consecutive ranks; otherwise a sentence saying so
+/// and pointing at --emit rankfile. Nodes are named as `phaze cluster` numbers them.
+std::string torchrun_launch(const cluster::cluster& ordered, int ranks) {
+  const auto nodes = cluster::nodes_of(ordered);
+  // Blocks of consecutive ranks on one node, in rank order.
+  std::vector<std::pair<int, std::vector<int>>> blocks;  // node, its devices in local-rank order
+  std::vector<bool> seen(nodes.size(), false);
+  for (int r = 0; r < ranks; ++r) {
+    const int d = ordered.device_of_rank(r);
+    const int n = ordered.node_of_device(d);
+    if (blocks.empty() || blocks.back().first != n) {
+      if (seen[static_cast<std::size_t>(n)]) {
+        return fmt::format(
+            "# launch: this rank order gives node{} ranks that are not consecutive (rank {} comes back to "
+            "it), "
+            "which torchrun's node-by-node ranks cannot express; --emit rankfile gives an Open MPI rankfile "
+            "that can, and --ranks megatron an order torchrun launches\n",
+            n, r);
+      }
+      seen[static_cast<std::size_t>(n)] = true;
+      blocks.push_back({n, {}});
+    }
+    blocks.back().second.push_back(d - nodes[static_cast<std::size_t>(n)].first_device);
+  }
+  std::string out = fmt::format(
+      "# launch: {} ranks on {} nodes with torchrun (global rank = the ranks of the nodes before it + local "
+      "rank; local rank i runs on the node's CUDA_VISIBLE_DEVICES[i])\n# hostfile, in node-rank order:\n",
+      ranks, blocks.size());
+  for (const auto& [node, devices] : blocks) out += fmt::format("node{} slots={}\n", node, devices.size());
+  const std::string master = fmt::format("node{}", blocks.front().first);
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const auto& [node, devices] = blocks[k];
+    std::string visible;
+    for (const int d : devices) visible += (visible.empty() ? "" : ",") + std::to_string(d);
+    out += fmt::format(
+        "# on node{}: CUDA_VISIBLE_DEVICES={} torchrun --nnodes {} --node_rank {} --nproc_per_node {} "
+        "--master_addr {} --master_port 29500 pretrain_gpt.py <the arguments above>\n",
+        node, visible, blocks.size(), k, devices.size(), master);
+  }
+  return out;
+}
+
 int run_plan(const plan_options& o) {
   if (!o.layer_table.empty()) return run_on_layer_table(o);
   for (const auto& [value, name] :
@@ -185,6 +230,10 @@ int run_plan(const plan_options& o) {
     if (value)
       throw input_error(
           fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
+  }
+  if (o.emit == "megatron" && !o.model.empty() && model::composite(io::load_model(o.model))) {
+    throw input_error("--emit megatron writes Megatron-LM's arguments, which build transformers; " + o.model +
+                      " is a composite model (layers of its own): drop --emit megatron");
   }
   const chosen_cluster chosen = resolve_cluster(o.where, "plan");
   const cluster::cluster& c = chosen.value;
@@ -257,10 +306,21 @@ int run_plan(const plan_options& o) {
   }
 
   if (o.emit == "megatron") {
-    // The fastest plan Megatron-LM can run: its splits have equal interior stages.
+    // The fastest plan Megatron-LM can run (its splits have equal interior stages), with the launch that
+    // realises its own rank order (the split kept: it is the one Megatron-LM's arguments give).
+    const auto emit = [&](const place::ranked_plan& r) {
+      // The best plan's order is already known; another plan's is searched the same way.
+      const std::vector<int> own =
+          &r == &best ? order.order
+                      : place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
+                                           {o.rank_seed, o.rank_iterations}, false)
+                            .order;
+      const cluster::cluster on = own.empty() ? c : c.with_order(own);
+      print_text(megatron_arguments(m, r) + torchrun_launch(on, static_cast<int>(r.parallel.devices())));
+    };
     const auto runnable = std::find_if(found.feasible.begin(), found.feasible.end(), megatron_can_split);
     if (runnable != found.feasible.end()) {
-      print_text(megatron_arguments(m, *runnable));
+      emit(*runnable);
       return 0;
     }
     fixed.placement = place::stage_placement::uniform;
@@ -270,7 +330,7 @@ int run_plan(const plan_options& o) {
           "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts); "
           "drop --emit megatron to see the uneven plans");
     }
-    print_text(megatron_arguments(m, even.feasible.front()));
+    emit(even.feasible.front());
     return 0;
   }
   // The devices of every stage, replica and tensor-parallel group under the order.
@@ -402,8 +462,8 @@ command add_plan_command(CLI::App& root) {
   parser
       ->add_option(
           "--emit", o->emit,
-          "print the best plan as Megatron-LM arguments (megatron), or its rank order as an Open MPI "
-          "rankfile (rankfile)")
+          "print the best plan Megatron-LM can run as its arguments and the torchrun launch of its rank "
+          "order (megatron), or the best plan's rank order as an Open MPI rankfile (rankfile)")
       ->check(CLI::IsMember({"megatron", "rankfile"}));
   parser
       ->add_option(

@@ -4,7 +4,11 @@
 #include "run_phaze.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using phaze::e2e::contains;
@@ -96,4 +100,76 @@ TEST_CASE("phaze plan --cluster orders ranks and emits a rankfile that realises 
   CHECK(contains(rankfile.out, "rank 0=node"));
   CHECK(contains(rankfile.out, "rank 23=node"));
   CHECK(!contains(rankfile.out, "rank 24="));
+}
+
+namespace {
+/// rank -> (node, slot) from an Open MPI rankfile ("rank R=nodeN slot=S" lines).
+std::vector<std::pair<int, int>> rankfile_map(const std::string& text) {
+  std::vector<std::pair<int, int>> out;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) {
+    int r = 0, n = 0, s = 0;
+    if (std::sscanf(line.c_str(), "rank %d=node%d slot=%d", &r, &n, &s) != 3) continue;
+    if (static_cast<int>(out.size()) <= r) out.resize(static_cast<std::size_t>(r) + 1, {-1, -1});
+    out[static_cast<std::size_t>(r)] = {n, s};
+  }
+  return out;
+}
+
+/// rank -> (node, device in the node) from `--emit megatron`'s torchrun lines: ranks are given node by node
+/// in node-rank order, local rank i on the node's CUDA_VISIBLE_DEVICES[i].
+std::vector<std::pair<int, int>> torchrun_map(const std::string& text) {
+  std::vector<std::pair<int, int>> out;
+  std::istringstream in{text};
+  int expected_node_rank = 0;
+  for (std::string line; std::getline(in, line);) {
+    int node = 0;
+    char visible[256] = {};
+    if (std::sscanf(line.c_str(), "# on node%d: CUDA_VISIBLE_DEVICES=%255s", &node, visible) != 2) continue;
+    int node_rank = -1;
+    const auto at = line.find("--node_rank ");
+    if (at != std::string::npos) node_rank = std::atoi(line.c_str() + at + 12);
+    CHECK(node_rank == expected_node_rank++);
+    std::istringstream devices{visible};
+    for (std::string d; std::getline(devices, d, ',');) out.emplace_back(node, std::stoi(d));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("phaze plan --cluster --emit megatron: the torchrun launch realises the rank order",
+          "[e2e][cluster]") {
+  const std::string args =
+      "plan gpt2 --cluster " + mixed + " --global-batch 64 --precision fp16 --solver list";
+  for (const std::string ranks : {" --ranks megatron", " --ranks auto"}) {
+    CAPTURE(ranks);
+    const auto launch = run_phaze(args + ranks + " --emit megatron");
+    REQUIRE(launch.status == 0);
+    CHECK(contains(launch.out, "--pipeline-model-parallel-size"));
+    const auto rankfile = run_phaze(args + ranks + " --emit rankfile");
+    REQUIRE(rankfile.status == 0);
+    const auto by_rankfile = rankfile_map(rankfile.out);
+    REQUIRE(by_rankfile.size() == 24);
+    if (contains(launch.out, "cannot express")) {
+      // Then some node's ranks are not consecutive in the rankfile's order.
+      bool broken = false;
+      std::vector<bool> done(8, false);
+      for (std::size_t r = 0; r < by_rankfile.size(); ++r) {
+        const int n = by_rankfile[r].first;
+        if (r > 0 && by_rankfile[r - 1].first != n)
+          done[static_cast<std::size_t>(by_rankfile[r - 1].first)] = true;
+        if (done[static_cast<std::size_t>(n)]) broken = true;
+      }
+      CHECK(broken);
+      CHECK(ranks == " --ranks auto");  // Megatron-LM's order is always launchable
+      continue;
+    }
+    // Every rank on the node and device the rankfile gives it; each node's devices once.
+    CHECK(torchrun_map(launch.out) == by_rankfile);
+  }
+  // A composite model has no Megatron-LM arguments.
+  const auto composite =
+      run_phaze("plan transgan --device v100-16gb --devices 16 --global-batch 64 --emit megatron");
+  CHECK(composite.status == 2);
+  CHECK(contains(composite.err, "composite"));
 }
