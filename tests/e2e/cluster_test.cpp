@@ -139,8 +139,9 @@ std::vector<std::pair<int, int>> torchrun_map(const std::string& text) {
 
 TEST_CASE("phaze plan --cluster --emit megatron: the torchrun launch realises the rank order",
           "[e2e][cluster]") {
-  const std::string args =
-      "plan gpt2 --cluster " + mixed + " --global-batch 64 --precision fp16 --solver list";
+  // A short annealing: the property holds for whatever order it ends in.
+  const std::string args = "plan gpt2 --cluster " + mixed +
+                           " --global-batch 64 --precision fp16 --solver list --rank-iterations 500";
   for (const std::string ranks : {" --ranks megatron", " --ranks auto"}) {
     CAPTURE(ranks);
     const auto launch = run_phaze(args + ranks + " --emit megatron");

@@ -234,10 +234,19 @@ TEST_CASE("the parts of an iteration add up and follow the pipeline formulas", "
   CHECK(eg.peak_memory > e.peak_memory);
   CHECK_FALSE(eg.fits);
 
-  // One replica has no gradient all-reduce; full recomputation costs more than selective.
-  const auto e1 =
-      train::estimate_step(m, phaze::test::cluster_of(d, train::parallelism{8, 8, 1}), {8, 8, 1}, k, cache);
-  CHECK(e1.breakdown.dp_comm.value() == 0.0);
+  // One replica has no data-parallel all-reduce: what is left is the tied embedding's gradient summed
+  // between the first and the last stage (V / t x h fp32 values per rank, two ranks, over the pairs of ranks
+  // 7 x 8 apart: across nodes); full recomputation costs more than selective.
+  const auto one = phaze::test::cluster_of(d, train::parallelism{8, 8, 1});
+  const auto e1 = train::estimate_step(m, one, {8, 8, 1}, k, cache);
+  const double tied = static_cast<double>((m.config.vocab + 7) / 8 * m.config.hidden);
+  CHECK(e1.breakdown.dp_comm.value() ==
+        Approx(cost::all_reduce_time(bytes{4.0 * tied}, 2, one.pairs(7 * 8, 64)).value()).epsilon(1e-12));
+  CHECK(e1.breakdown.dp_comm.value() > 0.0);
+  // Untied embeddings have no such all-reduce.
+  auto untied = m;
+  untied.config.tied_embeddings = false;
+  CHECK(train::estimate_step(untied, one, {8, 8, 1}, k, cache).breakdown.dp_comm.value() == 0.0);
   auto kf = k;
   kf.recompute = model::recompute::full;
   const auto ef = train::estimate_step(m, phaze::test::cluster_of(d, p), p, kf, cache);

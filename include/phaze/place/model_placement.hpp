@@ -144,12 +144,12 @@ struct step_policy {
     return pipeline_s(s, stage_time_s(s, l, c), c.stage_time_sum_s, c);
   }
   /// The pipeline (`pipeline`: the largest stage cost), then the gradient synchronization and optimizer step
-  /// of the stage holding the most parameters (step_model::iteration).
+  /// of the stage holding the most parameters and the tied embedding's all-reduce (step_model::iteration).
   [[nodiscard]] double batch_time_s(const placement_settings& s, double pipeline,
                                     double largest_stage_parameters, const stage_context& c) const {
     return model
-        .iteration(seconds{pipeline}, parameters_of(s, largest_stage_parameters, c), shape_of(c),
-                   model.optimizer_device(shape_of(c)))
+        .iteration(seconds{pipeline}, parameters_of(s, largest_stage_parameters, c),
+                   terms(c.tp).tied_copy_parameters, shape_of(c), model.optimizer_device(shape_of(c)))
         .value();
   }
   [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,

@@ -51,7 +51,8 @@ struct step_breakdown {
   seconds recompute{0.0};  ///< m x the slowest stage's recomputation, without TP collectives
   seconds tp_comm{0.0};  ///< m x the slowest stage's TP collectives (exposed: GPUs run one kernel at a time)
   seconds pp_comm{0.0};  ///< m x the slowest stage's point-to-point sends
-  seconds dp_comm{0.0};  ///< gradient all-reduce over the data-parallel replicas, not overlapped
+  seconds dp_comm{0.0};  ///< gradient all-reduce over the data-parallel replicas (and of a tied embedding
+                         ///< between the first and last stage), not overlapped
   seconds optimizer{0.0};  ///< the optimizer step: memory-bound update of the model states
   [[nodiscard]] seconds total() const {
     return compute + bubble + recompute + tp_comm + pp_comm + dp_comm + optimizer;
@@ -281,11 +282,26 @@ class step_model {
     return *slowest;
   }
 
+  /// The all-reduce of a tied embedding's gradient between the first and the last pipeline stage: when the
+  /// output layer shares the input embedding's matrix and the two sit on different stages, each keeps a copy,
+  /// and after the backward pass Megatron-LM sums their fp32 gradients over the two ranks that hold the same
+  /// shard (`_allreduce_embedding_grads`, in finalize_model_grads after the data-parallel synchronization;
+  /// Shoeybi et al. 2019 tie the embeddings, Narayanan et al. SC'21 split them over stages). `tied_parameters`
+  /// per rank, over the pairs of ranks (p - 1) tp dp apart, all at once; none without a pipeline or a tie.
+  [[nodiscard]] seconds embedding_sync(double tied_parameters, const plan_shape& s) const {
+    if (s.pp <= 1 || !(tied_parameters > 0.0)) return seconds{0.0};
+    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    return cost::all_reduce_time(bytes{tied_parameters * per.gradients}, 2,
+                                 cluster_.pairs((s.pp - 1) * s.tp * s.dp, s.devices()));
+  }
+
   /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times), then the gradient
-  /// synchronization and optimizer step of the stage holding the most parameters.
-  [[nodiscard]] seconds iteration(seconds pipeline, double largest_parameters, const plan_shape& s,
-                                  const hw::device& d) const {
-    return pipeline + gradient_sync(largest_parameters, s) + optimizer_step(largest_parameters, s, d);
+  /// synchronization of the stage holding the most parameters, the tied embedding's all-reduce
+  /// (`tied_parameters` per rank; 0 for none) and that stage's optimizer step.
+  [[nodiscard]] seconds iteration(seconds pipeline, double largest_parameters, double tied_parameters,
+                                  const plan_shape& s, const hw::device& d) const {
+    return pipeline + gradient_sync(largest_parameters, s) + embedding_sync(tied_parameters, s) +
+           optimizer_step(largest_parameters, s, d);
   }
 
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
@@ -508,15 +524,22 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const double m_count = static_cast<double>(mb);
   const seconds rec_tp = recompute_tp[static_cast<std::size_t>(slowest)];
   const auto params = static_cast<double>(largest_params);
+  // The copy of a tied embedding the later layers keep (its weights counted once more than the model's).
+  double tied = 0.0;
+  for (std::size_t v = 1; v < run.size(); ++v) {
+    const model::layer& l = built.at(run, v);
+    tied += static_cast<double>(model::layer_params(l, true) - model::layer_params(l, false));
+  }
   const hw::device& largest_device = model.optimizer_device(where);
-  e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where), params, where, largest_device);
+  e.time_per_batch =
+      model.iteration(model.pipeline_time(stage_times, where), params, tied, where, largest_device);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
   b.compute = (worst.forward + worst.backward - (worst.tp_comm - rec_tp)) * m_count;
   b.pp_comm = worst.pp_comm * m_count;
   b.bubble = model.bubble(stage_times, where);
-  b.dp_comm = model.gradient_sync(params, where);
+  b.dp_comm = model.gradient_sync(params, where) + model.embedding_sync(tied, where);
   b.optimizer = model.optimizer_step(params, where, largest_device);
 
   const double t = e.time_per_batch.value();
