@@ -298,7 +298,7 @@ TEST_CASE("AMP's homogeneous trials: GPT-2 on 16 T4s, phaze's order vs measured"
   CHECK(ran_predicted_not_fitting == 0);
   // AMP's own cost model on its own trials: the README of the logs says about 0.93.
   CHECK(rho_amp == Approx(0.935).margin(0.005));
-  // The goal is Spearman >= 0.95 on this set. phaze reaches 0.93 (0.9256 when written) without any constant
+  // The goal is Spearman >= 0.95 on this set. phaze reaches 0.92 (0.9242 when written) without any constant
   // fitted to these trials; this floor guards against regressions. What blocks the goal
   // (docs/validation-amp.md): the fill and drain of uneven stages is charged as (p - 1) t_max of the slowest
   // stage, while DeepSpeed's 1F1B pays the sum of the stage times once (0.93 with that change alone); a
