@@ -309,14 +309,18 @@ int run_plan(const plan_options& o) {
     // The fastest plan Megatron-LM can run (its splits have equal interior stages), with the launch that
     // realises its own rank order (the split kept: it is the one Megatron-LM's arguments give).
     const auto emit = [&](const place::ranked_plan& r) {
-      // The best plan's order is already known; another plan's is searched the same way.
-      const std::vector<int> own =
-          &r == &best ? order.order
-                      : place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
-                                           {o.rank_seed, o.rank_iterations}, false)
-                            .order;
+      // The order torchrun launches: the best plan's when its nodes' ranks are consecutive, else the best
+      // such order, searched the same way.
+      const int ranks = static_cast<int>(r.parallel.devices());
+      std::vector<int> own = &r == &best ? order.order : std::vector<int>{};
+      const bool reuse = &r == &best && (own.empty() || place::detail::ranks::node_blocks(ordered, ranks));
+      if (!reuse) {
+        own = place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
+                                 {o.rank_seed, o.rank_iterations, true}, false)
+                  .order;
+      }
       const cluster::cluster on = own.empty() ? c : c.with_order(own);
-      print_text(megatron_arguments(m, r) + torchrun_launch(on, static_cast<int>(r.parallel.devices())));
+      print_text(megatron_arguments(m, r) + torchrun_launch(on, ranks));
     };
     const auto runnable = std::find_if(found.feasible.begin(), found.feasible.end(), megatron_can_split);
     if (runnable != found.feasible.end()) {

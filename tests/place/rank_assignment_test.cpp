@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/presets.hpp"
 #include "phaze/hw/presets.hpp"
 
 #include "../support/rank_costs.hpp"
@@ -245,4 +246,44 @@ TEST_CASE("rank searches refuse shapes that do not fit and bad settings", "[rank
   CHECK_THROWS_WITH(place::anneal_ranks(c, {2, 2, 1}, cost).cooling(1.5).run(), Catch::Contains("cooling"));
   CHECK_THROWS_WITH(place::anneal_ranks(c, {2, 2, 1}, cost).iterations(-1).run(),
                     Catch::Contains("iterations"));
+}
+
+TEST_CASE("annealing restricted to node blocks: launchable orders, the best of them on small clusters",
+          "[place][rank_assignment]") {
+  // Nodes of 4 and 2 devices with a measured matrix between devices: 4! x 2! x 2 = 96 launchable orders.
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::vector<cluster::device_group> groups{
+        {*hw::find_preset("v100-16gb"), 4, cluster::node_of("v100-16gb")},
+        {*hw::find_preset("t4"), 2,
+         cluster::node_spec{
+             2, {bytes_per_second{6.25e9}, seconds{5e-6}}, 1, {bytes_per_second{6.25e9}, seconds{1e-5}}}}};
+    cluster::link_matrix m;
+    m.endpoints = cluster::link_matrix::between::devices;
+    m.size = 6;
+    for (int i = 0; i < 36; ++i) {
+      const double u = static_cast<double>(rng() >> 11U) / 9007199254740992.0;
+      m.entries.push_back({bytes_per_second{(0.5 + 20.0 * u) * 1e9}, seconds{1e-5}});
+    }
+    const cluster::cluster c{groups, {}, m};
+    const train::parallelism shape{1, 3, 2};
+    const test::route_cost cost{shape};
+    // Brute force over every order whose nodes' ranks are consecutive.
+    std::vector<int> perm(6);
+    std::iota(perm.begin(), perm.end(), 0);
+    double best = std::numeric_limits<double>::infinity();
+    int launchable = 0;
+    do {
+      const cluster::cluster o = c.with_order(perm);
+      if (!place::detail::ranks::node_blocks(o, 6)) continue;
+      ++launchable;
+      best = std::min(best, cost(o));
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    CHECK(launchable == 96);
+    const auto found = place::anneal_ranks(c, shape, cost).seed(3).iterations(4000).node_blocks(true).run();
+    INFO("trial " << trial);
+    CHECK(place::detail::ranks::node_blocks(c.with_order(found.order), 6));
+    CHECK(found.cost <= cost(c));
+    CHECK(found.cost == Approx(best).epsilon(1e-12));
+  }
 }

@@ -39,6 +39,9 @@ inline rank_method parse_rank_method(std::string_view name) {
 struct rank_search_settings {
   std::uint64_t seed = 1;
   std::int64_t iterations = 20000;
+  /// Only orders a node-by-node launcher (torchrun) can start: every node's ranks consecutive
+  /// (anneal_ranks::node_blocks; an exact order that is not is searched again by such annealing).
+  bool node_blocks = false;
 };
 
 /// A plan's rank order and what it gains.
@@ -96,12 +99,24 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
   out.megatron_s = plan_time_on(m, c, p, cache);
   auto cost = [&](const cluster::cluster& ordered) { return plan_time_on(m, ordered, p, cache); };
   rank_assignment found;
+  const auto anneal = [&] {
+    return anneal_ranks(c, p.parallel, cost)
+        .seed(settings.seed)
+        .iterations(settings.iterations)
+        .node_blocks(settings.node_blocks)
+        .run();
+  };
   if (method == rank_method::exact) {
     out.method = "exact";
     found = exact_ranks(c, p.parallel, cost).run();
+    if (settings.node_blocks && !found.order.empty() &&
+        !detail::ranks::node_blocks(c.with_order(found.order), static_cast<int>(p.parallel.devices()))) {
+      out.method = "anneal";
+      found = anneal();
+    }
   } else {
     out.method = "anneal";
-    found = anneal_ranks(c, p.parallel, cost).seed(settings.seed).iterations(settings.iterations).run();
+    found = anneal();
   }
   out.evaluated = found.evaluated;
   out.exact = found.exact;

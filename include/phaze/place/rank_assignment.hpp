@@ -142,6 +142,20 @@ inline std::vector<int> greedy_order(const cluster::cluster& c) {
   return order;
 }
 
+/// Whether `c`'s order can be launched node by node (torchrun, whose ranks run node after node): every
+/// node's ranks below `used` are consecutive.
+inline bool node_blocks(const cluster::cluster& c, int used) {
+  std::vector<char> left(static_cast<std::size_t>(c.nodes()), 0);
+  int previous = -1;
+  for (int r = 0; r < used; ++r) {
+    const int n = c.node_at(r);
+    if (n == previous) continue;
+    if (left[static_cast<std::size_t>(n)] != 0) return false;
+    if (previous >= 0) left[static_cast<std::size_t>(previous)] = 1;
+    previous = n;
+  }
+  return true;
+}
 }  // namespace detail::ranks
 
 /// The exact rank search: evaluates one order of every class of orders the cost cannot tell apart, and
@@ -369,6 +383,13 @@ class anneal_ranks {
     chains_ = n;
     return *this;
   }
+  /// Only orders a node-by-node launcher can start (detail::ranks::node_blocks: every node's used ranks
+  /// consecutive, as torchrun numbers them): the moves then exchange two ranks of one node's block, or two
+  /// whole blocks (of any sizes: those between shift), and chains start from launchable orders only.
+  anneal_ranks& node_blocks(bool on) {
+    node_blocks_ = on;
+    return *this;
+  }
 
   /// The best order seen (exact is not set). Throws input_error for a shape that does not fit or bad
   /// settings.
@@ -389,11 +410,15 @@ class anneal_ranks {
     best.cost = detail::ranks::sane(cost_(c.with_order(identity)));
     best.evaluated = 1;
     const double identity_cost = best.cost;
+    // The greedy start only where it keeps the search's orders (node_blocks).
+    const bool greedy_allowed = !node_blocks_ || detail::ranks::node_blocks(c.with_order(greedy), used);
     for (int k = 0; k < chains_; ++k) {
-      const std::vector<int>& start = k == 0 ? identity : k == 1 ? greedy : best.order;
+      const std::vector<int>& start = k == 0   ? identity
+                                      : k == 1 ? (greedy_allowed ? greedy : identity)
+                                               : best.order;
       cluster::cluster work = c.with_order(start);
       double current = k == 0 ? identity_cost : best.cost;
-      if (k == 1 && greedy != identity) {
+      if (k == 1 && greedy_allowed && greedy != identity) {
         current = detail::ranks::sane(cost_(work));
         ++best.evaluated;
         if (current < best.cost) {
@@ -422,8 +447,64 @@ class anneal_ranks {
   double initial_temperature_ = 1.0;
   double cooling_ = 0.95;
   int chains_ = 4;
+  bool node_blocks_ = false;
 
   static constexpr std::int64_t levels = 100;  ///< temperatures per chain
+
+  /// A move that keeps every node's used ranks consecutive (node_blocks): six in ten exchange two ranks of
+  /// one node's block, four in ten exchange two whole blocks; the rank exchanges that realise it, in order.
+  void draw_block_move(std::mt19937_64& rng, const cluster::cluster& work, int used,
+                       std::vector<std::pair<int, int>>& swaps) const {
+    using detail::ranks::draw_below;
+    swaps.clear();
+    // The blocks of consecutive used ranks on one node: (first rank, length).
+    std::vector<std::pair<int, int>> blocks;
+    for (int r = 0; r < used; ++r) {
+      if (r == 0 || work.node_at(r) != work.node_at(r - 1)) {
+        blocks.emplace_back(r, 1);
+      } else {
+        ++blocks.back().second;
+      }
+    }
+    const std::uint64_t kind = draw_below(rng, 10);
+    if (kind >= 6 && blocks.size() >= 2) {
+      const auto a = static_cast<std::size_t>(draw_below(rng, blocks.size()));
+      auto b = static_cast<std::size_t>(draw_below(rng, blocks.size() - 1));
+      if (b >= a) ++b;
+      // The target order of the used ranks: the blocks with a and b exchanged.
+      std::vector<int> target;
+      target.reserve(static_cast<std::size_t>(used));
+      for (std::size_t k = 0; k < blocks.size(); ++k) {
+        const auto& [first, length] = blocks[k == a ? b : k == b ? a : k];
+        for (int i = 0; i < length; ++i) target.push_back(work.device_of_rank(first + i));
+      }
+      // Exchanges that turn the current order into it (each puts one rank's device in place).
+      std::vector<int> current(static_cast<std::size_t>(used));
+      std::vector<int> rank_of(static_cast<std::size_t>(work.devices()), -1);
+      for (int r = 0; r < used; ++r) {
+        current[static_cast<std::size_t>(r)] = work.device_of_rank(r);
+        rank_of[static_cast<std::size_t>(current[static_cast<std::size_t>(r)])] = r;
+      }
+      for (int r = 0; r < used; ++r) {
+        const int want = target[static_cast<std::size_t>(r)];
+        const int at = rank_of[static_cast<std::size_t>(want)];
+        if (at == r) continue;
+        swaps.emplace_back(r, at);
+        const int moved = current[static_cast<std::size_t>(r)];
+        current[static_cast<std::size_t>(at)] = moved;
+        rank_of[static_cast<std::size_t>(moved)] = at;
+        current[static_cast<std::size_t>(r)] = want;
+        rank_of[static_cast<std::size_t>(want)] = r;
+      }
+      return;
+    }
+    const auto& [first, length] = blocks[static_cast<std::size_t>(draw_below(rng, blocks.size()))];
+    if (length < 2) return;  // nothing to exchange: the step evaluates the order as it is
+    const int x = first + static_cast<int>(draw_below(rng, static_cast<std::uint64_t>(length)));
+    int y = first + static_cast<int>(draw_below(rng, static_cast<std::uint64_t>(length - 1)));
+    if (y >= x) ++y;
+    swaps.emplace_back(x, y);
+  }
 
   /// The rank exchanges of one move, applied in order (undone in reverse order).
   void draw_move(std::mt19937_64& rng, int used, int devices, std::vector<std::pair<int, int>>& swaps) const {
@@ -481,7 +562,11 @@ class anneal_ranks {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > time_limit_s_)
         return false;
       if (i > 0 && i % per_level == 0) temperature *= cooling_;
-      draw_move(rng, used, devices, swaps);
+      if (node_blocks_) {
+        draw_block_move(rng, work, used, swaps);
+      } else {
+        draw_move(rng, used, devices, swaps);
+      }
       for (const auto& [x, y] : swaps) work.swap_ranks(x, y);
       const double next = detail::ranks::sane(cost_(work));
       ++best.evaluated;
