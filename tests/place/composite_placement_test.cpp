@@ -11,10 +11,12 @@
 #include <catch2/catch.hpp>
 
 #include "../support/clusters.hpp"
+#include "../support/splits.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 using namespace phaze;
@@ -37,32 +39,15 @@ double exhaustive(const place::model_problem& mp, std::size_t ti, int pp, int dp
   for (const std::size_t tk : table_of)
     if (tk == place::no_stage_table) return std::numeric_limits<double>::infinity();
   double best = std::numeric_limits<double>::infinity();
-  std::vector<std::size_t> cuts(static_cast<std::size_t>(pp) - 1);
-  auto recurse = [&](auto&& self, std::size_t k, std::size_t from) -> void {
-    if (k + 1 == static_cast<std::size_t>(pp)) {
-      std::vector<std::vector<std::size_t>> stages;
-      std::size_t start = 0;
-      for (std::size_t st = 0; st < static_cast<std::size_t>(pp); ++st) {
-        const std::size_t end = st + 1 < static_cast<std::size_t>(pp) ? cuts[st] : n;
-        stages.emplace_back();
-        for (std::size_t v = start; v < end; ++v) stages.back().push_back(v);
-        start = end;
-      }
-      const auto plan = place::evaluate_stages(
-          s, t,
-          [&](int k2) -> const place::cost_table& {
-            return mp.problem.tables[table_of[static_cast<std::size_t>(k2)]];
-          },
-          dp, stages, mp.policy);
-      if (plan.feasible) best = std::min(best, plan.time_per_batch.value());
-      return;
-    }
-    for (std::size_t cut = from; cut + (static_cast<std::size_t>(pp) - 1 - k) <= n - 1; ++cut) {
-      cuts[k] = cut;
-      self(self, k + 1, cut + 1);
-    }
-  };
-  recurse(recurse, 0, 1);
+  phaze::test::for_each_split(n, static_cast<std::size_t>(pp), [&](const auto& cuts) {
+    const auto plan = place::evaluate_stages(
+        s, t,
+        [&](int k2) -> const place::cost_table& {
+          return mp.problem.tables[table_of[static_cast<std::size_t>(k2)]];
+        },
+        dp, phaze::test::node_sets_of(cuts, n), mp.policy);
+    if (plan.feasible) best = std::min(best, plan.time_per_batch.value());
+  });
   return best;
 }
 }  // namespace
@@ -146,5 +131,26 @@ TEST_CASE("on a mixed cluster a composite model's plan equals an exhaustive sear
     const double oracle = exhaustive(mp, 0, pp, dp);
     REQUIRE(fast.feasible == (oracle < std::numeric_limits<double>::infinity()));
     if (fast.feasible) CHECK(fast.time_per_batch.value() == Approx(oracle).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the oracles' splits: every way to cut a chain into non-empty stages, once", "[place][composite]") {
+  // C(n - 1, p - 1) splits, each a partition of the nodes into p non-empty consecutive stages.
+  for (const auto& [n, p, count] : {std::tuple{56, 3, 1485}, std::tuple{14, 4, 286}, std::tuple{5, 5, 1}}) {
+    int seen = 0;
+    phaze::test::for_each_split(
+        static_cast<std::size_t>(n), static_cast<std::size_t>(p), [&](const auto& cuts) {
+          ++seen;
+          const auto stages = phaze::test::node_sets_of(cuts, static_cast<std::size_t>(n));
+          REQUIRE(stages.size() == static_cast<std::size_t>(p));
+          std::size_t next = 0;
+          for (const auto& s : stages) {
+            REQUIRE_FALSE(s.empty());
+            CHECK(s.front() == next);
+            next = s.back() + 1;
+          }
+          CHECK(next == static_cast<std::size_t>(n));
+        });
+    CHECK(seen == count);
   }
 }

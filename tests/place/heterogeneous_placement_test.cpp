@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/clusters.hpp"
+#include "../support/splits.hpp"
 
 #include <cstddef>
 #include <limits>
@@ -39,39 +40,16 @@ cluster::cluster mixed(std::initializer_list<std::pair<const char*, int>> groups
 /// would span two device types or nothing fits.
 std::optional<double> oracle(const model::model& m, const cluster::cluster& c, const train::parallelism& p,
                              const train::training_knobs& k, const sched::schedule_cache& cache) {
-  const auto blocks = static_cast<int>(m.config.layers);
-  const int nodes = blocks + 2;
   std::optional<double> best;
-  // cuts[i]: first node of stage i + 1.
-  std::vector<int> cuts(static_cast<std::size_t>(p.pp - 1));
-  auto recurse = [&](auto&& self, int stage, int from) -> void {
-    if (stage == p.pp - 1) {
-      std::vector<train::stage_layers> split;
-      int start = 0;
-      for (int s = 0; s < p.pp; ++s) {
-        const int end = s + 1 < p.pp ? cuts[static_cast<std::size_t>(s)] : nodes;
-        train::stage_layers l;
-        l.embedding = start == 0;
-        l.head = end == nodes;
-        l.blocks = std::max(0, std::min(end, nodes - 1) - std::max(start, 1));
-        split.push_back(l);
-        start = end;
-      }
-      train::step_estimate e;
-      try {
-        e = train::estimate_step(m, c, p, k, cache, split);
-      } catch (const train::stage_spans_device_types&) {
-        return;
-      }
-      if (e.fits && (!best || e.time_per_batch.value() < *best)) best = e.time_per_batch.value();
+  phaze::test::for_each_split(m.size(), static_cast<std::size_t>(p.pp), [&](const auto& cuts) {
+    train::step_estimate e;
+    try {
+      e = train::estimate_step(m, c, p, k, cache, phaze::test::stages_of(cuts, m.size()));
+    } catch (const train::stage_spans_device_types&) {
       return;
     }
-    for (int cut = from + 1; cut <= nodes - (p.pp - 1 - stage); ++cut) {
-      cuts[static_cast<std::size_t>(stage)] = cut;
-      self(self, stage + 1, cut);
-    }
-  };
-  recurse(recurse, 0, 0);
+    if (e.fits && (!best || e.time_per_batch.value() < *best)) best = e.time_per_batch.value();
+  });
   return best;
 }
 }  // namespace

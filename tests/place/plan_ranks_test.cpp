@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/splits.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -100,29 +102,12 @@ TEST_CASE("after ordering the ranks the layers are placed again: the best split 
       if (again.order.empty()) continue;
       // Every split of the 14 nodes into pp stages, timed by estimate_step on the chosen order.
       const cluster::cluster ordered = c.with_order(again.order);
-      const int nodes = static_cast<int>(m.size());
       double best = std::numeric_limits<double>::infinity();
-      std::vector<int> cuts(static_cast<std::size_t>(p.pp - 1));
-      auto recurse = [&](auto&& self, int k, int from) -> void {
-        if (k == p.pp - 1) {
-          place::ranked_plan candidate = plan;
-          candidate.split.clear();
-          int start = 0;
-          for (int st = 0; st < p.pp; ++st) {
-            const int end = st + 1 < p.pp ? cuts[static_cast<std::size_t>(st)] : nodes;
-            candidate.split.push_back(
-                {end - start - (st == 0 ? 1 : 0) - (st + 1 == p.pp ? 1 : 0), st == 0, st + 1 == p.pp});
-            start = end;
-          }
-          best = std::min(best, place::plan_time_on(m, ordered, candidate, cache));
-          return;
-        }
-        for (int cut = from; cut + (p.pp - 1 - k) <= nodes - 1; ++cut) {
-          cuts[static_cast<std::size_t>(k)] = cut;
-          self(self, k + 1, cut + 1);
-        }
-      };
-      recurse(recurse, 0, 1);
+      phaze::test::for_each_split(m.size(), static_cast<std::size_t>(p.pp), [&](const auto& cuts) {
+        place::ranked_plan candidate = plan;
+        candidate.split = phaze::test::stages_of(cuts, m.size());
+        best = std::min(best, place::plan_time_on(m, ordered, candidate, cache));
+      });
       CHECK(again.ordered_s == Approx(best).epsilon(1e-9));
       if (!again.split.empty()) {
         ++replaced;
