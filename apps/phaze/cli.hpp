@@ -17,7 +17,9 @@
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/place/any_placer.hpp"
+#include "phaze/core/error.hpp"
 #include "phaze/sched/scheduler.hpp"
+#include "phaze/train/knobs.hpp"
 
 namespace phaze::place {
 struct step_policy;
@@ -57,6 +59,51 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
           "meets the lower bound)")
       ->check(CLI::IsMember({"ilp", "list"}))
       ->default_str(default_name);
+}
+
+/// How the training step runs beside its parallel plan: the attention kernel and what communication overlaps
+/// computation. The defaults are those of Megatron-Core as its pretraining recipes run it (docs/step-time.md,
+/// "The step as Megatron-Core runs it"): fused attention, data-parallel gradient reduction and parameter
+/// gather overlapped; tensor-parallel overlap (Transformer Engine's userbuffers) on request.
+struct step_options {
+  std::string attention = "fused";
+  std::string overlap = "grad,param";
+};
+
+/// Adds `--attention fused|unfused` and `--overlap LIST` (grad, param, tp, or none).
+inline void add_step_options(CLI::App& app, step_options& o) {
+  app.add_option("--attention", o.attention,
+                 "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored) or unfused (score "
+                 "GEMM, softmax, dropout, context GEMM)")
+      ->check(CLI::IsMember({"fused", "unfused"}))
+      ->default_str("fused");
+  app.add_option("--overlap", o.overlap,
+                 "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
+                 "reduction), param (the distributed optimizer's parameter gather), tp (tensor-parallel "
+                 "collectives, with sequence parallelism), or none")
+      ->default_str("grad,param");
+}
+
+/// Sets the knobs `o` names on `k`; an --overlap entry other than grad, param, tp or none is an input_error.
+inline void apply_step_options(const step_options& o, train::training_knobs& k) {
+  k.fused_attention = o.attention == "fused";
+  k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = false;
+  std::string_view rest = o.overlap;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item == "grad") {
+      k.overlap_grad_reduce = true;
+    } else if (item == "param") {
+      k.overlap_param_gather = true;
+    } else if (item == "tp") {
+      k.tp_comm_overlap = true;
+    } else if (item != "none") {
+      throw input_error(fmt::format(
+          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param and tp, or none", item));
+    }
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
 }
 
 /// A schedule cache of the scheduler `--solver` names (solver.cpp: the only file of the program, besides

@@ -2,7 +2,7 @@
 // [--dp D] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
-// [--precision bf16|fp16|fp32] [--solver ilp|list] [--stage-blocks B0,B1,...] [--format table|json]`: the
+// [--precision bf16|fp16|fp32] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list] [--stage-blocks B0,B1,...] [--format table|json]`: the
 // time, throughput, MFU and memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
 #include <memory>
 #include <string>
@@ -42,6 +42,7 @@ struct estimate_options {
   std::string solver = "ilp";
   std::vector<std::int64_t> stage_blocks;  // empty: the uniform split
   std::string format = "table";
+  step_options step;
 };
 
 int run_estimate(const estimate_options& o) {
@@ -63,6 +64,7 @@ int run_estimate(const estimate_options& o) {
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
   k.distributed_optimizer = o.distributed_optimizer;
   k.virtual_stages = o.vp;
+  apply_step_options(o.step, k);
   train::validate(m, p, k, c.devices());
 
   const sched::schedule_cache cache = schedule_cache_for(o.solver);
@@ -122,6 +124,7 @@ command add_estimate_command(CLI::App& root) {
   parser->add_option("--precision", o->precision, "training precision")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->default_str("bf16");
+  add_step_options(*parser, o->step);
   add_solver_option(*parser, o->solver, "ilp");
   parser
       ->add_option("--stage-blocks", o->stage_blocks,

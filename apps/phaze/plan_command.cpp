@@ -57,6 +57,7 @@ struct plan_options {
   std::string placer = "chain";
   std::string solver = "ilp";
   std::string format = "table";
+  step_options step;
 };
 
 /// The placer `--placer NAME` names, for tables of `Policy` (for a model, uniform is not used as a placer of
@@ -172,6 +173,10 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
                        c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
   }
   if (k.distributed_optimizer) out += " --use-distributed-optimizer";
+  out += k.fused_attention ? " --attention-backend fused" : " --attention-backend unfused";
+  if (k.overlap_grad_reduce) out += " --overlap-grad-reduce";
+  if (k.overlap_param_gather && k.distributed_optimizer) out += " --overlap-param-gather";
+  if (k.tp_comm_overlap && k.sequence_parallel) out += " --tp-comm-overlap";
   if (k.precision == hw::precision::bf16) out += " --bf16";
   if (k.precision == hw::precision::fp16) out += " --fp16";
   if (k.opt == train::optimizer::sgd) out += " --optimizer sgd";
@@ -257,6 +262,7 @@ int run_plan(const plan_options& o) {
   base.schedule = train::parse_pipeline_schedule(o.schedule);
   base.virtual_stages = o.vp;
   base.distributed_optimizer = o.distributed_optimizer;
+  apply_step_options(o.step, base);
   place::plan_choices fixed;
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
@@ -462,6 +468,7 @@ command add_plan_command(CLI::App& root) {
   parser->add_option("--precision", o->precision, "training precision")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
       ->default_str("bf16");
+  add_step_options(*parser, o->step);
   parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");
   parser
       ->add_option(

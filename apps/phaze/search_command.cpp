@@ -68,6 +68,7 @@ struct search_options {
   std::string solver = "ilp";
   std::string placer = "chain";
   std::string format = "table";
+  step_options step;
   std::string cluster_space;  ///< set: the cluster search (which cluster to build) instead of the co-search
 };
 
@@ -216,6 +217,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   train::training_knobs base;
   base.global_batch = o.global_batch;
   base.sequence = o.sequence;
+  apply_step_options(o.step, base);
   place::plan_choices choices;
   choices.placement = place::stage_placement::uneven;
   for (const std::int64_t mb : o.microbatches) {
@@ -524,9 +526,21 @@ command add_search_command(CLI::App& root) {
       "--cluster-space", o->cluster_space,
       "search which cluster to build instead: the device mixes of this cluster-space file on the "
       "fronts of throughput vs cost and vs power (docs/cluster-search.md)");
+  add_step_options(*parser, o->step);
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {
-            return o->cluster_space.empty() ? run_search(*o) : run_cluster_search(*o, *parser);
+            if (o->cluster_space.empty()) {
+              for (const char* name : {"--attention", "--overlap"}) {
+                if (parser->get_option(name)->count() > 0) {
+                  throw input_error(fmt::format(
+                      "{} applies to GPU clusters (--cluster-space); a design search's training step is "
+                      "its spec's (docs/dsl.md)",
+                      name));
+                }
+              }
+              return run_search(*o);
+            }
+            return run_cluster_search(*o, *parser);
           }};
 }
 

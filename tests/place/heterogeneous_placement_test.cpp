@@ -19,6 +19,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <utility>
 #include <vector>
 
 using namespace phaze;
@@ -102,8 +103,9 @@ TEST_CASE("on a mixed cluster the fastest split need not have the least slowest 
   const sched::schedule_cache cache;
   const cluster::cluster c = mixed({{"v100-16gb", 4}, {"t4", 4}});
   int sum_mattered = 0;
-  for (const std::int64_t mb : {1, 2}) {
-    const auto k = knobs(32, mb);
+  // Few microbatches (global batch 8) weigh the sum most.
+  for (const auto& [batch, mb] : {std::pair<std::int64_t, std::int64_t>{32, 1}, {32, 2}, {8, 1}, {8, 2}}) {
+    const auto k = knobs(batch, mb);
     for (const int pp : {2, 4, 8}) {
       const train::parallelism p{1, pp, 8 / pp};
       if (k.global_batch / k.microbatch % p.dp != 0) continue;
@@ -143,7 +145,7 @@ TEST_CASE("on a mixed cluster the fastest split need not have the least slowest 
       place::placement_request fixed;
       fixed.pp = pp;
       const auto placed = place::place_model(m, c, k, {1}, cache, fixed);
-      INFO("mb " << mb << " pp " << pp);
+      INFO("batch " << batch << " mb " << mb << " pp " << pp);
       REQUIRE(placed.placed.feasible);
       CHECK(placed.estimate.time_per_batch.value() == Approx(fastest).epsilon(1e-9));
       if (fastest_slowest_stage > least_slowest_stage * (1 + 1e-9)) ++sum_mattered;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "phaze/cluster/links.hpp"
+#include "phaze/cost/attention.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/core/static_vector.hpp"
 #include "phaze/cost/collective.hpp"
@@ -34,6 +35,14 @@ inline constexpr auto cost_of =
   const bool systolic = d.kind == hw::device_kind::systolic;
   switch (model::unit_of(o)) {
     case model::unit::tensor: {
+      if (o.kind == model::op_kind::fused_attention) {
+        if (!systolic) {
+          const seconds t = datasheet_attention_time(o, d);
+          return {t, t};
+        }
+        const systolic_attention_cost a = systolic_attention(o, d);
+        return {a.one_core, a.all_cores};
+      }
       if (!systolic) {
         const seconds t = datasheet_gemm(o.gemm, d);
         return {t, t};

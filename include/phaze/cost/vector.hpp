@@ -127,14 +127,34 @@ inline constexpr auto systolic_vector_time =
   return std::max(compute, vector_bytes(o) / d.hbm_bandwidth);
 };
 
+/// Bytes per logit that Megatron-LM's vocabulary-parallel cross-entropy moves on a GPU, in fp32 whatever the
+/// training format (megatron/core/tensor_parallel/cross_entropy.py, core_r0.8.0): forward, the cast to fp32
+/// (read 2, write 4), the row max (read 4), the in-place subtraction (read 4, write 4), the exponential
+/// (read 4, write 4), the row sum (read 4) and the in-place division into the softmax it keeps (read 4,
+/// write 4): 38; backward, the in-place product with the loss gradient (read 4, write 4) and the cast back
+/// to the logits' format (read 4, write 2): 14. Six and two PyTorch kernels, none fused.
+inline constexpr double gpu_cross_entropy_forward_bytes = 38.0;
+inline constexpr double gpu_cross_entropy_backward_bytes = 14.0;
+
+/// Bytes a vector op moves on a datasheet device (a GPU): vector_bytes, except the cross-entropy, which
+/// moves gpu_cross_entropy_forward_bytes / _backward_bytes per logit.
+inline constexpr auto datasheet_vector_bytes = [](const model::op& o) constexpr -> bytes {
+  if (o.kind == model::op_kind::cross_entropy) {
+    const bool forward = o.phase == model::op_phase::forward;
+    const auto logits = static_cast<double>(forward ? o.in_elements : o.out_elements);
+    return bytes{logits * (forward ? gpu_cross_entropy_forward_bytes : gpu_cross_entropy_backward_bytes)};
+  }
+  return vector_bytes(o);
+};
+
 /// Time of a vector op on a datasheet device: elements * cycles_per_element operations at the vector
-/// (CUDA-core / VPU) rate, never less than vector_bytes over the achievable HBM bandwidth
+/// (CUDA-core / VPU) rate, never less than datasheet_vector_bytes over the achievable HBM bandwidth
 /// (hbm_bandwidth * memory_efficiency). Vector ops on GPUs are almost always memory-bound.
 inline constexpr auto datasheet_vector_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
   const seconds compute = work / d.sheet.vector;
-  return std::max(compute, vector_bytes(o) / (d.hbm_bandwidth * d.sheet.memory_efficiency));
+  return std::max(compute, datasheet_vector_bytes(o) / (d.hbm_bandwidth * d.sheet.memory_efficiency));
 };
 
 }  // namespace phaze::cost

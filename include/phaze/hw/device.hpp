@@ -84,6 +84,25 @@ struct gemm_efficiency {
   friend constexpr bool operator==(const gemm_efficiency&, const gemm_efficiency&) = default;
 };
 
+/// Achieved throughput of fused attention (FlashAttention-style kernels: cuDNN's fused SDPA, which
+/// Megatron-Core runs through Transformer Engine) as fractions of the peak matrix rate, for the work the
+/// kernel executes: the forward pass's QK^T and PV GEMMs, the backward pass's five (the scores recomputed,
+/// dV, dP, dQ, dK: 2.5 times the forward), causal kernels skipping the masked half. A kernel of w work units
+/// (one unit: 128 query rows of one head against all keys; a causal one counts half) reaches
+/// fraction * w / (w + work_half): few heads per rank or short sequences leave SMs idle. Fractions of 0:
+/// not measured, derived from the GEMM efficiency (cost/attention.hpp).
+struct attention_efficiency {
+  double forward = 0.0;
+  double backward = 0.0;
+  double causal_forward = 0.0;
+  double causal_backward = 0.0;
+  double work_half = 0.0;
+  [[nodiscard]] constexpr bool measured() const {
+    return forward > 0.0 && backward > 0.0 && causal_forward > 0.0 && causal_backward > 0.0;
+  }
+  friend constexpr bool operator==(const attention_efficiency&, const attention_efficiency&) = default;
+};
+
 /// A real device by its datasheet: dense (non-sparse) peak matrix rates per format, vector rate, and the
 /// achieved-efficiency model.
 struct datasheet_spec {
@@ -95,6 +114,7 @@ struct datasheet_spec {
   flops_per_second vector{0.0};  ///< non-matrix (CUDA-core / VPU) fp32 rate
   gemm_efficiency gemm{};
   double memory_efficiency = 1.0;  ///< achievable share of HBM bandwidth (STREAM-like copy)
+  attention_efficiency attention{};  ///< fused attention (zeros: derived from `gemm`)
   friend constexpr bool operator==(const datasheet_spec&, const datasheet_spec&) = default;
 };
 

@@ -329,7 +329,7 @@ class reader {
     std::vector<std::string> keys;
     add_keys(keys, matrix_rates);
     add_keys(keys, vector_rate);
-    keys.insert(keys.end(), {"gemm_efficiency", "memory_efficiency"});
+    keys.insert(keys.end(), {"gemm_efficiency", "memory_efficiency", "attention_efficiency"});
     s->check_keys(keys, "datasheet");
     auto& sheet = d_.sheet;
 
@@ -373,6 +373,21 @@ class reader {
       if (const auto v = g->number("k_half", true)) e.k_half = *v;
     }
     if (const auto v = s->fraction("memory_efficiency")) sheet.memory_efficiency = *v;
+    if (const auto a = s->child("attention_efficiency")) {
+      a->check_keys({"forward", "backward", "causal_forward", "causal_backward", "work_half"},
+                    "attention_efficiency");
+      auto& e = sheet.attention;
+      if (const auto v = a->fraction("forward")) e.forward = *v;
+      if (const auto v = a->fraction("backward")) e.backward = *v;
+      if (const auto v = a->fraction("causal_forward")) e.causal_forward = *v;
+      if (const auto v = a->fraction("causal_backward")) e.causal_backward = *v;
+      if (const auto v = a->number("work_half", true)) e.work_half = *v;
+      if (!e.measured()) {
+        field_error(a->path(),
+                    "needs all four fractions (forward, backward, causal_forward, causal_backward), each in "
+                    "(0, 1], as measured for fused attention (docs/devices.md)");
+      }
+    }
   }
 
  private:
@@ -600,6 +615,14 @@ inline constexpr auto device_to_json = [](const hw::device& d,
                             {"compute_units", g.compute_units},
                             {"k_half", number_json(g.k_half)}};
     s["memory_efficiency"] = sheet.memory_efficiency;
+    if (sheet.attention.measured()) {
+      const auto& a = sheet.attention;
+      s["attention_efficiency"] = {{"forward", a.forward},
+                                   {"backward", a.backward},
+                                   {"causal_forward", a.causal_forward},
+                                   {"causal_backward", a.causal_backward},
+                                   {"work_half", number_json(a.work_half)}};
+    }
     j["datasheet"] = s;
   }
   return j;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "phaze/cluster/cluster.hpp"
@@ -16,6 +17,15 @@
 #include "phaze/train/step.hpp"
 
 namespace phaze::io {
+
+/// The communication a plan overlaps with computation, as `--overlap` names it (empty: none).
+inline std::vector<std::string> overlap_names(const train::training_knobs& k) {
+  std::vector<std::string> out;
+  if (k.overlap_grad_reduce) out.emplace_back("grad");
+  if (k.overlap_param_gather && k.distributed_optimizer) out.emplace_back("param");
+  if (k.tp_comm_overlap && k.sequence_parallel) out.emplace_back("tp");
+  return out;
+}
 
 /// The device types of a cluster as the reports name them: "a100-80gb", or "a100-80gb+v100-16gb".
 inline std::string device_names(const cluster::cluster& c) {
@@ -78,6 +88,9 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"sequence_parallel", k.sequence_parallel},
             {"optimizer", std::string{train::to_string(k.opt)}},
             {"distributed_optimizer", k.distributed_optimizer},
+            {"precision", std::string{hw::to_string(k.precision)}},
+            {"attention", k.fused_attention ? "fused" : "unfused"},
+            {"overlap", overlap_names(k)},
             {"stages", stages}}},
           {"breakdown",
            {{"compute_s", b.compute.value()},
@@ -89,16 +102,27 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"optimizer_s", b.optimizer.value()}}}};
 }
 
+/// How the step runs, for a report's headline: sequence, precision, attention, distributed optimizer and the
+/// overlapped communication ("sequence 2048, bf16, fused attention, distributed optimizer, overlap grad+param").
+inline std::string step_summary(const model::model& m, const train::training_knobs& k) {
+  std::string out = fmt::format("sequence {}, {}, {} attention", train::sequence_of(m, k),
+                                hw::to_string(k.precision), k.fused_attention ? "fused" : "unfused");
+  if (k.distributed_optimizer) out += ", distributed optimizer";
+  const auto overlap = overlap_names(k);
+  out += overlap.empty() ? ", nothing overlapped" : ", overlap " + fmt::format("{}", fmt::join(overlap, "+"));
+  return out;
+}
+
 /// The estimate for people: a summary, the time breakdown and the per-stage table.
 inline std::string estimate_table(const model::model& m, const cluster::cluster& c,
                                   const train::parallelism& p, const train::training_knobs& k,
                                   const train::step_estimate& e) {
   std::string out = fmt::format(
       "{} on {} x {}: tp {}, pp {}, dp {}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
-      "{}{}\n\n",
+      "{}{}\n{}\n\n",
       m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp, k.virtual_stages, k.microbatch,
       e.microbatches, model::to_string(k.recompute), train::to_string(k.schedule),
-      k.sequence_parallel ? ", sequence parallel" : "");
+      k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});
   summary.add_row({"throughput", fmt::format("{:.4g} samples/s", e.samples_per_s)});

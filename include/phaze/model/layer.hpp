@@ -62,6 +62,9 @@ struct layer_shape {
   int tp = 1;
   bool sequence_parallel = false;
   int elem_bytes = 2;
+  /// Attention as one fused kernel (FlashAttention / cuDNN fused attention, what Megatron-Core runs by
+  /// default through Transformer Engine) instead of score GEMM, softmax, dropout and context GEMM.
+  bool fused_attention = false;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -126,6 +129,8 @@ class layer_builder {
 
   /// The layer's input tensor.
   [[nodiscard]] constexpr tensor input() const { return {layer_input, layer_.input_elements}; }
+  /// The shape the layer is built for.
+  [[nodiscard]] constexpr const layer_shape& shape() const { return layer_.shape; }
 
   /// A matmul with weights: x[m,k] * W[k,n] (+ bias of n). Keeps its input for the weight gradient.
   constexpr tensor matmul(std::string_view name, tensor x, gemm_dims g, tp_split split, bool bias = false,
@@ -152,6 +157,22 @@ class layer_builder {
     o.saved = saved;
     o.attention_core = attention_core;
     return add(o, {a, b});
+  }
+
+  /// Fused attention over `batch` (microbatch x heads) independent heads of `head_dim` over a sequence of
+  /// `s`, reading the projected queries, keys and values `qkv` and writing `batch * s * head_dim` context
+  /// elements. It keeps its input and its output for the backward pass (with a per-row softmax statistic,
+  /// s per head, fp32) and never the s x s scores: the backward pass recomputes them (Dao et al. 2022).
+  constexpr tensor fused_attention(std::string_view name, tensor qkv, std::int64_t batch, std::int64_t s,
+                                   std::int64_t head_dim, bool causal) {
+    check_dims({batch, s, head_dim, s});
+    op o = base(op_kind::fused_attention, name, tp_split::heads);
+    o.gemm = {batch, s, head_dim, s};
+    o.in_elements = qkv.elements;
+    o.out_elements = batch * s * head_dim;
+    o.saved = saves::input0 | saves::output;
+    o.causal = causal;
+    return add(o, {qkv});
   }
 
   /// An elementwise or normalising vector op over one input. `out_elements` defaults to the input's.
@@ -348,6 +369,15 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
         if (f.inputs.size() > 1) grad_of_input[i][1].push_back(b_index);
         break;
       }
+      case op_kind::fused_attention: {
+        // One kernel computes dQ, dK and dV from the output gradient and what the forward kept.
+        op d = make(op_kind::fused_attention, op_phase::backward_data, "_d");
+        d.in_elements = f.out_elements + f.in_elements;
+        d.out_elements = f.in_elements;
+        const auto index = emit(d);
+        grad_of_input[i][0].push_back(index);
+        break;
+      }
       case op_kind::embedding: {
         op dw = make(op_kind::embedding, op_phase::backward_weight, "_dw");
         dw.in_elements = f.out_elements;
@@ -419,6 +449,7 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
   std::array<bool, max_layer_ops + 1> kept{};
   std::array<bool, max_layer_ops + 1> kept_outside_core{};
   double masks = 0.0;
+  double statistics = 0.0;
   auto keep = [&](std::int16_t producer, bool by_core_op) {
     const auto t = static_cast<std::size_t>(producer + 1);
     kept[t] = true;
@@ -432,8 +463,15 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
     if ((o.saved & saves::mask) && !(mode == recompute::selective && o.attention_core)) {
       masks += static_cast<double>(o.out_elements);
     }
+    // Fused attention keeps one fp32 softmax statistic (log-sum-exp) per row of each head's scores.
+    if (o.kind == op_kind::fused_attention) statistics += 4.0 * static_cast<double>(o.gemm.batch * o.gemm.m);
+    // The cross-entropy keeps the softmax of the logits in fp32 (Megatron-LM's vocab-parallel cross-entropy
+    // computes in fp32 and saves its softmax for the backward pass): 4 bytes per logit where the logits
+    // themselves take fewer.
+    if (o.kind == op_kind::cross_entropy && eb < 4.0)
+      statistics += (4.0 - eb) * static_cast<double>(o.in_elements);
   }
-  double total = masks;
+  double total = masks + statistics;
   for (std::size_t t = 0; t <= n; ++t) {
     if (!kept[t]) continue;
     const bool producer_in_core = t > 0 && l.ops[t - 1].attention_core;

@@ -35,6 +35,10 @@ enum class op_kind : std::uint8_t {
   all_gather,      ///< sequence-parallel all-gather
   copy,            ///< a memory-bound copy: a resize (nearest upsampling), pixel shuffle or permutation
   view,            ///< a reshape of the same elements: no work, no memory traffic
+  /// Fused attention (FlashAttention, Dao et al. 2022; cuDNN's fused SDPA): scores, softmax, dropout and
+  /// context in one kernel that never writes the s x s scores to memory. Its `gemm` is the score GEMM's
+  /// shape {batch * heads, s, head_dim, s}; the forward pass counts the two GEMMs QK^T and PV.
+  fused_attention,
 };
 
 /// Which pass an operator belongs to.
@@ -103,6 +107,7 @@ struct op {
   static_vector<std::int16_t, max_op_inputs> inputs;  ///< producers: earlier ops of this pass, or layer_input
   std::uint8_t saved = saves::nothing;                ///< what the forward op keeps for backward
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
+  bool causal = false;          ///< fused_attention: a causal mask (the kernel skips the masked half)
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };
@@ -112,6 +117,7 @@ inline constexpr auto unit_of = [](const op& o) constexpr -> unit {
   switch (o.kind) {
     case op_kind::matmul:
     case op_kind::batched_matmul:
+    case op_kind::fused_attention:
       return unit::tensor;
     case op_kind::all_reduce:
     case op_kind::reduce_scatter:
@@ -162,11 +168,23 @@ constexpr double vector_flops_per_element(op_kind k) {
 }
 }  // namespace detail
 
+/// Model FLOPs of a fused attention op as Megatron-LM counts them (`num_floating_point_operations` in
+/// megatron/training/training.py: the QK^T and PV GEMMs over the whole s x s scores, causal or not, and the
+/// backward pass twice the forward): 4 * batch * s^2 * head_dim forward, twice that backward. What the kernel
+/// executes differs (a causal kernel skips half the tiles; FlashAttention's backward recomputes the scores,
+/// 2.5 times the forward): cost/attention.hpp times that.
+constexpr double fused_attention_model_flops(const op& o) {
+  const double forward = 4.0 * static_cast<double>(o.gemm.batch) * static_cast<double>(o.gemm.m) *
+                         static_cast<double>(o.gemm.k) * static_cast<double>(o.gemm.n);
+  return o.phase == op_phase::forward ? forward : 2.0 * forward;
+}
+
 /// FLOPs of an op: 2*batch*m*k*n for (batched) matmuls, per-element counts for vector ops (backward vector
 /// ops count twice their forward), zero for embeddings lookups and collectives. Vector ops count per output
 /// element, except the cross-entropy forward, which works over every logit (its input) and writes one loss
-/// per token.
+/// per token. Fused attention: fused_attention_model_flops.
 inline constexpr auto flops_of = [](const op& o) constexpr -> flops {
+  if (o.kind == op_kind::fused_attention) return flops{fused_attention_model_flops(o)};
   if (unit_of(o) == unit::tensor) {
     return flops{2.0 * static_cast<double>(o.gemm.batch) * static_cast<double>(o.gemm.m) *
                  static_cast<double>(o.gemm.k) * static_cast<double>(o.gemm.n)};
@@ -180,10 +198,11 @@ inline constexpr auto flops_of = [](const op& o) constexpr -> flops {
   return flops{per_element * static_cast<double>(elements)};
 };
 
-/// Bytes an op reads from memory: both GEMM operands, or the activation inputs plus parameters.
+/// Bytes an op reads from memory: both GEMM operands, or the activation inputs plus parameters (fused
+/// attention reads its queries, keys and values, and writes its context, never the scores).
 inline constexpr auto bytes_read = [](const op& o) constexpr -> bytes {
   const auto eb = static_cast<double>(o.elem_bytes);
-  if (unit_of(o) == unit::tensor) {
+  if (unit_of(o) == unit::tensor && o.kind != op_kind::fused_attention) {
     const auto b = static_cast<double>(o.gemm.batch);
     return bytes{b * static_cast<double>(o.gemm.m * o.gemm.k + o.gemm.k * o.gemm.n) * eb};
   }
@@ -194,7 +213,7 @@ inline constexpr auto bytes_read = [](const op& o) constexpr -> bytes {
 /// Bytes an op writes: its output (plus the one-byte dropout mask).
 inline constexpr auto bytes_written = [](const op& o) constexpr -> bytes {
   const auto eb = static_cast<double>(o.elem_bytes);
-  if (unit_of(o) == unit::tensor) {
+  if (unit_of(o) == unit::tensor && o.kind != op_kind::fused_attention) {
     return bytes{static_cast<double>(o.gemm.batch * o.gemm.m * o.gemm.n) * eb};
   }
   const double mask = (o.kind == op_kind::dropout && o.phase == op_phase::forward) ? 1.0 : 0.0;
@@ -262,6 +281,8 @@ constexpr std::string_view to_string(op_kind k) {
       return "copy";
     case op_kind::view:
       return "view";
+    case op_kind::fused_attention:
+      return "fused_attention";
   }
   return "?";
 }

@@ -247,6 +247,14 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   if (c.positions == position_kind::rotary) {
     qkv = b.vector(op_kind::rotary, "rotary", qkv, saves::nothing, tp_split::heads);
   }
+  if (b.shape().fused_attention && c.score_bias == 0) {
+    // One kernel; its dropout regenerates the mask from the random state instead of storing it.
+    const tensor context = b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal);
+    tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
+    if (c.bias)
+      proj = b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
+    return leave_tp(b, z, proj, "attn_exit");
+  }
   tensor scores = b.batched_matmul("scores", qkv, qkv, {z.b * a, z.s, d, z.s}, saves::input0 | saves::input1);
   if (c.score_bias > 0) {
     // Each head's bias entries are gathered into an s x s table and added (the gather is not costed).

@@ -127,7 +127,9 @@ struct step_policy {
   }
   [[nodiscard]] double allreduce_s(const placement_settings& s, double parameter_bytes,
                                    const stage_context& c) const {
-    return model.gradient_sync(parameters_of(s, parameter_bytes, c), shape_of(c)).value();
+    return model
+        .exposed_data_parallel(parameters_of(s, parameter_bytes, c), shape_of(c), seconds{c.stage_time_sum_s})
+        .value();
   }
   /// The pipeline of stages whose slowest takes `slowest_stage_time_s` and which take `stage_time_sum_s`
   /// together per microbatch (step_model::pipeline_time: (m - 1) t_max + sum_i t_i for 1F1B and GPipe):
@@ -148,7 +150,7 @@ struct step_policy {
   [[nodiscard]] double batch_time_s(const placement_settings& s, double pipeline,
                                     double largest_stage_parameters, const stage_context& c) const {
     return model
-        .iteration(seconds{pipeline}, parameters_of(s, largest_stage_parameters, c),
+        .iteration(seconds{pipeline}, seconds{c.stage_time_sum_s}, parameters_of(s, largest_stage_parameters, c),
                    terms(c.tp).tied_copy_parameters, shape_of(c), model.optimizer_device(shape_of(c)))
         .value();
   }
@@ -225,7 +227,8 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
       for (const auto& kind : run.kinds) {
         const bool block = kind.role == model::layer_role::block;
         timed.push_back(train::detail::time_with_shares(built.kinds[timed.size()], d, route, cache,
-                                                        block ? k.recompute : model::recompute::none));
+                                                        block ? k.recompute : model::recompute::none,
+                                                        k.tp_comm_overlap));
       }
       cost_table t;
       t.tp = tp;

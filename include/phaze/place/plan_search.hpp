@@ -77,6 +77,11 @@ void for_each_knob_setting(const train::training_knobs& base, const plan_choices
   const bool forced = fixed.sequence_parallel.size() == 1;
   const std::vector<bool> parallel =
       fixed.sequence_parallel.empty() ? std::vector<bool>{false, true} : fixed.sequence_parallel;
+  // With fused attention nothing of the attention core is stored, so selective recomputation is the plan
+  // without recomputation under another name: tried only when asked for.
+  if (base.fused_attention && fixed.recompute.empty()) {
+    modes.erase(std::remove(modes.begin(), modes.end(), model::recompute::selective), modes.end());
+  }
   for (const std::int64_t mb : sizes) {
     for (model::recompute mode : modes) {
       for (const bool sp : parallel) {

@@ -117,6 +117,19 @@ struct training_knobs {
   bool distributed_optimizer = false;
   pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
   int virtual_stages = 1;  ///< model chunks per device (interleaved schedule only)
+  /// Attention as one fused kernel (model::layer_shape::fused_attention): no s x s scores stored, the
+  /// kernel's measured rate (cost/attention.hpp). Off here, as in the 2022 Megatron-LM runs phaze was first
+  /// calibrated on; the command line turns it on by default, as Megatron-Core runs (docs/step-time.md).
+  bool fused_attention = false;
+  /// Megatron-Core's --overlap-grad-reduce: the data-parallel reduction of each gradient bucket runs while
+  /// the backward pass of the last microbatch goes on (step_model::exposed_gradient_reduction).
+  bool overlap_grad_reduce = false;
+  /// Megatron-Core's --overlap-param-gather (distributed optimizer only): the all-gather of the updated
+  /// weights runs bucket by bucket under the next forward pass (step_model::exposed_parameter_gather).
+  bool overlap_param_gather = false;
+  /// Transformer Engine's --tp-comm-overlap (sequence parallelism only): each tensor-parallel all-gather and
+  /// reduce-scatter is split into chunks that run under the GEMM beside it (detail::tp_overlap_savings).
+  bool tp_comm_overlap = false;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -146,7 +159,7 @@ constexpr std::int64_t microbatches_per_replica(const parallelism& p, const trai
 constexpr model::layer_shape layer_shape_of(const model::model& m, const parallelism& p,
                                             const training_knobs& k) {
   return model::layer_shape{k.microbatch, sequence_of(m, k), p.tp, k.sequence_parallel,
-                            hw::element_bytes(k.precision)};
+                            hw::element_bytes(k.precision), k.fused_attention};
 }
 
 namespace rules {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,8 +52,8 @@ struct step_breakdown {
   seconds recompute{0.0};  ///< m x the slowest stage's recomputation, without TP collectives
   seconds tp_comm{0.0};  ///< m x the slowest stage's TP collectives (exposed: GPUs run one kernel at a time)
   seconds pp_comm{0.0};  ///< m x the slowest stage's point-to-point sends
-  seconds dp_comm{0.0};  ///< gradient all-reduce over the data-parallel replicas (and of a tied embedding
-                         ///< between the first and last stage), not overlapped
+  seconds dp_comm{0.0};  ///< what stays exposed of the data-parallel gradient reduction and parameter
+                         ///< gather, and the tied embedding's all-reduce between the first and last stage
   seconds optimizer{0.0};  ///< the optimizer step: memory-bound update of the model states
   [[nodiscard]] seconds total() const {
     return compute + bubble + recompute + tp_comm + pp_comm + dp_comm + optimizer;
@@ -260,6 +261,68 @@ class step_model {
     return best;
   }
 
+  /// Gradient buckets of a stage holding `parameters` per rank: Megatron-Core's DistributedDataParallel
+  /// groups gradients into buckets of max(40 M, 1 M * dp) parameters (distributed_data_parallel.py, the
+  /// default `bucket_size`) and reduces one bucket as soon as all its gradients are made.
+  [[nodiscard]] static double gradient_buckets(double parameters, const plan_shape& s) {
+    const double bucket = std::max(40e6, 1e6 * static_cast<double>(s.dp));
+    return std::max(1.0, std::ceil(parameters / bucket));
+  }
+
+  /// What stays exposed of a bucketed collective taking `total` when its n buckets become ready one after
+  /// another over a `window` of computation (bucket j at (j + 1) / n of it) and run one at a time: the
+  /// collective ends at max_j ((j + 1) w / n + (n - j) T / n), so max(T / n, T - (n - 1) / n w) stays
+  /// after the window: the last bucket at least, all of what the window cannot cover at most.
+  [[nodiscard]] static seconds exposed_after(seconds total, double buckets, seconds window) {
+    const double n = std::max(buckets, 1.0);
+    return std::max(total / n, total - window * ((n - 1.0) / n));
+  }
+
+  /// The computation a bucketed collective can hide under: in the last microbatch's backward pass (gradient
+  /// reduction) or the first microbatch's forward pass (parameter gather) of a stage taking `stage_time`
+  /// per microbatch. Without recomputation the backward pass is 2/3 of a stage's FLOPs (twice the forward:
+  /// Narayanan et al., SC'21, section 5.1), with full recomputation 3/4 (the forward runs again in it).
+  [[nodiscard]] std::pair<seconds, seconds> overlap_windows(seconds stage_time) const {
+    const double again = knobs_.recompute == model::recompute::full ? 1.0 : 0.0;
+    const double backward = (2.0 + again) / (3.0 + again);
+    return {stage_time * (1.0 - backward), stage_time * backward};
+  }
+
+  /// The data-parallel gradient reduction of a stage holding `parameters` per rank as it adds to the
+  /// iteration: gradient_sync (with the distributed optimizer its reduce-scatter half), all of it, or with
+  /// overlap_grad_reduce only what the backward pass of the last microbatch (`stage_time` per microbatch, the
+  /// mean stage) does not hide (exposed_after over gradient_buckets).
+  [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s,
+                                                   seconds stage_time) const {
+    const seconds all = gradient_sync(parameters, s) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
+    if (!knobs_.overlap_grad_reduce) return all;
+    return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).second);
+  }
+
+  /// The distributed optimizer's all-gather of the updated weights (none without the distributed
+  /// optimizer): the other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16) where
+  /// the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16 gradients in fp32:
+  /// accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py); all of it, or with
+  /// overlap_param_gather what the first microbatch's forward pass does not hide.
+  [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s,
+                                                 seconds stage_time) const {
+    if (!knobs_.distributed_optimizer) return seconds{0.0};
+    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    const seconds all = gradient_sync(parameters, s) * (0.5 * per.weights / per.gradients);
+    if (!knobs_.overlap_param_gather) return all;
+    return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).first);
+  }
+
+  /// The data-parallel communication an iteration waits for: exposed_gradient_reduction plus
+  /// exposed_parameter_gather of the stage holding `parameters`, when the stages take `stage_time_sum`
+  /// together per microbatch (their mean is the overlap window; the same for every split of one device type,
+  /// so the placers' bounds hold).
+  [[nodiscard]] seconds exposed_data_parallel(double parameters, const plan_shape& s,
+                                              seconds stage_time_sum) const {
+    const seconds mean = stage_time_sum / static_cast<double>(std::max(s.pp, 1));
+    return exposed_gradient_reduction(parameters, s, mean) + exposed_parameter_gather(parameters, s, mean);
+  }
+
   /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
   /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth.
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d) const {
@@ -295,13 +358,14 @@ class step_model {
                                  cluster_.pairs((s.pp - 1) * s.tp * s.dp, s.devices()));
   }
 
-  /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times), then the gradient
-  /// synchronization of the stage holding the most parameters, the tied embedding's all-reduce
+  /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times, which add up to
+  /// `stage_time_sum` per microbatch), then what stays exposed of the data-parallel communication of the
+  /// stage holding the most parameters (exposed_data_parallel), the tied embedding's all-reduce
   /// (`tied_parameters` per rank; 0 for none) and that stage's optimizer step.
-  [[nodiscard]] seconds iteration(seconds pipeline, double largest_parameters, double tied_parameters,
-                                  const plan_shape& s, const hw::device& d) const {
-    return pipeline + gradient_sync(largest_parameters, s) + embedding_sync(tied_parameters, s) +
-           optimizer_step(largest_parameters, s, d);
+  [[nodiscard]] seconds iteration(seconds pipeline, seconds stage_time_sum, double largest_parameters,
+                                  double tied_parameters, const plan_shape& s, const hw::device& d) const {
+    return pipeline + exposed_data_parallel(largest_parameters, s, stage_time_sum) +
+           embedding_sync(tied_parameters, s) + optimizer_step(largest_parameters, s, d);
   }
 
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
@@ -395,15 +459,66 @@ inline seconds sequence_parallel_regather(const model::layer& l, const hw::devic
   return s;
 }
 
+/// What Transformer Engine's tensor-parallel communication overlap (Megatron-LM --tp-comm-overlap, with
+/// sequence parallelism) hides in one pass of a layer on a GPU, `ops` the pass's ops and `costs` their costs:
+/// TE splits each all-gather before a column-parallel GEMM and each reduce-scatter after a row-parallel GEMM
+/// into tp chunks exchanged over the ring while the GEMM computes on the chunks already there (Wang et al.,
+/// "Overlap Communication with Dependent Computation via Decomposition", ASPLOS 2023; TE's userbuffers). A
+/// collective of time c beside a GEMM of time g then leaves max(c / tp, c - g) exposed: the first chunk, or
+/// what the GEMM cannot cover. The all-gather is paired with the first GEMM reading it, the reduce-scatter
+/// with the GEMM it reduces.
+template <class Ops, class Costs>
+seconds tp_overlap_savings(const Ops& ops, const Costs& costs, int tp) {
+  seconds saved{0.0};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const model::op_kind k = ops[i].kind;
+    if (k != model::op_kind::all_gather && k != model::op_kind::reduce_scatter) continue;
+    seconds gemm{0.0};
+    if (k == model::op_kind::reduce_scatter) {
+      for (const auto in : ops[i].inputs)
+        if (in >= 0 && ops[static_cast<std::size_t>(in)].kind == model::op_kind::matmul)
+          gemm = std::max(gemm, costs[static_cast<std::size_t>(in)].all_cores);
+    } else {
+      for (std::size_t j = i + 1; j < ops.size() && gemm.value() == 0.0; ++j) {
+        if (ops[j].kind != model::op_kind::matmul) continue;
+        for (const auto in : ops[j].inputs)
+          if (in == static_cast<std::int16_t>(i)) gemm = costs[j].all_cores;
+      }
+    }
+    const seconds c = costs[i].all_cores;
+    const seconds exposed = std::max(c / static_cast<double>(tp), c - gemm);
+    saved += c - exposed;
+  }
+  return saved;
+}
+
 /// A layer's costs on `d` with TP route `tp` through `cache`, with its TP collectives' shares (the part of
 /// the forward that recomputation `mode` runs again holds collectives only under full recomputation: the
-/// attention core holds none).
+/// attention core holds none). With `tp_overlap` (a sequence-parallel layer on a GPU) the collectives keep
+/// only what tp_overlap_savings leaves exposed; the all-gathers that the backward pass runs again for the
+/// weight gradients are overlapped with the input-gradient GEMMs the same way (TE's bulk overlap), their
+/// first chunk left.
 inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, const cluster::route& tp,
-                                    const sched::schedule_cache& cache, model::recompute mode) {
+                                    const sched::schedule_cache& cache, model::recompute mode,
+                                    bool tp_overlap = false) {
   timed_layer r{time_layer(l, d, tp, cache), collective_share(l, d, tp, false),
                 collective_share(l, d, tp, true),
                 mode == model::recompute::full ? collective_share(l, d, tp, false) : seconds{0.0}};
-  const seconds regather = sequence_parallel_regather(l, d, tp);
+  seconds regather = sequence_parallel_regather(l, d, tp);
+  if (tp_overlap && l.shape.sequence_parallel && l.shape.tp > 1 && d.kind == hw::device_kind::datasheet) {
+    const auto table = cost::layer_costs(l, d, tp);
+    const seconds forward = tp_overlap_savings(l.ops, table.forward, l.shape.tp);
+    const seconds backward = tp_overlap_savings(model::backward(l), table.backward, l.shape.tp);
+    r.t.forward -= forward;
+    r.tp_forward -= forward;
+    r.t.backward -= backward;
+    r.tp_backward -= backward;
+    if (mode == model::recompute::full) {
+      r.t.recompute_full -= forward;
+      r.tp_recompute -= forward;
+    }
+    regather = regather / static_cast<double>(l.shape.tp);
+  }
   r.t.backward += regather;
   r.tp_backward += regather;
   return r;
@@ -462,7 +577,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     for (std::size_t i = 0; i < run.kinds.size(); ++i) {
       const bool block = run.kinds[i].role == model::layer_role::block;
       t.kinds.push_back(detail::time_with_shares(built.kinds[i], d, tp_route, cache,
-                                                 block ? k.recompute : model::recompute::none));
+                                                 block ? k.recompute : model::recompute::none,
+                                                 k.tp_comm_overlap));
     }
     timed.push_back(std::move(t));
     return timed.back();
@@ -531,15 +647,17 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     tied += static_cast<double>(model::layer_params(l, true) - model::layer_params(l, false));
   }
   const hw::device& largest_device = model.optimizer_device(where);
-  e.time_per_batch =
-      model.iteration(model.pipeline_time(stage_times, where), params, tied, where, largest_device);
+  seconds stage_time_sum{0.0};
+  for (const seconds t : stage_times) stage_time_sum += t;
+  e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where), stage_time_sum, params, tied,
+                                     where, largest_device);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
   b.compute = (worst.forward + worst.backward - (worst.tp_comm - rec_tp)) * m_count;
   b.pp_comm = worst.pp_comm * m_count;
   b.bubble = model.bubble(stage_times, where);
-  b.dp_comm = model.gradient_sync(params, where) + model.embedding_sync(tied, where);
+  b.dp_comm = model.exposed_data_parallel(params, where, stage_time_sum) + model.embedding_sync(tied, where);
   b.optimizer = model.optimizer_step(params, where, largest_device);
 
   const double t = e.time_per_batch.value();

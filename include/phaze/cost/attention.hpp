@@ -1,0 +1,119 @@
+/// @file
+/// The time of a fused attention kernel (FlashAttention, Dao et al. NeurIPS 2022; FlashAttention-2, Dao
+/// 2023; cuDNN's fused scaled-dot-product attention, which Megatron-Core runs through Transformer Engine):
+/// what it executes, at the rate a device reaches on it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "phaze/core/quantity.hpp"
+#include "phaze/cost/gemm.hpp"
+#include "phaze/cost/vector.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/hw/presets.hpp"
+#include "phaze/model/op.hpp"
+
+namespace phaze::cost {
+
+/// The fused attention the devices without their own measurement scale from: the H100 SXM's, measured
+/// (hw/presets.hpp, docs/gpu-measurements.md), beside its large-GEMM fraction and its SM count.
+inline constexpr hw::attention_efficiency h100_measured_attention = hw::detail::h100_attention;
+inline constexpr double h100_measured_gemm_fraction = hw::detail::h100_max_fraction;
+inline constexpr int h100_compute_units = 132;
+
+/// Query rows of one work unit: FlashAttention-2 and cuDNN's Hopper kernels give each thread block 128
+/// query rows of one head (Dao 2023, section 3.2).
+inline constexpr std::int64_t attention_block_rows = 128;
+
+/// The attention efficiency of a datasheet device: its own when measured; otherwise the H100's scaled by the
+/// ratio of its large-GEMM fraction to the H100's (fused attention runs on the same tensor cores as GEMMs,
+/// bounded by them), with work_half scaled by its compute units (half-occupancy comes at the same share of
+/// the SMs).
+constexpr hw::attention_efficiency attention_efficiency_of(const hw::datasheet_spec& s) {
+  if (s.attention.measured()) return s.attention;
+  const double scale = s.gemm.max_fraction / h100_measured_gemm_fraction;
+  const auto& r = h100_measured_attention;
+  const double units = static_cast<double>(std::max(s.gemm.compute_units, 1));
+  return {std::min(1.0, r.forward * scale), std::min(1.0, r.backward * scale),
+          std::min(1.0, r.causal_forward * scale), std::min(1.0, r.causal_backward * scale),
+          r.work_half * units / static_cast<double>(h100_compute_units)};
+}
+
+/// FLOPs a fused attention kernel executes: 4 b s^2 d forward (QK^T and PV), 2.5 times that backward (QK^T
+/// recomputed, dV, dP, dQ, dK: Dao et al. 2022, section 3.1 and appendix B), half of either with a causal mask
+/// (the kernel skips the tiles above the diagonal).
+constexpr double fused_attention_executed_flops(const model::op& o) {
+  const double forward = 4.0 * static_cast<double>(o.gemm.batch) * static_cast<double>(o.gemm.m) *
+                         static_cast<double>(o.gemm.k) * static_cast<double>(o.gemm.n);
+  const double pass = o.phase == model::op_phase::forward ? 1.0 : 2.5;
+  return forward * pass * (o.causal ? 0.5 : 1.0);
+}
+
+/// Fused attention on a datasheet device: executed FLOPs at the matrix peak times the efficiency for its pass
+/// and mask, w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal); never less
+/// than its inputs read and output written once at the achievable HBM bandwidth.
+inline constexpr auto datasheet_attention_time = [](const model::op& o, const hw::device& d) constexpr -> seconds {
+  if (!detail::valid(o.gemm)) return seconds{0.0};
+  const hw::attention_efficiency e = attention_efficiency_of(d.sheet);
+  const bool forward = o.phase == model::op_phase::forward;
+  const double fraction = o.causal ? (forward ? e.causal_forward : e.causal_backward)
+                                   : (forward ? e.forward : e.backward);
+  const double units = static_cast<double>(o.gemm.batch) *
+                       static_cast<double>((o.gemm.m + attention_block_rows - 1) / attention_block_rows) *
+                       (o.causal ? 0.5 : 1.0);
+  const double occupancy = units / (units + e.work_half);
+  const seconds compute = flops{fused_attention_executed_flops(o)} /
+                          (hw::matrix_peak(d.sheet, d.compute) * (fraction * occupancy));
+  const seconds memory =
+      (model::bytes_read(o) + model::bytes_written(o)) / (d.hbm_bandwidth * d.sheet.memory_efficiency);
+  return std::max(compute, memory);
+};
+
+/// Fused attention on PHAZE's systolic template, as the accelerator would run it: the kernel's GEMMs on the
+/// tensor cores (forward QK^T and PV; backward the scores recomputed, dV, dP, dQ, dK), one after another, and
+/// the softmax on the vector cores over every score (forward; backward its recomputation and gradient), the
+/// scores held on chip (no HBM traffic for them). A causal mask halves the GEMM work and the softmax.
+/// Returns {one core of each kind, all cores}.
+struct systolic_attention_cost {
+  seconds one_core{0.0};
+  seconds all_cores{0.0};
+};
+inline constexpr auto systolic_attention = [](const model::op& o,
+                                              const hw::device& d) constexpr -> systolic_attention_cost {
+  systolic_attention_cost c;
+  if (!detail::valid(o.gemm)) return c;
+  const std::int64_t b = o.gemm.batch;
+  const std::int64_t s = o.gemm.m;
+  const std::int64_t hd = o.gemm.k;
+  const model::gemm_dims scores{b, s, hd, s};
+  const model::gemm_dims context{b, s, s, hd};
+  const double mask = o.causal ? 0.5 : 1.0;
+  auto add = [&](model::gemm_dims g) {
+    const gemm_cost t = systolic_gemm(g, d);
+    c.one_core += t.one_core.time * mask;
+    c.all_cores += t.all_cores.time * mask;
+  };
+  const bool forward = o.phase == model::op_phase::forward;
+  add(scores);
+  add(context);
+  if (!forward) {  // the forward's two, then dV (P^T dO), dP (dO V^T) and dQ / dK (dS K, dS^T Q)
+    add(context);
+    add(scores);
+    add(context);
+  }
+  // Softmax over the scores on the vector cores: forward 6 + T cycles per score; backward the recomputed
+  // exponentials (1 + T) and the softmax gradient (5).
+  const double cycles_per_score =
+      forward ? static_cast<double>(6 + transcendental_cycles) : static_cast<double>(6 + transcendental_cycles + 5);
+  const double scores_total = static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) * mask;
+  const auto& v = d.systolic;
+  const double lane = static_cast<double>(std::max(v.vc_width, 1));
+  const double clock = v.clock.value();
+  c.one_core += seconds{scores_total * cycles_per_score / lane / clock};
+  c.all_cores +=
+      seconds{scores_total * cycles_per_score / (lane * static_cast<double>(std::max(v.num_vc, 1))) / clock};
+  return c;
+};
+
+}  // namespace phaze::cost

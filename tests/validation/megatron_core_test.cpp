@@ -1,0 +1,263 @@
+// The training step as Megatron-Core runs it, against published measurements: the weak-scaling table of
+// Megatron-LM's README (Megatron-Core r0.8.0 on H100 SXM, DGX H100 nodes; README.md "Performance
+// Benchmarking", images/model_table.png, July 2024): GPT models of 1.7B to 462B parameters, vocabulary
+// 131,072, sequence 4,096, bf16, data-parallel size 48, with the communication overlaps the README lists
+// (--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap) and Transformer Engine's fused attention.
+// The published per-GPU TFLOP/s are turned into iteration times with Megatron-LM's own FLOP count
+// (num_floating_point_operations, megatron/training/training.py at core_r0.8.0). The table gives tp, pp, dp
+// and the global batch but not the microbatch or the interleaving: phaze takes the fastest it finds that fits
+// (what a tuned run uses), nothing is fitted per row. Also the parts of the model this rests on: the overlap
+// of bucketed collectives against an event simulation, and fused attention's activations against the closed
+// form.
+#include <phaze/hw/presets.hpp>
+#include <phaze/model/model.hpp>
+#include <phaze/model/transformer.hpp>
+#include <phaze/train/knobs.hpp>
+#include <phaze/train/step.hpp>
+
+#include <catch2/catch.hpp>
+
+#include "../support/clusters.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <string>
+
+using namespace phaze;
+
+namespace {
+
+struct readme_row {
+  const char* size;
+  std::int64_t heads;
+  std::int64_t hidden;
+  std::int64_t layers;
+  int tp;
+  int pp;
+  int dp;
+  std::int64_t batch;
+  double tflops_per_gpu;  // measured
+};
+
+// Megatron-LM README, "Performance Benchmarking" model table (Megatron-Core r0.8.0, H100).
+constexpr std::array<readme_row, 9> readme_table{{
+    {"1.7B", 16, 2048, 24, 1, 1, 48, 192, 408.8},
+    {"7.1B", 32, 4096, 30, 2, 1, 48, 192, 465.9},
+    {"16B", 48, 6144, 32, 4, 1, 48, 192, 489.1},
+    {"32B", 56, 7168, 48, 8, 1, 48, 192, 459.6},
+    {"70B", 64, 8192, 84, 8, 2, 48, 384, 419.7},
+    {"119B", 80, 10240, 92, 8, 4, 48, 768, 420.5},
+    {"177B", 96, 12288, 96, 8, 6, 48, 1152, 432.8},
+    {"314B", 128, 16384, 96, 8, 8, 48, 1536, 474.4},
+    {"462B", 144, 18432, 112, 8, 16, 48, 3072, 459.9},
+}};
+
+constexpr std::int64_t readme_sequence = 4096;
+constexpr std::int64_t readme_vocab = 131072;
+
+// Megatron-LM's FLOPs of one iteration (GPT: no grouped-query attention, no SwiGLU, no experts).
+double megatron_flops(const readme_row& r) {
+  const auto h = static_cast<double>(r.hidden);
+  const auto s = static_cast<double>(readme_sequence);
+  const auto l = static_cast<double>(r.layers);
+  const auto v = static_cast<double>(readme_vocab);
+  return 12.0 * static_cast<double>(r.batch) * s * l * h * h * ((2.0 + s / h) + 4.0 + v / (2.0 * l * h));
+}
+
+// A GPT of the README's shapes: 4h MLP, untied input and output embeddings (the parameter counts of the
+// table need them untied: 1.7B = 12 L h^2 + 2 V h).
+model::model readme_model(const readme_row& r) {
+  model::transformer_config c{.name = "gpt",
+                              .arch = model::family::gpt,
+                              .hidden = r.hidden,
+                              .heads = r.heads,
+                              .ffn = 4 * r.hidden,
+                              .layers = r.layers,
+                              .vocab = readme_vocab,
+                              .sequence = readme_sequence,
+                              .max_positions = readme_sequence};
+  c.tied_embeddings = false;
+  return model::make_model(c);
+}
+
+struct features {
+  bool fused_attention = true;
+  bool overlap = true;
+  bool tp_overlap = true;
+};
+
+// The fastest fitting plan with the row's tp, pp, dp and batch over the microbatches and interleavings
+// Megatron-LM accepts, its time and the relative error against the measurement.
+struct predicted {
+  double seconds = 0.0;
+  double measured = 0.0;
+  std::int64_t microbatch = 0;
+  int virtual_stages = 0;
+  model::recompute recompute = model::recompute::none;
+  [[nodiscard]] double error() const { return (seconds - measured) / measured; }
+};
+
+predicted predict(const readme_row& r, const features& f, const sched::schedule_cache& cache) {
+  const model::model m = readme_model(r);
+  const train::parallelism par{r.tp, r.pp, r.dp};
+  const auto cluster = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), par);
+  predicted best;
+  best.measured = megatron_flops(r) / (r.tflops_per_gpu * 1e12 * static_cast<double>(par.devices()));
+  best.seconds = std::numeric_limits<double>::infinity();
+  const std::int64_t per_replica = r.batch / r.dp;
+  for (const std::int64_t mb : {1, 2, 4, 8}) {
+    if (per_replica % mb != 0) continue;
+    for (const int v : {1, 2, 3, 4, 6, 7, 8, 12}) {
+     for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
+      train::training_knobs k;
+      k.recompute = mode;
+      k.global_batch = r.batch;
+      k.microbatch = mb;
+      k.precision = hw::precision::bf16;
+      k.sequence_parallel = r.tp > 1;
+      k.distributed_optimizer = true;
+      k.fused_attention = f.fused_attention;
+      k.overlap_grad_reduce = k.overlap_param_gather = f.overlap;
+      k.tp_comm_overlap = f.tp_overlap;
+      if (v > 1) {
+        if (r.pp <= 2 || r.layers % (r.pp * v) != 0 || (per_replica / mb) % r.pp != 0) continue;
+        k.schedule = train::pipeline_schedule::interleaved;
+        k.virtual_stages = v;
+      }
+      train::validate(m, par, k, static_cast<int>(par.devices()));
+      const auto e = train::estimate_step(m, cluster, par, k, cache);
+      if (e.fits && e.time_per_batch.value() < best.seconds) {
+        best.seconds = e.time_per_batch.value();
+        best.microbatch = mb;
+        best.virtual_stages = v;
+        best.recompute = mode;
+      }
+     }
+    }
+  }
+  return best;
+}
+
+struct summary {
+  double mean = 0.0;
+  double max = 0.0;
+};
+
+summary compare(const features& f, const char* title) {
+  const sched::schedule_cache cache;
+  summary s;
+  std::printf("%s\n%-6s %4s %3s %-9s %10s %10s %8s\n", title, "model", "mb", "vp", "recompute", "phaze s",
+              "measured s", "error");
+  for (const auto& r : readme_table) {
+    const predicted p = predict(r, f, cache);
+    REQUIRE(std::isfinite(p.seconds));
+    std::printf("%-6s %4lld %3d %-9s %10.3f %10.3f %+7.1f%%\n", r.size, static_cast<long long>(p.microbatch),
+                p.virtual_stages, std::string{model::to_string(p.recompute)}.c_str(), p.seconds, p.measured,
+                100.0 * p.error());
+    s.mean += std::abs(p.error()) / static_cast<double>(readme_table.size());
+    s.max = std::max(s.max, std::abs(p.error()));
+  }
+  std::printf("mean absolute error %.1f%%, max %.1f%%\n\n", 100.0 * s.mean, 100.0 * s.max);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron-Core r0.8.0 on H100 (Megatron-LM README table): predicted vs measured iteration times",
+          "[validation][megatron_core]") {
+  const summary now = compare({}, "fused attention, data-parallel and tensor-parallel overlap (as run)");
+  // Measured at this commit: mean 12.1%, max 23.1% (the small models are predicted too fast: per-kernel
+  // costs are measured, launch and host overheads are not modelled). The goal is 8% / 15%.
+  CHECK(now.mean <= 0.135);
+  CHECK(now.max <= 0.25);
+  // The features the runs used, against the 2022 step model phaze had before (unfused attention, nothing
+  // overlapped, 41% off with microbatch 1): fused attention and the data-parallel overlap bring it closer;
+  // the tensor-parallel overlap, modelled as TE's chunked collectives, leaves phaze further on the fast side
+  // on the largest models (10.5% mean without it), where something the model leaves out costs time.
+  const summary no_tp = compare({true, true, false}, "without tensor-parallel overlap");
+  const summary no_overlap = compare({true, false, false}, "without any overlap");
+  const summary plain = compare({false, false, false}, "unfused attention, nothing overlapped (2022 model)");
+  CHECK(no_tp.mean <= 0.115);
+  CHECK(no_overlap.mean < plain.mean);
+  CHECK(now.mean < plain.mean);
+  CHECK(now.max < plain.max);
+}
+
+TEST_CASE("bucketed overlap: the closed form is the event simulation of buckets on one stream",
+          "[train][overlap]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> time(0.001, 2.0);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 64);
+    const double total = time(rng);
+    const double window = time(rng);
+    // Bucket j is ready at (j + 1) w / n and its collective takes T / n; one collective at a time.
+    double stream = 0.0;
+    for (int j = 0; j < n; ++j) {
+      const double ready = window * static_cast<double>(j + 1) / static_cast<double>(n);
+      stream = std::max(stream, ready) + total / static_cast<double>(n);
+    }
+    const double simulated = stream - window;
+    const double formula =
+        train::step_model::exposed_after(seconds{total}, static_cast<double>(n), seconds{window}).value();
+    REQUIRE(formula == Approx(simulated).epsilon(1e-9));
+  }
+  // Megatron-Core's default buckets: max(40 M, 1 M * dp) parameters.
+  CHECK(train::step_model::gradient_buckets(100e6, {1, 1, 8, 1}) == 3.0);
+  CHECK(train::step_model::gradient_buckets(100e6, {1, 1, 64, 1}) == 2.0);
+  CHECK(train::step_model::gradient_buckets(1e6, {1, 1, 8, 1}) == 1.0);
+}
+
+TEST_CASE("overlap only hides: the exposed data-parallel time lies between the last bucket and all of it",
+          "[train][overlap]") {
+  const auto d = *hw::find_preset("h100-sxm");
+  const auto c = phaze::test::cluster_of(d, 64);
+  train::training_knobs k;
+  k.distributed_optimizer = true;
+  const train::plan_shape s{8, 1, 8, 4};
+  const double params = 2e9;
+  const train::step_model off{c, k};
+  k.overlap_grad_reduce = k.overlap_param_gather = true;
+  const train::step_model on{c, k};
+  const double buckets = train::step_model::gradient_buckets(params, s);
+  for (const double stage : {0.0, 0.05, 0.5, 5.0}) {
+    const double all = off.exposed_data_parallel(params, s, seconds{stage}).value();
+    const double hidden = on.exposed_data_parallel(params, s, seconds{stage}).value();
+    CHECK(hidden <= all + 1e-15);
+    CHECK(hidden >= all / buckets - 1e-15);
+  }
+  // No window: nothing is hidden; an endless one: only the last bucket of each collective stays.
+  CHECK(on.exposed_data_parallel(params, s, seconds{0.0}).value() ==
+        Approx(off.exposed_data_parallel(params, s, seconds{0.0}).value()));
+  CHECK(on.exposed_data_parallel(params, s, seconds{1e6}).value() ==
+        Approx(off.exposed_data_parallel(params, s, seconds{0.0}).value() / buckets));
+}
+
+TEST_CASE("fused attention keeps no s x s tensor: its activations are the unfused ones less 5 a s^2 b",
+          "[model][fused_attention]") {
+  // Korthikanti et al. 2022, section 4.1: the attention core keeps the softmax output (2 a s^2 b bytes),
+  // its dropout mask (a s^2 b) and the dropout output (2 a s^2 b); a fused kernel keeps none of them but one
+  // fp32 softmax statistic per row of each head's scores (4 a s b).
+  for (const int tp : {1, 2, 4}) {
+    for (const std::int64_t b : {1, 2}) {
+      for (const auto mode : {model::recompute::none, model::recompute::selective}) {
+        const model::transformer_config c{.name = "t", .hidden = 1024, .heads = 16, .ffn = 4096, .layers = 2,
+                                          .vocab = 1000, .sequence = 512, .max_positions = 512};
+        const model::layer_shape unfused{b, 512, tp, tp > 1, 2, false};
+        model::layer_shape fused = unfused;
+        fused.fused_attention = true;
+        const double a = 16.0 / tp;
+        const double s = 512.0;
+        const auto sequences = static_cast<double>(b);
+        const double kept = model::activation_bytes(model::block_layer(c, unfused), mode).value();
+        const double kept_fused = model::activation_bytes(model::block_layer(c, fused), mode).value();
+        const double core = mode == model::recompute::selective ? 0.0 : 5.0 * a * s * s * sequences;
+        CHECK(kept - kept_fused == Approx(core - 4.0 * a * s * sequences));
+      }
+    }
+  }
+}
