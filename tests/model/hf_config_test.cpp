@@ -5,6 +5,7 @@
 
 #include "../support/input_error_of.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "phaze/cost/attention.hpp"
 #include "phaze/model/hf_config.hpp"
 #include "phaze/model/zoo.hpp"
 
@@ -215,12 +217,14 @@ TEST_CASE("from_hf_config honours the optional architecture fields", "[hf]") {
     j["head_dim"] = 256;  // wider heads than hidden / heads (Gemma-style)
     CHECK(from_hf_config(j).config.head_dim == 256);
   }
-  SECTION("Mistral configs import as Llama") {
+  SECTION("Mistral configs import as Llama with their sliding window") {
     auto j = read_config("llama-2-7b-hf.json");
     j["model_type"] = "mistral";
     j["sliding_window"] = 4096;
     auto m = from_hf_config(j);
     CHECK(m.config.arch == phaze::model::family::llama);
+    CHECK(m.config.attention_window == 4096);
+    m.config.attention_window = 0;
     m.config.name = phaze::zoo::llama2_7b().config.name;
     CHECK(m == phaze::zoo::llama2_7b());
   }
@@ -257,7 +261,7 @@ TEST_CASE("from_hf_config: bad config files give input_errors naming the field",
       {"bad_negative_hidden.json", {"field 'hidden_size' must be a positive integer, got -4"}},
       {"bad_zero_layers.json", {"field 'n_layer' must be a positive integer, got 0"}},
       {"bad_wrong_type.json", {"field 'hidden_size' must be a positive integer, got \"1024\""}},
-      {"bad_unknown_model_type.json", {"'model_type'", "\"falcon\"", "gpt_neox"}},
+      {"bad_unknown_model_type.json", {"'model_type'", "\"rwkv\"", "gpt_neox"}},
       {"bad_no_model_type.json", {"'model_type'", "architectures"}},
       {"bad_heads_do_not_divide.json", {"'hidden_size' (1000)", "'num_attention_heads' (16)"}},
       {"bad_too_many_layers.json", {"cannot build", "max_model_layers"}},
@@ -369,4 +373,87 @@ TEST_CASE("from_hf_config never throws anything but input_error, whatever a fiel
   }
   CHECK(imported > 0);
   CHECK(rejected > 0);
+}
+
+TEST_CASE("from_hf_config imports Mistral, Qwen2, Gemma, Falcon and Llama 3.1 to their published sizes",
+          "[hf]") {
+  // Parameter counts as the models' HuggingFace pages state them (safetensors totals).
+  struct imported_case {
+    std::string_view file;
+    std::int64_t published_params;
+    std::int64_t sequence;  // the training sequence phaze gives it
+    std::int64_t window;
+  };
+  const auto c = GENERATE(values<imported_case>({
+      {"mistral-7b-v0.1.json", 7'241'732'096, 8192, 4096},
+      {"qwen2-7b.json", 7'615'616'512, 8192, 0},
+      {"gemma-7b.json", 8'537'680'896, 8192, 0},
+      {"falcon-7b.json", 6'921'720'704, 2048, 0},
+      {"llama-3.1-8b.json", 8'030'261'248, 8192, 0},
+  }));
+  INFO(c.file);
+  const auto m = from_hf_config(read_config(c.file), "x");
+  CHECK(parameter_count(m) == c.published_params);
+  CHECK(m.config.sequence == c.sequence);
+  CHECK(m.config.attention_window == c.window);
+}
+
+TEST_CASE("from_hf_config keeps what changes the cost: QKV bias, GeGLU, head_dim, multi-query, contexts",
+          "[hf]") {
+  using phaze::model::mlp_kind;
+  const auto qwen = from_hf_config(read_config("qwen2-7b.json"), "x").config;
+  CHECK(qwen.qkv_bias);
+  CHECK_FALSE(qwen.bias);
+  CHECK(qwen.max_positions == 131072);  // what it can attend over; it trains at 8192 unless --seq says
+  const auto gemma = from_hf_config(read_config("gemma-7b.json"), "x").config;
+  CHECK(gemma.mlp == mlp_kind::geglu);
+  CHECK(gemma.head_dim_or_default() == 256);
+  CHECK(gemma.tied_embeddings);
+  const auto falcon = from_hf_config(read_config("falcon-7b.json"), "x").config;
+  CHECK(falcon.kv_heads_or_default() == 1);
+  CHECK(falcon.parallel_residual);
+  CHECK(falcon.shared_norm);
+  const auto llama = from_hf_config(read_config("llama-3.1-8b.json"), "x").config;
+  CHECK(llama.max_positions == 131072);
+  CHECK(llama.sequence == phaze::model::hf_default_training_sequence);
+}
+
+TEST_CASE("from_hf_config refuses what it would cost wrong, naming the field", "[hf]") {
+  const auto experts = input_error_of([] { (void)from_hf_config(read_config("bad_mixtral-8x7b.json"), "x"); });
+  CHECK_THAT(experts, Catch::Contains("'num_local_experts'") && Catch::Contains("mixture of experts"));
+  auto qwen = read_config("qwen2-7b.json");
+  qwen["use_sliding_window"] = true;
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(qwen, "x"); }), Catch::Contains("'use_sliding_window'"));
+  auto falcon = read_config("falcon-7b.json");
+  falcon["alibi"] = true;
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(falcon, "x"); }), Catch::Contains("'alibi'"));
+  auto gemma = read_config("gemma-7b.json");
+  gemma["model_type"] = "llama";
+  gemma["final_logit_softcapping"] = 30.0;
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(gemma, "x"); }),
+             Catch::Contains("'final_logit_softcapping'"));
+  // A dense model that states one expert, or no soft-capping, is what it says.
+  auto llama = read_config("meta-llama-3-8b.json");
+  llama["num_experts"] = 1;
+  llama["final_logit_softcapping"] = nullptr;
+  CHECK(parameter_count(from_hf_config(llama, "x")) == 8'030'261'248);
+}
+
+TEST_CASE("a sliding window shortens fused attention only: the kernel skips the keys outside it", "[hf]") {
+  using namespace phaze;
+  const auto m = from_hf_config(read_config("mistral-7b-v0.1.json"), "x");
+  for (const std::int64_t s : {2048, 4096, 8192, 16384}) {
+    const model::layer_shape fused{1, s, 1, false, 2, true};
+    const auto l = model::block_layer(m.config, fused);
+    const auto attention = std::find_if(l.ops.begin(), l.ops.end(), [](const model::op& o) {
+      return o.kind == model::op_kind::fused_attention;
+    });
+    REQUIRE(attention != l.ops.end());
+    const double share = cost::fused_attention_score_share(*attention);
+    const double w = 4096.0;
+    const auto sd = static_cast<double>(s);
+    // Pairs (query, key) with 0 <= query - key < w, over s^2.
+    const double expected = s <= 4096 ? 0.5 * (sd + 1.0) / sd : (w * sd - w * (w - 1.0) / 2.0) / (sd * sd);
+    CHECK(share == Approx(expected).epsilon(1e-3));  // the model leaves out the diagonal's half
+  }
 }

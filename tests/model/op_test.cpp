@@ -11,7 +11,8 @@ using namespace phaze;
 using namespace phaze::model;
 
 namespace {
-constexpr int op_kind_count = 18;  // op_kind::matmul .. op_kind::all_gather
+// op_kind::matmul .. op_kind::fused_attention, the last kind.
+constexpr int op_kind_count = static_cast<int>(op_kind::fused_attention) + 1;
 
 op make(op_kind kind, std::int64_t in, std::int64_t out, std::int64_t params = 0, int elem_bytes = 2) {
   op o;
@@ -47,18 +48,20 @@ TEST_CASE("every op kind runs on the unit its work needs", "[op]") {
         ++vector_ops;
         break;
     }
-    const bool gemm = kind == op_kind::matmul || kind == op_kind::batched_matmul;
+    const bool gemm =
+        kind == op_kind::matmul || kind == op_kind::batched_matmul || kind == op_kind::fused_attention;
     const bool collective =
         kind == op_kind::all_reduce || kind == op_kind::reduce_scatter || kind == op_kind::all_gather;
     CHECK((u == unit::tensor) == gemm);
     CHECK((u == unit::network) == collective);
-    CHECK((u == unit::none) == (kind == op_kind::tp_copy));
+    CHECK((u == unit::none) == (kind == op_kind::tp_copy || kind == op_kind::view));
   }
   CHECK(names.size() == op_kind_count);  // names are distinct
-  CHECK(tensor_ops == 2);
+  CHECK(op_kind_count == 22);
+  CHECK(tensor_ops == 3);
   CHECK(network_ops == 3);
-  CHECK(no_work == 1);
-  CHECK(vector_ops == op_kind_count - 6);
+  CHECK(no_work == 2);
+  CHECK(vector_ops == op_kind_count - 8);
   CHECK(to_string(unit::tensor) == "tensor");
   CHECK(to_string(unit::network) == "network");
   CHECK(to_string(op_phase::backward_weight) == "backward_weight");

@@ -40,14 +40,25 @@ constexpr hw::attention_efficiency attention_efficiency_of(const hw::datasheet_s
           r.work_half * units / static_cast<double>(h100_compute_units)};
 }
 
+/// The share of the s x s scores a fused kernel computes: all of them; half under a causal mask (the tiles
+/// above the diagonal skipped); under a causal sliding window of w < s keys, (w s - w^2 / 2) / s^2 (query q
+/// sees min(q + 1, w) keys; FlashAttention-2's and cuDNN's window_size skip the tiles outside it).
+constexpr double fused_attention_score_share(const model::op& o) {
+  if (!o.causal) return 1.0;
+  if (o.window <= 0 || o.window >= o.gemm.m) return 0.5;
+  const auto s = static_cast<double>(o.gemm.m);
+  const auto w = static_cast<double>(o.window);
+  return (w * s - 0.5 * w * w) / (s * s);
+}
+
 /// FLOPs a fused attention kernel executes: 4 b s^2 d forward (QK^T and PV), 2.5 times that backward (QK^T
-/// recomputed, dV, dP, dQ, dK: Dao et al. 2022, section 3.1 and appendix B), half of either with a causal mask
-/// (the kernel skips the tiles above the diagonal).
+/// recomputed, dV, dP, dQ, dK: Dao et al. 2022, section 3.1 and appendix B), times the share of the scores it
+/// computes (fused_attention_score_share).
 constexpr double fused_attention_executed_flops(const model::op& o) {
   const double forward = 4.0 * static_cast<double>(o.gemm.batch) * static_cast<double>(o.gemm.m) *
                          static_cast<double>(o.gemm.k) * static_cast<double>(o.gemm.n);
   const double pass = o.phase == model::op_phase::forward ? 1.0 : 2.5;
-  return forward * pass * (o.causal ? 0.5 : 1.0);
+  return forward * pass * fused_attention_score_share(o);
 }
 
 /// Fused attention on a datasheet device: executed FLOPs at the matrix peak times the efficiency for its pass
@@ -61,7 +72,7 @@ inline constexpr auto datasheet_attention_time = [](const model::op& o, const hw
                                    : (forward ? e.forward : e.backward);
   const double units = static_cast<double>(o.gemm.batch) *
                        static_cast<double>((o.gemm.m + attention_block_rows - 1) / attention_block_rows) *
-                       (o.causal ? 0.5 : 1.0);
+                       fused_attention_score_share(o);
   const double occupancy = units / (units + e.work_half);
   const seconds compute = flops{fused_attention_executed_flops(o)} /
                           (hw::matrix_peak(d.sheet, d.compute) * (fraction * occupancy));
@@ -88,7 +99,7 @@ inline constexpr auto systolic_attention = [](const model::op& o,
   const std::int64_t hd = o.gemm.k;
   const model::gemm_dims scores{b, s, hd, s};
   const model::gemm_dims context{b, s, s, hd};
-  const double mask = o.causal ? 0.5 : 1.0;
+  const double mask = fused_attention_score_share(o);
   auto add = [&](model::gemm_dims g) {
     const gemm_cost t = systolic_gemm(g, d);
     c.one_core += t.one_core.time * mask;

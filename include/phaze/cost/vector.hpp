@@ -39,6 +39,11 @@ namespace detail {
 ///   swiglu 3 + 2T: silu(gate) * up                           swiglu 3 + T: per gradient element made
 ///                                                                       (gate and up both): half of
 ///                                                                       recompute (2 + 2T) + 3 products
+///   geglu 8 + T: gelu(gate) * up                            geglu 11 + T: per gradient element made
+///                                                                       (gate and up): the mean of the
+///                                                                       gate's (gelu' recomputed and
+///                                                                       applied, 13 + T, * up) and the
+///                                                                       up's (gelu recomputed, 7 + T, * dy)
 ///   dropout 9: random bits 6 (Philox4x32-10, Salmon et al.   dropout 2: mask select, scale
 ///              SC'11: 10 rounds of ~10 integer ops make
 ///              16 bytes of randomness, one byte per
@@ -74,6 +79,8 @@ constexpr int counted_cycles_per_element(model::op_kind k, model::op_phase phase
       return fwd ? 2 + 2 * t : 5 + 2 * t;
     case op_kind::swiglu:
       return fwd ? 3 + 2 * t : 3 + t;
+    case op_kind::geglu:
+      return fwd ? 8 + t : 11 + t;
     case op_kind::dropout:
       return fwd ? 9 : 2;
     case op_kind::residual_add:

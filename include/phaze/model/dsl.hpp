@@ -29,6 +29,7 @@ inline constexpr auto rmsnorm = model::norm_kind::rmsnorm;
 inline constexpr auto gelu = model::mlp_kind::gelu;
 inline constexpr auto relu = model::mlp_kind::relu;
 inline constexpr auto swiglu = model::mlp_kind::swiglu;
+inline constexpr auto geglu = model::mlp_kind::geglu;
 inline constexpr auto learned = model::position_kind::learned;
 inline constexpr auto rotary = model::position_kind::rotary;
 

@@ -20,8 +20,14 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 6> hf_model_types{"gpt2",    "opt",  "llama",
-                                                                "mistral", "bert", "gpt_neox"};
+inline constexpr std::array<std::string_view, 9> hf_model_types{
+    "gpt2", "opt", "llama", "mistral", "qwen2", "gemma", "falcon", "bert", "gpt_neox"};
+
+/// The training sequence an imported model gets when its context is longer and none is asked for: 8,192
+/// tokens, the sequence Llama 3 pretrains at before its long-context stage (Llama 3 paper, Dubey et al. 2024,
+/// section 3.4). A config's max_position_embeddings is what the model can attend over, not what it trains at
+/// (Llama 3.1: 131,072); `--seq` trains at any other.
+inline constexpr std::int64_t hf_default_training_sequence = 8192;
 
 namespace detail::hf {
 
@@ -153,11 +159,14 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 6> prefixes{{{"GPTNeoX", "gpt_neox"},
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 9> prefixes{{{"GPTNeoX", "gpt_neox"},
                                                                                    {"GPT2", "gpt2"},
                                                                                    {"OPT", "opt"},
                                                                                    {"Llama", "llama"},
                                                                                    {"Mistral", "mistral"},
+                                                                                   {"Qwen2", "qwen2"},
+                                                                                   {"Gemma", "gemma"},
+                                                                                   {"Falcon", "falcon"},
                                                                                    {"Bert", "bert"}}};
   if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
     for (const auto& a : *it) {
@@ -171,7 +180,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
   }
   field_error("model_type",
               "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
-              "llama, mistral, bert, gpt_neox");
+              "llama, mistral, qwen2, gemma, falcon, bert, gpt_neox");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -219,23 +228,111 @@ inline transformer_config opt(const reader& r) {
   return c;
 }
 
+/// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
+/// refused naming it, never imported as if it were absent.
+inline void refuse_unmodelled(const reader& r) {
+  for (const std::string_view experts : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (const auto* v = r.get(experts); v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
+      field_error(experts, "is " + shown(*v) +
+                               ": a mixture of experts, which phaze does not model yet; its dense layers "
+                               "would be costed without the experts");
+    }
+  }
+  for (const std::string_view capping : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+    if (const auto* v = r.get(capping); v != nullptr && !(v->is_number() && v->get<double>() == 0.0))
+      field_error(capping, "is " + shown(*v) + ": logit soft-capping, which phaze does not model");
+  }
+}
+
+/// The training sequence of a model whose positions come from rotary embeddings: its context, at most
+/// hf_default_training_sequence.
+inline std::int64_t rotary_training_sequence(std::int64_t context) {
+  return context < hf_default_training_sequence ? context : hf_default_training_sequence;
+}
+
+/// A sliding attention window (`sliding_window`, Mistral 7B v0.1: 4096): each query sees that many keys.
+inline std::int64_t sliding_window(const reader& r) {
+  if (r.model_type() == "qwen2") {
+    // Qwen2 slides the window only over the layers from max_window_layers on: layers that differ.
+    if (r.flag("use_sliding_window", false)) {
+      field_error("use_sliding_window",
+                  "is true: Qwen2 then gives only some layers a sliding window (max_window_layers), layers "
+                  "of two kinds phaze does not import; set it false to cost full attention");
+    }
+    return 0;
+  }
+  return r.size("sliding_window").value_or(0);
+}
+
 inline transformer_config llama(const reader& r) {
   transformer_config c = common_fields(r, family::llama, "intermediate_size");
+  // Rotary positions have no table: the context is kept (as max_positions) only where it is longer than the
+  // sequence the model trains at.
+  if (c.sequence > hf_default_training_sequence) c.max_positions = c.sequence;
+  c.sequence = rotary_training_sequence(c.sequence);
   c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
   // Newer configs spell head_dim out even when it is hidden / heads; keep 0 (the default) in that case.
   if (const auto d = r.size("head_dim"); d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads))
     c.head_dim = *d;
+  c.norm = norm_kind::rmsnorm;
+  c.positions = position_kind::rotary;
+  c.tied_embeddings = r.flag("tie_word_embeddings", r.model_type() == "gemma");
+  c.dropout = r.any_dropout({"attention_dropout"}, 0.0);
+  c.attention_window = sliding_window(r);
+  if (r.model_type() == "gemma") {
+    // Gemma: GeGLU MLP (gelu(gate) * up, tanh form), head_dim independent of hidden / heads, tied.
+    const std::string act =
+        r.text("hidden_activation").value_or(r.text("hidden_act").value_or("gelu_pytorch_tanh"));
+    if (!act.starts_with("gelu")) {
+      field_error("hidden_activation",
+                  "is \"" + act + "\"; phaze models model_type 'gemma' with a GeGLU MLP, which needs a gelu");
+    }
+    c.mlp = mlp_kind::geglu;
+    c.bias = r.flag("attention_bias", false);
+    return c;
+  }
   const std::string act = r.text("hidden_act").value_or("silu");
   if (act != "silu" && act != "swish") {
     field_error("hidden_act", "is \"" + act + "\"; phaze models model_type '" + r.model_type() +
                                   "' with a SwiGLU MLP, which needs \"silu\"");
   }
-  c.norm = norm_kind::rmsnorm;
   c.mlp = mlp_kind::swiglu;
-  c.positions = position_kind::rotary;
   c.bias = r.flag("attention_bias", false) || r.flag("mlp_bias", false);
-  c.tied_embeddings = r.flag("tie_word_embeddings", false);
-  c.dropout = false;
+  // Qwen2's QKV projection carries a bias (Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False).
+  c.qkv_bias = r.model_type() == "qwen2";
+  return c;
+}
+
+/// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
+/// attention (`multi_query`: one key/value head) or grouped key/value heads (`new_decoder_architecture`,
+/// `num_kv_heads`), a GELU MLP of 4h, no biases. ALiBi positions are refused.
+inline transformer_config falcon(const reader& r) {
+  transformer_config c;
+  c.arch = family::neox;
+  c.hidden = r.required_size("hidden_size");
+  c.heads = r.required_size("num_attention_heads", "n_head");
+  c.layers = r.required_size("num_hidden_layers", "n_layer");
+  c.vocab = r.required_size("vocab_size");
+  c.ffn = r.size("ffn_hidden_size").value_or(4 * c.hidden);
+  // Falcon's configs of 2023 have no max_position_embeddings: 2048 is FalconConfig's default.
+  c.max_positions = r.size("max_position_embeddings").value_or(2048);
+  c.sequence = rotary_training_sequence(c.max_positions);
+  if (r.flag("alibi", false)) field_error("alibi", "is true: ALiBi positions, which phaze does not model");
+  c.positions = position_kind::rotary;
+  const bool grouped = r.flag("new_decoder_architecture", false);
+  if (grouped) {
+    c.kv_heads = r.required_size("num_kv_heads");
+  } else if (r.flag("multi_query", true)) {
+    c.kv_heads = 1;
+  }
+  c.parallel_residual = grouped || r.flag("parallel_attn", true);
+  // FalconDecoderLayer: one input_layernorm feeds attention and MLP unless the new architecture gives each
+  // its own (ln_attn, ln_mlp).
+  c.shared_norm = c.parallel_residual && !grouped;
+  c.mlp = mlp_kind::gelu;
+  c.bias = r.flag("bias", false);
+  c.tied_embeddings = r.flag("tie_word_embeddings", true);
+  c.dropout = r.any_dropout({"hidden_dropout", "attention_dropout"}, 0.0);
   return c;
 }
 
@@ -301,13 +398,16 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     }
     const std::string type = hf::model_type_of(config);
     const hf::reader r{config, type};
+    hf::refuse_unmodelled(r);
     transformer_config c;
     if (type == "gpt2") {
       c = hf::gpt2(r);
     } else if (type == "opt") {
       c = hf::opt(r);
-    } else if (type == "llama" || type == "mistral") {
+    } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
       c = hf::llama(r);
+    } else if (type == "falcon") {
+      c = hf::falcon(r);
     } else if (type == "bert") {
       c = hf::bert(r);
     } else if (type == "gpt_neox") {

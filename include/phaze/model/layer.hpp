@@ -164,7 +164,7 @@ class layer_builder {
   /// elements. It keeps its input and its output for the backward pass (with a per-row softmax statistic,
   /// s per head, fp32) and never the s x s scores: the backward pass recomputes them (Dao et al. 2022).
   constexpr tensor fused_attention(std::string_view name, tensor qkv, std::int64_t batch, std::int64_t s,
-                                   std::int64_t head_dim, bool causal) {
+                                   std::int64_t head_dim, bool causal, std::int64_t window = 0) {
     check_dims({batch, s, head_dim, s});
     op o = base(op_kind::fused_attention, name, tp_split::heads);
     o.gemm = {batch, s, head_dim, s};
@@ -172,6 +172,7 @@ class layer_builder {
     o.out_elements = batch * s * head_dim;
     o.saved = saves::input0 | saves::output;
     o.causal = causal;
+    o.window = window > 0 && window < s ? window : 0;
     return add(o, {qkv});
   }
 

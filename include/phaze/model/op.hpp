@@ -24,6 +24,7 @@ enum class op_kind : std::uint8_t {
   relu,
   silu,
   swiglu,          ///< silu(gate) * up, over a fused gate+up projection output
+  geglu,           ///< gelu(gate) * up (tanh form), over a fused gate+up projection output (Gemma)
   dropout,         ///< keeps a one-byte mask per element for the backward pass
   residual_add,    ///< elementwise sum of two activations (residual connections, position embeddings)
   embedding,       ///< table lookup (word, position or token-type embedding)
@@ -108,6 +109,7 @@ struct op {
   std::uint8_t saved = saves::nothing;                ///< what the forward op keeps for backward
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
   bool causal = false;          ///< fused_attention: a causal mask (the kernel skips the masked half)
+  std::int64_t window = 0;      ///< fused_attention: keys each query sees (sliding window); 0: all
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };
@@ -135,7 +137,8 @@ namespace detail {
 /// Floating-point operations per output element of a vector op, counted from its formula (forward).
 /// softmax: max, subtract, exp, sum, divide; layernorm: mean, variance (2), normalize (2), scale, shift
 /// (counted as 8 with the bias); rmsnorm: square, mean, rsqrt-scale, weight (5); gelu (tanh form):
-/// 8; silu: negate-exp-add-divide (4) and one more multiply for swiglu; dropout: compare + scale;
+/// 8; silu: negate-exp-add-divide (4) and one more multiply for swiglu; gelu (8) and one more multiply for
+/// geglu; dropout: compare + scale;
 /// rotary: two multiplies and an add per element; cross-entropy: softmax (5) + log-likelihood.
 /// These counts are reported as vector FLOPs only; model FLOPs (MFU) count matrix work alone.
 constexpr double vector_flops_per_element(op_kind k) {
@@ -154,6 +157,8 @@ constexpr double vector_flops_per_element(op_kind k) {
       return 4;
     case op_kind::swiglu:
       return 5;
+    case op_kind::geglu:
+      return 9;
     case op_kind::dropout:
       return 2;
     case op_kind::residual_add:
@@ -259,6 +264,8 @@ constexpr std::string_view to_string(op_kind k) {
       return "silu";
     case op_kind::swiglu:
       return "swiglu";
+    case op_kind::geglu:
+      return "geglu";
     case op_kind::dropout:
       return "dropout";
     case op_kind::residual_add:

@@ -16,7 +16,7 @@ enum class family : std::uint8_t { gpt, bert, opt, llama, neox };
 /// The normalization of a block: LayerNorm (mean and variance, weight and bias), RMSNorm (root mean square,
 /// weight) or PixelNorm (root mean square, no weights: Karras et al., ICLR 2018, as TransGAN uses it).
 enum class norm_kind : std::uint8_t { layernorm, rmsnorm, pixelnorm };
-enum class mlp_kind : std::uint8_t { gelu, relu, swiglu };
+enum class mlp_kind : std::uint8_t { gelu, relu, swiglu, geglu };
 enum class position_kind : std::uint8_t { learned, rotary };
 
 constexpr std::string_view to_string(family f) {
@@ -38,7 +38,17 @@ constexpr std::string_view to_string(norm_kind n) {
   return n == norm_kind::layernorm ? "layernorm" : n == norm_kind::rmsnorm ? "rmsnorm" : "pixelnorm";
 }
 constexpr std::string_view to_string(mlp_kind m) {
-  return m == mlp_kind::gelu ? "gelu" : m == mlp_kind::relu ? "relu" : "swiglu";
+  switch (m) {
+    case mlp_kind::gelu:
+      return "gelu";
+    case mlp_kind::relu:
+      return "relu";
+    case mlp_kind::swiglu:
+      return "swiglu";
+    case mlp_kind::geglu:
+      return "geglu";
+  }
+  return "?";
 }
 constexpr std::string_view to_string(position_kind p) {
   return p == position_kind::learned ? "learned" : "rotary";
@@ -70,10 +80,15 @@ struct transformer_config {
   position_kind positions = position_kind::learned;
   double rotary_fraction = 1.0;  ///< share of each head's dimensions that rotary embedding touches (NeoX)
   bool bias = true;              ///< linear layers carry biases
+  bool qkv_bias = false;         ///< the QKV projection carries a bias even when the others do not (Qwen2)
+  /// Keys each query attends to (sliding-window attention, Mistral 7B v0.1); 0: every earlier key. Fused
+  /// attention skips the rest; unfused attention computes the whole score matrix and masks it.
+  std::int64_t attention_window = 0;
   bool tied_embeddings = true;   ///< output projection shares the input embedding matrix
   bool pre_norm = true;          ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
   bool final_norm = true;        ///< a norm after the last block
   bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
+  bool shared_norm = false;        ///< parallel residual: one norm feeds both (Falcon-7B), not one each
   bool dropout = true;             ///< dropout after attention probabilities and each sublayer
   bool causal = true;              ///< decoder (causal mask) vs encoder
   bool bert_heads = false;  ///< BERT pre-training heads: pooler + next-sentence and masked-LM transforms
@@ -140,6 +155,9 @@ namespace rules {
 [[noreturn]] inline void score_bias_must_not_be_negative() {
   throw input_error("the attention score bias has a negative number of entries; give 0 or more");
 }
+[[noreturn]] inline void attention_window_must_not_be_negative() {
+  throw input_error("the attention window is negative; give 0 (every key) or the keys each query sees");
+}
 [[noreturn]] inline void rotary_fraction_must_be_in_0_1() {
   throw input_error("rotary fraction must lie in (0, 1]");
 }
@@ -159,6 +177,7 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::kv_heads_must_divide_attention_heads();
   if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) rules::rotary_fraction_must_be_in_0_1();
   if (c.score_bias < 0) rules::score_bias_must_not_be_negative();
+  if (c.attention_window < 0) rules::attention_window_must_not_be_negative();
 };
 
 /// Checks that an architecture can be split by the given shape (tensor-parallel width, sequence parallelism).
@@ -243,13 +262,14 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   const std::int64_t kv = c.kv_heads_or_default() / z.t;
   const std::int64_t d = c.head_dim_or_default();
   tensor in = enter_tp(b, z, x, "attn_enter");
-  tensor qkv = b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d}, tp_split::column, c.bias);
+  tensor qkv =
+      b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d}, tp_split::column, c.bias || c.qkv_bias);
   if (c.positions == position_kind::rotary) {
     qkv = b.vector(op_kind::rotary, "rotary", qkv, saves::nothing, tp_split::heads);
   }
   if (b.shape().fused_attention && c.score_bias == 0) {
     // One kernel; its dropout regenerates the mask from the random state instead of storing it.
-    const tensor context = b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal);
+    const tensor context = b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal, c.attention_window);
     tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
     if (c.bias)
       proj = b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
@@ -277,9 +297,11 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
   const std::int64_t f = c.ffn / z.t;
   tensor in = enter_tp(b, z, x, "mlp_enter");
   tensor act{};
-  if (c.mlp == mlp_kind::swiglu) {
+  if (c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu) {
     tensor up = b.matmul("gate_up", in, {1, z.tokens, z.h, 2 * f}, tp_split::column, c.bias);
-    act = b.vector(op_kind::swiglu, "swiglu", up, saves::input0, tp_split::column, 0, z.tokens * f);
+    const bool silu = c.mlp == mlp_kind::swiglu;
+    act = b.vector(silu ? op_kind::swiglu : op_kind::geglu, silu ? "swiglu" : "geglu", up, saves::input0,
+                   tp_split::column, 0, z.tokens * f);
   } else {
     tensor up = b.matmul("fc1", in, {1, z.tokens, z.h, f}, tp_split::column, c.bias);
     act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu,
@@ -302,7 +324,7 @@ inline constexpr auto block_layer =
   const tensor x = b.input();
   if (c.parallel_residual) {
     const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
-    const tensor n2 = detail::norm(b, c, z, x, "mlp_norm");
+    const tensor n2 = c.shared_norm ? n1 : detail::norm(b, c, z, x, "mlp_norm");
     const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n1), "attn_out_dropout");
     const tensor mlp = detail::sublayer_dropout(b, c, z, detail::mlp(b, c, z, n2), "mlp_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
