@@ -68,6 +68,7 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
 struct step_options {
   std::string attention = "fused";
   std::string overlap = "grad,param";
+  double memory_headroom = 0.10;
 };
 
 /// Adds `--attention fused|unfused` and `--overlap LIST` (grad, param, tp, or none).
@@ -82,11 +83,17 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "reduction), param (the distributed optimizer's parameter gather), tp (tensor-parallel "
                  "collectives, with sequence parallelism), or none")
       ->default_str("grad,param");
+  app.add_option("--memory-headroom", o.memory_headroom,
+                 "share of each device's memory a plan leaves free for the allocator's cache, the CUDA "
+                 "context and communication buffers, in [0, 1)")
+      ->default_str("0.1");
 }
 
 /// Sets the knobs `o` names on `k`; an --overlap entry other than grad, param, tp or none is an input_error.
 inline void apply_step_options(const step_options& o, train::training_knobs& k) {
   k.fused_attention = o.attention == "fused";
+  if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
+  k.memory_headroom = o.memory_headroom;
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = false;
   std::string_view rest = o.overlap;
   while (!rest.empty()) {

@@ -142,7 +142,27 @@ std::string blocks_per_stage(const place::ranked_plan& r) {
   return out;
 }
 
-/// The Megatron-LM command-line arguments that run a plan (pretrain_gpt.py flag names).
+/// Why Megatron-LM's pretrain_gpt.py cannot build `m` or run schedule `k` as phaze costs them, if it cannot
+/// (flag names of Megatron-LM core_r0.11.0, tests/data/megatron/): layers it has no flag for, or GPipe.
+std::optional<std::string> megatron_cannot_run(const model::model& m, const train::training_knobs& k) {
+  const auto& c = m.config;
+  if (model::composite(m)) return "it is a composite model (layers of its own), not a transformer";
+  if (k.schedule == train::pipeline_schedule::gpipe)
+    return "Megatron-LM has no GPipe schedule (all forwards, then all backwards); use --schedule 1f1b or "
+           "interleaved";
+  if (c.mlp == model::mlp_kind::relu) return "its MLP is ReLU, which Megatron-LM's GPT has no flag for";
+  if (c.mlp == model::mlp_kind::geglu) return "its MLP is GeGLU, which Megatron-LM's GPT has no flag for";
+  if (c.norm == model::norm_kind::pixelnorm) return "its norm is PixelNorm";
+  if (c.parallel_residual) return "its attention and MLP run in parallel, which Megatron-LM's GPT does not";
+  if (!c.pre_norm) return "its blocks normalize after the residual (post-norm)";
+  if (c.attention_window > 0) return "its attention slides a window, which Megatron-LM core_r0.11.0 has no flag for";
+  if (c.embed_dim_or_default() != c.hidden) return "its word embedding is narrower than the hidden size";
+  if (c.bert_heads || !c.causal) return "it is an encoder (BERT): use Megatron-LM's pretrain_bert.py";
+  return std::nullopt;
+}
+
+/// The Megatron-LM command-line arguments that run a plan (pretrain_gpt.py flag names, Megatron-LM
+/// core_r0.11.0): the architecture as phaze costed it, the parallel plan, the knobs and the step's overlaps.
 std::string megatron_arguments(const model::model& m, const place::ranked_plan& r) {
   const auto& c = m.config;
   const auto& k = r.knobs;
@@ -155,6 +175,16 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (c.kv_heads_or_default() != c.heads) {
     out += fmt::format(" --group-query-attention --num-query-groups {}", c.kv_heads_or_default());
   }
+  if (c.head_dim > 0) out += fmt::format(" --kv-channels {}", c.head_dim);
+  if (c.norm == model::norm_kind::rmsnorm) out += " --normalization RMSNorm";
+  if (c.mlp == model::mlp_kind::swiglu) out += " --swiglu";
+  if (c.positions == model::position_kind::rotary) {
+    out += " --position-embedding-type rope";
+    if (c.rotary_fraction < 1.0) out += fmt::format(" --rotary-percent {}", c.rotary_fraction);
+  }
+  if (!c.bias) out += c.qkv_bias ? " --disable-bias-linear --add-qkv-bias" : " --disable-bias-linear";
+  if (!c.tied_embeddings) out += " --untie-embeddings-and-output-weights";
+  if (!c.dropout) out += " --attention-dropout 0.0 --hidden-dropout 0.0";
   const auto& split = r.split;
   const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {
     return s.blocks == split.front().blocks;
@@ -167,7 +197,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (k.sequence_parallel) out += " --sequence-parallel";
   if (k.recompute == model::recompute::selective) out += " --recompute-activations";
   if (k.recompute == model::recompute::full)
-    out += " --recompute-granularity full --recompute-method uniform";
+    out += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
   if (k.schedule == train::pipeline_schedule::interleaved) {
     out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                        c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
@@ -236,9 +266,13 @@ int run_plan(const plan_options& o) {
       throw input_error(
           fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
   }
-  if (o.emit == "megatron" && !o.model.empty() && model::composite(io::load_model(o.model))) {
-    throw input_error("--emit megatron writes Megatron-LM's arguments, which build transformers; " + o.model +
-                      " is a composite model (layers of its own): drop --emit megatron");
+  if (o.emit == "megatron" && !o.model.empty()) {
+    train::training_knobs asked;
+    asked.schedule = train::parse_pipeline_schedule(o.schedule);
+    if (const auto why = megatron_cannot_run(io::load_model(o.model), asked)) {
+      throw input_error("--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as "
+                        "phaze would cost it: " + *why + "; drop --emit megatron");
+    }
   }
   const chosen_cluster chosen = resolve_cluster(o.where, "plan");
   const cluster::cluster& c = chosen.value;

@@ -4,7 +4,12 @@
 
 #include "run_phaze.hpp"
 
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 using namespace phaze::e2e;
 
@@ -117,4 +122,92 @@ TEST_CASE("phaze plan --layer-table runs each placer on a table from a file", "[
   const auto fixed = run_json("plan --layer-table '" + chain + "' --placer uniform --tp 2 --pp 2 --dp 2");
   CHECK(fixed.at("time_per_batch_s").get<double>() >=
         by_brute.at("time_per_batch_s").get<double>() * (1 - 1e-12));
+}
+
+namespace {
+/// Every option name Megatron-LM core_r0.11.0's argument parser declares (tests/data/megatron/).
+std::set<std::string> megatron_options() {
+  std::ifstream in(std::string{PHAZE_TEST_DATA_DIR} + "/megatron/arguments-core_r0.11.0.txt");
+  REQUIRE(in);
+  std::set<std::string> names;
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("--")) names.insert(line);
+  return names;
+}
+
+/// The `--name value...` pairs of the first line of `--emit megatron`'s output (its Megatron-LM arguments).
+std::map<std::string, std::string> emitted_arguments(const std::string& out) {
+  std::istringstream line(out.substr(0, out.find('\n')));
+  std::map<std::string, std::string> args;
+  std::string token;
+  std::string last;
+  while (line >> token) {
+    if (token.starts_with("--")) {
+      last = token;
+      args[last];
+    } else if (!last.empty()) {
+      args[last] += (args[last].empty() ? "" : " ") + token;
+    }
+  }
+  return args;
+}
+}  // namespace
+
+TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser declares, with a valid value",
+          "[e2e][plan]") {
+  const auto declared = megatron_options();
+  REQUIRE(declared.size() > 300);
+  struct emit_case {
+    std::string args;
+    std::vector<std::string> must;  // flags the model or plan needs
+  };
+  const std::vector<emit_case> cases{
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --distributed-optimizer --overlap "
+       "grad,param,tp",
+       {"--swiglu", "--normalization", "--position-embedding-type", "--untie-embeddings-and-output-weights",
+        "--disable-bias-linear", "--group-query-attention", "--attention-backend", "--overlap-grad-reduce",
+        "--overlap-param-gather", "--use-distributed-optimizer", "--bf16"}},
+      {"plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --recompute full "
+       "--overlap none",
+       {"--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--attention-backend"}},
+      {"plan " + std::string{PHAZE_TEST_DATA_DIR} + "/hf/qwen2-7b.json --device h100-sxm --devices 8 "
+       "--global-batch 16 --seq 4096",
+       {"--add-qkv-bias", "--disable-bias-linear", "--seq-length"}},
+      {"plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
+       "interleaved --vp 3 --placer uniform",
+       {"--num-layers-per-virtual-pipeline-stage"}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.args);
+    const auto r = run_phaze(c.args + " --emit megatron");
+    REQUIRE(r.status == 0);
+    const auto args = emitted_arguments(r.out);
+    for (const auto& [name, value] : args) {
+      INFO(name << " " << value);
+      CHECK(declared.count(name) == 1);
+    }
+    for (const auto& name : c.must) CHECK(args.count(name) == 1);
+    if (args.count("--attention-backend"))
+      CHECK((args.at("--attention-backend") == "fused" || args.at("--attention-backend") == "unfused"));
+    if (args.count("--normalization")) CHECK(args.at("--normalization") == "RMSNorm");
+    if (args.count("--position-embedding-type")) CHECK(args.at("--position-embedding-type") == "rope");
+  }
+  // The plan's step comes out as it was costed.
+  const auto unfused = emitted_arguments(
+      run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --overlap none "
+                "--emit megatron")
+          .out);
+  CHECK(unfused.at("--attention-backend") == "unfused");
+  CHECK(unfused.count("--overlap-grad-reduce") == 0);
+}
+
+TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as costed, exit 2", "[e2e][plan]") {
+  const auto gpipe = run_phaze("plan gpt2 --device a100-80gb --devices 8 --global-batch 32 --schedule gpipe "
+                               "--emit megatron");
+  CHECK(gpipe.status == 2);
+  CHECK(contains(gpipe.err, "GPipe"));
+  const auto gemma = run_phaze("plan " + std::string{PHAZE_TEST_DATA_DIR} +
+                               "/hf/gemma-7b.json --device h100-sxm --devices 8 --global-batch 16 --emit megatron");
+  CHECK(gemma.status == 2);
+  CHECK(contains(gemma.err, "GeGLU"));
 }

@@ -139,7 +139,7 @@ constexpr placement_settings model_settings(const hw::device& d, const cluster::
                                             const train::training_knobs& k) {
   placement_settings s;
   s.devices = devices;
-  s.memory_per_device = d.hbm;
+  s.memory_per_device = train::usable_memory(d, k);
   s.microbatches = k.global_batch / (k.microbatch > 0 ? k.microbatch : 1);
   s.weight_bytes_per_parameter = static_cast<double>(hw::element_bytes(k.precision));
   s.state_bytes_per_parameter = train::state_bytes_per_parameter(k.precision, k.opt).total();

@@ -76,7 +76,7 @@ struct step_policy {
   [[nodiscard]] double stage_capacity(const placement_settings& s, int stage, const stage_context& c) const {
     if (types() == 1) return s.memory_per_device.value();
     const hw::device* d = stage_device(stage, c);
-    return d == nullptr ? 0.0 : d->hbm.value();
+    return d == nullptr ? 0.0 : train::usable_memory(*d, model.knobs()).value();
   }
   /// The device type of every rank of stage `stage` (Megatron-LM's rank order), or nullptr when they differ.
   [[nodiscard]] const hw::device* stage_device(int stage, const stage_context& c) const {
@@ -190,7 +190,7 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
   static_cast<placement_settings&>(p) =
       model_settings(types.front(), c.groups().front().node, c.devices(), k);
   // The bounds of the DPs take the largest memory; each stage is checked against its own (stage_capacity).
-  for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, t.hbm);
+  for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, train::usable_memory(t, k));
   out.policy.model = train::step_model{c, k};
   if (types.size() > 1) out.policy.devices = types;
   const std::size_t n = run.size();

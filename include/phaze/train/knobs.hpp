@@ -130,6 +130,10 @@ struct training_knobs {
   /// Transformer Engine's --tp-comm-overlap (sequence parallelism only): each tensor-parallel all-gather and
   /// reduce-scatter is split into chunks that run under the GEMM beside it (detail::tp_overlap_savings).
   bool tp_comm_overlap = false;
+  /// The share of each device's memory a plan leaves free for what phaze does not count (the allocator's
+  /// cached blocks, the CUDA context, communication buffers): a plan fits when its memory stays within
+  /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10 (docs/memory-model.md).
+  double memory_headroom = 0.0;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -235,6 +239,11 @@ namespace rules {
       "the interleaved schedule gives every device chunks of identical blocks; this model's layers differ (a "
       "composite model): use --schedule 1f1b or gpipe");
 }
+[[noreturn]] inline void memory_headroom_must_lie_in_0_1() {
+  throw input_error(
+      "the memory headroom is the share of each device's memory left free: give --memory-headroom in [0, 1), "
+      "e.g. 0.1");
+}
 [[noreturn]] inline void precision_must_be_bf16_fp16_or_fp32() {
   throw input_error("training precision must be bf16, fp16 or fp32; give --precision bf16|fp16|fp32");
 }
@@ -269,6 +278,7 @@ struct validate_fn {
     if (k.global_batch % (k.microbatch * p.dp) != 0)
       rules::global_batch_must_be_divisible_by_microbatch_times_dp();
     if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_or_fp32();
+    if (!(k.memory_headroom >= 0.0 && k.memory_headroom < 1.0)) rules::memory_headroom_must_lie_in_0_1();
     const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
     if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();

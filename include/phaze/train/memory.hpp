@@ -321,4 +321,9 @@ inline constexpr auto fits = [](const memory_breakdown& b, const hw::device& d) 
   return b.total <= d.hbm;
 };
 
+/// The memory of device `d` a plan may fill under knobs `k`: all of it but the knobs' memory_headroom.
+constexpr bytes usable_memory(const hw::device& d, const training_knobs& k) {
+  return d.hbm * (1.0 - k.memory_headroom);
+}
+
 }  // namespace phaze::train

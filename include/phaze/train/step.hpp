@@ -41,7 +41,7 @@ struct stage_estimate {
   seconds tp_comm{0.0};      ///< per microbatch: the TP collectives' share of forward + backward + recompute
   seconds pp_comm{0.0};      ///< per microbatch: point-to-point sends this stage waits for
   bytes memory{0.0};         ///< per device
-  bytes capacity{0.0};       ///< memory of one of its devices
+  bytes capacity{0.0};       ///< memory of one of its devices a plan may fill (usable_memory)
   [[nodiscard]] seconds per_microbatch() const { return forward + backward + recompute + pp_comm; }
 };
 
@@ -68,7 +68,7 @@ struct step_estimate {
   flops_per_second model_flops_per_device{0.0};
   double mfu = 0.0;  ///< model FLOPs only (no recomputation) over the devices' peak matrix rate
   bytes peak_memory{0.0};
-  bytes memory_capacity{0.0};  ///< memory of a device of the peak stage
+  bytes memory_capacity{0.0};  ///< memory a plan may fill on a device of the peak stage (usable_memory)
   int peak_stage = 0;
   bool fits = false;              ///< every stage's memory fits its devices
   std::int64_t microbatches = 0;  ///< per data-parallel replica
@@ -617,11 +617,11 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     st.pp_comm = model.pipeline_sends(in, out, where);
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
-    st.capacity = d.hbm;
-    all_fit = all_fit && fits(mem, d);
+    st.capacity = usable_memory(d, k);
+    all_fit = all_fit && mem.total <= st.capacity;
     if (i == 0 || mem.total > e.peak_memory) {
       e.peak_memory = mem.total;
-      e.memory_capacity = d.hbm;
+      e.memory_capacity = st.capacity;
       e.peak_stage = i;
     }
     const std::int64_t params = detail::stage_parameters(run, built, r);
