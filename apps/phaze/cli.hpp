@@ -4,12 +4,14 @@
 /// `command_table` (main.cpp) and in CMakeLists.txt.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
@@ -18,6 +20,7 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/cost/attention.hpp"
 #include "phaze/sched/scheduler.hpp"
 #include "phaze/train/knobs.hpp"
 
@@ -63,10 +66,11 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
 
 /// How the training step runs beside its parallel plan: the attention kernel and what communication overlaps
 /// computation. The defaults are those of Megatron-Core as its pretraining recipes run it (docs/step-time.md,
-/// "The step as Megatron-Core runs it"): fused attention, data-parallel gradient reduction and parameter
-/// gather overlapped; tensor-parallel overlap (Transformer Engine's userbuffers) on request.
+/// "The step as Megatron-Core runs it"): fused attention where the devices run it, data-parallel gradient
+/// reduction and parameter gather overlapped, 10% of memory left free; tensor-parallel overlap (Transformer
+/// Engine's userbuffers) on request.
 struct step_options {
-  std::string attention = "fused";
+  std::string attention = "auto";
   std::string overlap = "grad,param";
   double memory_headroom = 0.10;
 };
@@ -74,10 +78,11 @@ struct step_options {
 /// Adds `--attention fused|unfused` and `--overlap LIST` (grad, param, tp, or none).
 inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option("--attention", o.attention,
-                 "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored) or unfused (score "
-                 "GEMM, softmax, dropout, context GEMM)")
-      ->check(CLI::IsMember({"fused", "unfused"}))
-      ->default_str("fused");
+                 "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored), unfused (score "
+                 "GEMM, softmax, dropout, context GEMM), or auto: fused where every device runs it (Ampere "
+                 "and later), else unfused")
+      ->check(CLI::IsMember({"auto", "fused", "unfused"}))
+      ->default_str("auto");
   app.add_option("--overlap", o.overlap,
                  "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
                  "reduction), param (the distributed optimizer's parameter gather), tp (tensor-parallel "
@@ -89,9 +94,21 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       ->default_str("0.1");
 }
 
-/// Sets the knobs `o` names on `k`; an --overlap entry other than grad, param, tp or none is an input_error.
-inline void apply_step_options(const step_options& o, train::training_knobs& k) {
-  k.fused_attention = o.attention == "fused";
+/// The device types of a cluster, each once.
+inline std::vector<hw::device> device_types(const cluster::cluster& c) {
+  std::vector<hw::device> types;
+  for (const auto& g : c.groups())
+    if (std::find(types.begin(), types.end(), g.device) == types.end()) types.push_back(g.device);
+  return types;
+}
+
+/// Sets the knobs `o` names on `k` for a run on devices of the types `devices` (--attention auto fuses
+/// attention when every one of them runs fused kernels); an --overlap entry other than grad, param, tp or none
+/// is an input_error.
+inline void apply_step_options(const step_options& o, train::training_knobs& k,
+                               const std::vector<hw::device>& devices) {
+  const bool all_fuse = std::all_of(devices.begin(), devices.end(), cost::fused_attention_runs_on);
+  k.fused_attention = o.attention == "fused" || (o.attention == "auto" && all_fuse);
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = false;

@@ -64,7 +64,7 @@ int run_estimate(const estimate_options& o) {
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
   k.distributed_optimizer = o.distributed_optimizer;
   k.virtual_stages = o.vp;
-  apply_step_options(o.step, k);
+  apply_step_options(o.step, k, device_types(c));
   train::validate(m, p, k, c.devices());
 
   const sched::schedule_cache cache = schedule_cache_for(o.solver);

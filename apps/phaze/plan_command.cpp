@@ -296,7 +296,7 @@ int run_plan(const plan_options& o) {
   base.schedule = train::parse_pipeline_schedule(o.schedule);
   base.virtual_stages = o.vp;
   base.distributed_optimizer = o.distributed_optimizer;
-  apply_step_options(o.step, base);
+  apply_step_options(o.step, base, device_types(c));
   place::plan_choices fixed;
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);

@@ -217,7 +217,9 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   train::training_knobs base;
   base.global_batch = o.global_batch;
   base.sequence = o.sequence;
-  apply_step_options(o.step, base);
+  std::vector<hw::device> offered;
+  for (const auto& offer : space.value.devices) offered.push_back(offer.device);
+  apply_step_options(o.step, base, offered);
   place::plan_choices choices;
   choices.placement = place::stage_placement::uneven;
   for (const std::int64_t mb : o.microbatches) {

@@ -127,3 +127,25 @@ TEST_CASE("phaze estimate still prints a plan that does not fit, then exits 3", 
   CHECK(contains(r.err, "does not fit"));
   CHECK(contains(r.err, "v100-16gb"));
 }
+
+TEST_CASE("phaze estimate: how the step runs is stated, fused attention only where the devices run it",
+          "[e2e][estimate]") {
+  const std::string plan = " --devices 8 --tp 2 --pp 1 --global-batch 16 --microbatch 1 --seq 1024";
+  // Ampere and later run fused kernels; V100 does not (no FlashAttention-2 or cuDNN fused attention).
+  const auto h100 = run_json("estimate gpt2 --device h100-sxm" + plan);
+  CHECK(h100.at("plan").at("attention") == "fused");
+  CHECK(h100.at("plan").at("overlap") == nlohmann::json::array({"grad"}));
+  const auto v100 = run_json("estimate gpt2 --device v100-16gb --precision fp16" + plan);
+  CHECK(v100.at("plan").at("attention") == "unfused");
+  // Asked for, it is what was asked; the table says it with the sequence.
+  const auto forced = run_phaze("estimate gpt2 --device v100-16gb --precision fp16 --attention fused" + plan);
+  CHECK(forced.status == 0);
+  CHECK(contains(forced.out, "sequence 1024, fp16, fused attention"));
+  // The fused plan keeps no s x s scores: less memory than the unfused one on the same devices.
+  const auto unfused =
+      run_json("estimate gpt2 --device h100-sxm --attention unfused" + plan);
+  CHECK(h100.at("peak_memory_bytes").get<double>() < unfused.at("peak_memory_bytes").get<double>());
+  // Headroom outside [0, 1) is bad input.
+  CHECK(run_phaze("estimate gpt2 --device h100-sxm --memory-headroom 1.5" + plan).status == 2);
+  CHECK(contains(run_phaze("estimate gpt2 --device h100-sxm --overlap grad,bogus" + plan).err, "bogus"));
+}

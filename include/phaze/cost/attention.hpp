@@ -22,6 +22,14 @@ inline constexpr hw::attention_efficiency h100_measured_attention = hw::detail::
 inline constexpr double h100_measured_gemm_fraction = hw::detail::h100_max_fraction;
 inline constexpr int h100_compute_units = 132;
 
+/// Whether fused attention kernels run on device `d`: FlashAttention-2 and cuDNN's fused attention need
+/// NVIDIA's Ampere tensor cores or later (compute capability 8.0: the first with bf16, which the datasheet
+/// presets record), so V100 and T4 train with unfused attention; PHAZE's systolic designs and other
+/// bf16-capable accelerators are taken to fuse it (their cost is section 7.2a of docs/cost-model.md).
+constexpr bool fused_attention_runs_on(const hw::device& d) {
+  return d.kind == hw::device_kind::systolic || d.sheet.matrix_bf16.value() > 0.0;
+}
+
 /// Query rows of one work unit: FlashAttention-2 and cuDNN's Hopper kernels give each thread block 128
 /// query rows of one head (Dao 2023, section 3.2).
 inline constexpr std::int64_t attention_block_rows = 128;

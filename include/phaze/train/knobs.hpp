@@ -119,7 +119,8 @@ struct training_knobs {
   int virtual_stages = 1;  ///< model chunks per device (interleaved schedule only)
   /// Attention as one fused kernel (model::layer_shape::fused_attention): no s x s scores stored, the
   /// kernel's measured rate (cost/attention.hpp). Off here, as in the 2022 Megatron-LM runs phaze was first
-  /// calibrated on; the command line turns it on by default, as Megatron-Core runs (docs/step-time.md).
+  /// calibrated on; the command line turns it on wherever the devices run it, as Megatron-Core does
+  /// (docs/cli.md, --attention auto).
   bool fused_attention = false;
   /// Megatron-Core's --overlap-grad-reduce: the data-parallel reduction of each gradient bucket runs while
   /// the backward pass of the last microbatch goes on (step_model::exposed_gradient_reduction).
