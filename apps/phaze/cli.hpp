@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "phaze/cluster/cluster.hpp"
-#include "phaze/place/any_placer.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/cost/attention.hpp"
+#include "phaze/place/any_placer.hpp"
 #include "phaze/sched/scheduler.hpp"
 #include "phaze/train/knobs.hpp"
 
@@ -103,8 +103,8 @@ inline std::vector<hw::device> device_types(const cluster::cluster& c) {
 }
 
 /// Sets the knobs `o` names on `k` for a run on devices of the types `devices` (--attention auto fuses
-/// attention when every one of them runs fused kernels); an --overlap entry other than grad, param, tp or none
-/// is an input_error.
+/// attention when every one of them runs fused kernels); an --overlap entry other than grad, param, tp or
+/// none is an input_error.
 inline void apply_step_options(const step_options& o, train::training_knobs& k,
                                const std::vector<hw::device>& devices) {
   const bool all_fuse = std::all_of(devices.begin(), devices.end(), cost::fused_attention_runs_on);

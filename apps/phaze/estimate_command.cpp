@@ -2,8 +2,9 @@
 // [--dp D] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
-// [--precision bf16|fp16|fp32] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list] [--stage-blocks B0,B1,...] [--format table|json]`: the
-// time, throughput, MFU and memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
+// [--precision bf16|fp16|fp32] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
+// [--stage-blocks B0,B1,...] [--format table|json]`: the time, throughput, MFU and memory of one fully given
+// training plan (DESIGN.md section 9; docs/step-time.md).
 #include <memory>
 #include <string>
 #include <vector>

@@ -155,7 +155,8 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (c.norm == model::norm_kind::pixelnorm) return "its norm is PixelNorm";
   if (c.parallel_residual) return "its attention and MLP run in parallel, which Megatron-LM's GPT does not";
   if (!c.pre_norm) return "its blocks normalize after the residual (post-norm)";
-  if (c.attention_window > 0) return "its attention slides a window, which Megatron-LM core_r0.11.0 has no flag for";
+  if (c.attention_window > 0)
+    return "its attention slides a window, which Megatron-LM core_r0.11.0 has no flag for";
   if (c.embed_dim_or_default() != c.hidden) return "its word embedding is narrower than the hidden size";
   if (c.bert_heads || !c.causal) return "it is an encoder (BERT): use Megatron-LM's pretrain_bert.py";
   return std::nullopt;
@@ -270,8 +271,10 @@ int run_plan(const plan_options& o) {
     train::training_knobs asked;
     asked.schedule = train::parse_pipeline_schedule(o.schedule);
     if (const auto why = megatron_cannot_run(io::load_model(o.model), asked)) {
-      throw input_error("--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as "
-                        "phaze would cost it: " + *why + "; drop --emit megatron");
+      throw input_error(
+          "--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as "
+          "phaze would cost it: " +
+          *why + "; drop --emit megatron");
     }
   }
   const chosen_cluster chosen = resolve_cluster(o.where, "plan");

@@ -142,8 +142,7 @@ TEST_CASE("phaze estimate: how the step runs is stated, fused attention only whe
   CHECK(forced.status == 0);
   CHECK(contains(forced.out, "sequence 1024, fp16, fused attention"));
   // The fused plan keeps no s x s scores: less memory than the unfused one on the same devices.
-  const auto unfused =
-      run_json("estimate gpt2 --device h100-sxm --attention unfused" + plan);
+  const auto unfused = run_json("estimate gpt2 --device h100-sxm --attention unfused" + plan);
   CHECK(h100.at("peak_memory_bytes").get<double>() < unfused.at("peak_memory_bytes").get<double>());
   // Headroom outside [0, 1) is bad input.
   CHECK(run_phaze("estimate gpt2 --device h100-sxm --memory-headroom 1.5" + plan).status == 2);

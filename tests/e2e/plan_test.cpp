@@ -170,8 +170,9 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       {"plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --recompute full "
        "--overlap none",
        {"--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--attention-backend"}},
-      {"plan " + std::string{PHAZE_TEST_DATA_DIR} + "/hf/qwen2-7b.json --device h100-sxm --devices 8 "
-       "--global-batch 16 --seq 4096",
+      {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
+           "/hf/qwen2-7b.json --device h100-sxm --devices 8 "
+           "--global-batch 16 --seq 4096",
        {"--add-qkv-bias", "--disable-bias-linear", "--seq-length"}},
       {"plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
        "interleaved --vp 3 --placer uniform",
@@ -194,20 +195,23 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
   }
   // The plan's step comes out as it was costed.
   const auto unfused = emitted_arguments(
-      run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --overlap none "
-                "--emit megatron")
+      run_phaze(
+          "plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --overlap none "
+          "--emit megatron")
           .out);
   CHECK(unfused.at("--attention-backend") == "unfused");
   CHECK(unfused.count("--overlap-grad-reduce") == 0);
 }
 
 TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as costed, exit 2", "[e2e][plan]") {
-  const auto gpipe = run_phaze("plan gpt2 --device a100-80gb --devices 8 --global-batch 32 --schedule gpipe "
-                               "--emit megatron");
+  const auto gpipe = run_phaze(
+      "plan gpt2 --device a100-80gb --devices 8 --global-batch 32 --schedule gpipe "
+      "--emit megatron");
   CHECK(gpipe.status == 2);
   CHECK(contains(gpipe.err, "GPipe"));
-  const auto gemma = run_phaze("plan " + std::string{PHAZE_TEST_DATA_DIR} +
-                               "/hf/gemma-7b.json --device h100-sxm --devices 8 --global-batch 16 --emit megatron");
+  const auto gemma =
+      run_phaze("plan " + std::string{PHAZE_TEST_DATA_DIR} +
+                "/hf/gemma-7b.json --device h100-sxm --devices 8 --global-batch 16 --emit megatron");
   CHECK(gemma.status == 2);
   CHECK(contains(gemma.err, "GeGLU"));
 }

@@ -419,11 +419,13 @@ TEST_CASE("from_hf_config keeps what changes the cost: QKV bias, GeGLU, head_dim
 }
 
 TEST_CASE("from_hf_config refuses what it would cost wrong, naming the field", "[hf]") {
-  const auto experts = input_error_of([] { (void)from_hf_config(read_config("bad_mixtral-8x7b.json"), "x"); });
+  const auto experts =
+      input_error_of([] { (void)from_hf_config(read_config("bad_mixtral-8x7b.json"), "x"); });
   CHECK_THAT(experts, Catch::Contains("'num_local_experts'") && Catch::Contains("mixture of experts"));
   auto qwen = read_config("qwen2-7b.json");
   qwen["use_sliding_window"] = true;
-  CHECK_THAT(input_error_of([&] { (void)from_hf_config(qwen, "x"); }), Catch::Contains("'use_sliding_window'"));
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(qwen, "x"); }),
+             Catch::Contains("'use_sliding_window'"));
   auto falcon = read_config("falcon-7b.json");
   falcon["alibi"] = true;
   CHECK_THAT(input_error_of([&] { (void)from_hf_config(falcon, "x"); }), Catch::Contains("'alibi'"));

@@ -2,8 +2,8 @@
 // Megatron-LM's README (Megatron-Core r0.8.0 on H100 SXM, DGX H100 nodes; README.md "Performance
 // Benchmarking", images/model_table.png, July 2024): GPT models of 1.7B to 462B parameters, vocabulary
 // 131,072, sequence 4,096, bf16, data-parallel size 48, with the communication overlaps the README lists
-// (--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap) and Transformer Engine's fused attention.
-// The published per-GPU TFLOP/s are turned into iteration times with Megatron-LM's own FLOP count
+// (--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap) and Transformer Engine's fused
+// attention. The published per-GPU TFLOP/s are turned into iteration times with Megatron-LM's own FLOP count
 // (num_floating_point_operations, megatron/training/training.py at core_r0.8.0). The table gives tp, pp, dp
 // and the global batch but not the microbatch or the interleaving: phaze takes the fastest it finds that fits
 // (what a tuned run uses), nothing is fitted per row. Also the parts of the model this rests on: the overlap
@@ -112,31 +112,31 @@ predicted predict(const readme_row& r, const features& f, const sched::schedule_
   for (const std::int64_t mb : {1, 2, 4, 8}) {
     if (per_replica % mb != 0) continue;
     for (const int v : {1, 2, 3, 4, 6, 7, 8, 12}) {
-     for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
-      train::training_knobs k;
-      k.recompute = mode;
-      k.global_batch = r.batch;
-      k.microbatch = mb;
-      k.precision = hw::precision::bf16;
-      k.sequence_parallel = r.tp > 1;
-      k.distributed_optimizer = true;
-      k.fused_attention = f.fused_attention;
-      k.overlap_grad_reduce = k.overlap_param_gather = f.overlap;
-      k.tp_comm_overlap = f.tp_overlap;
-      if (v > 1) {
-        if (r.pp <= 2 || r.layers % (r.pp * v) != 0 || (per_replica / mb) % r.pp != 0) continue;
-        k.schedule = train::pipeline_schedule::interleaved;
-        k.virtual_stages = v;
+      for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
+        train::training_knobs k;
+        k.recompute = mode;
+        k.global_batch = r.batch;
+        k.microbatch = mb;
+        k.precision = hw::precision::bf16;
+        k.sequence_parallel = r.tp > 1;
+        k.distributed_optimizer = true;
+        k.fused_attention = f.fused_attention;
+        k.overlap_grad_reduce = k.overlap_param_gather = f.overlap;
+        k.tp_comm_overlap = f.tp_overlap;
+        if (v > 1) {
+          if (r.pp <= 2 || r.layers % (r.pp * v) != 0 || (per_replica / mb) % r.pp != 0) continue;
+          k.schedule = train::pipeline_schedule::interleaved;
+          k.virtual_stages = v;
+        }
+        train::validate(m, par, k, static_cast<int>(par.devices()));
+        const auto e = train::estimate_step(m, cluster, par, k, cache);
+        if (e.fits && e.time_per_batch.value() < best.seconds) {
+          best.seconds = e.time_per_batch.value();
+          best.microbatch = mb;
+          best.virtual_stages = v;
+          best.recompute = mode;
+        }
       }
-      train::validate(m, par, k, static_cast<int>(par.devices()));
-      const auto e = train::estimate_step(m, cluster, par, k, cache);
-      if (e.fits && e.time_per_batch.value() < best.seconds) {
-        best.seconds = e.time_per_batch.value();
-        best.microbatch = mb;
-        best.virtual_stages = v;
-        best.recompute = mode;
-      }
-     }
     }
   }
   return best;
@@ -245,8 +245,14 @@ TEST_CASE("fused attention keeps no s x s tensor: its activations are the unfuse
   for (const int tp : {1, 2, 4}) {
     for (const std::int64_t b : {1, 2}) {
       for (const auto mode : {model::recompute::none, model::recompute::selective}) {
-        const model::transformer_config c{.name = "t", .hidden = 1024, .heads = 16, .ffn = 4096, .layers = 2,
-                                          .vocab = 1000, .sequence = 512, .max_positions = 512};
+        const model::transformer_config c{.name = "t",
+                                          .hidden = 1024,
+                                          .heads = 16,
+                                          .ffn = 4096,
+                                          .layers = 2,
+                                          .vocab = 1000,
+                                          .sequence = 512,
+                                          .max_positions = 512};
         const model::layer_shape unfused{b, 512, tp, tp > 1, 2, false};
         model::layer_shape fused = unfused;
         fused.fused_attention = true;

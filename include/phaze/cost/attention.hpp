@@ -70,14 +70,15 @@ constexpr double fused_attention_executed_flops(const model::op& o) {
 }
 
 /// Fused attention on a datasheet device: executed FLOPs at the matrix peak times the efficiency for its pass
-/// and mask, w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal); never less
-/// than its inputs read and output written once at the achievable HBM bandwidth.
-inline constexpr auto datasheet_attention_time = [](const model::op& o, const hw::device& d) constexpr -> seconds {
+/// and mask, w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal); never
+/// less than its inputs read and output written once at the achievable HBM bandwidth.
+inline constexpr auto datasheet_attention_time =
+    [](const model::op& o, const hw::device& d) constexpr -> seconds {
   if (!detail::valid(o.gemm)) return seconds{0.0};
   const hw::attention_efficiency e = attention_efficiency_of(d.sheet);
   const bool forward = o.phase == model::op_phase::forward;
-  const double fraction = o.causal ? (forward ? e.causal_forward : e.causal_backward)
-                                   : (forward ? e.forward : e.backward);
+  const double fraction =
+      o.causal ? (forward ? e.causal_forward : e.causal_backward) : (forward ? e.forward : e.backward);
   const double units = static_cast<double>(o.gemm.batch) *
                        static_cast<double>((o.gemm.m + attention_block_rows - 1) / attention_block_rows) *
                        fused_attention_score_share(o);
@@ -98,8 +99,8 @@ struct systolic_attention_cost {
   seconds one_core{0.0};
   seconds all_cores{0.0};
 };
-inline constexpr auto systolic_attention = [](const model::op& o,
-                                              const hw::device& d) constexpr -> systolic_attention_cost {
+inline constexpr auto systolic_attention =
+    [](const model::op& o, const hw::device& d) constexpr -> systolic_attention_cost {
   systolic_attention_cost c;
   if (!detail::valid(o.gemm)) return c;
   const std::int64_t b = o.gemm.batch;
@@ -123,8 +124,8 @@ inline constexpr auto systolic_attention = [](const model::op& o,
   }
   // Softmax over the scores on the vector cores: forward 6 + T cycles per score; backward the recomputed
   // exponentials (1 + T) and the softmax gradient (5).
-  const double cycles_per_score =
-      forward ? static_cast<double>(6 + transcendental_cycles) : static_cast<double>(6 + transcendental_cycles + 5);
+  const double cycles_per_score = forward ? static_cast<double>(6 + transcendental_cycles)
+                                          : static_cast<double>(6 + transcendental_cycles + 5);
   const double scores_total = static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) * mask;
   const auto& v = d.systolic;
   const double lane = static_cast<double>(std::max(v.vc_width, 1));

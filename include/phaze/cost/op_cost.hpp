@@ -5,9 +5,9 @@
 #pragma once
 
 #include "phaze/cluster/links.hpp"
-#include "phaze/cost/attention.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/core/static_vector.hpp"
+#include "phaze/cost/attention.hpp"
 #include "phaze/cost/collective.hpp"
 #include "phaze/cost/gemm.hpp"
 #include "phaze/cost/vector.hpp"

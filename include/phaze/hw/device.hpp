@@ -113,7 +113,7 @@ struct datasheet_spec {
   flops_per_second matrix_fp8{0.0};
   flops_per_second vector{0.0};  ///< non-matrix (CUDA-core / VPU) fp32 rate
   gemm_efficiency gemm{};
-  double memory_efficiency = 1.0;  ///< achievable share of HBM bandwidth (STREAM-like copy)
+  double memory_efficiency = 1.0;    ///< achievable share of HBM bandwidth (STREAM-like copy)
   attention_efficiency attention{};  ///< fused attention (zeros: derived from `gemm`)
   friend constexpr bool operator==(const datasheet_spec&, const datasheet_spec&) = default;
 };

@@ -94,11 +94,11 @@ inline constexpr double h100_k_half = 184.0;
 // H200: mean 5.15%, max 36.4% (the uncalibrated values: mean 12.7%, max 100.6%).
 inline constexpr double h200_max_fraction = 0.715;
 inline constexpr double h200_k_half = 116.0;
-// Fused attention (cuDNN's fused SDPA through PyTorch 2.11, bf16, head_dim 128, sequence 2048, 12 to 384 heads
-// per kernel, causal and not; tests/data/gpu/*-attention.csv, docs/gpu-measurements.md): fractions of the
-// 989 TFLOP/s peak for the work executed (forward, backward, causal forward, causal backward) and the work
-// units (128 query rows of one head) at which a kernel reaches half of them, by a grid search minimizing the
-// mean relative error over the 48 kernels of each card: H100 2.5%, H200 2.9% (cost/attention.hpp).
+// Fused attention (cuDNN's fused SDPA through PyTorch 2.11, bf16, head_dim 128, sequence 2048, 12 to 384
+// heads per kernel, causal and not; tests/data/gpu/*-attention.csv, docs/gpu-measurements.md): fractions of
+// the 989 TFLOP/s peak for the work executed (forward, backward, causal forward, causal backward) and the
+// work units (128 query rows of one head) at which a kernel reaches half of them, by a grid search minimizing
+// the mean relative error over the 48 kernels of each card: H100 2.5%, H200 2.9% (cost/attention.hpp).
 inline constexpr attention_efficiency h100_attention{0.687, 0.46, 0.525, 0.35, 76.0};
 inline constexpr attention_efficiency h200_attention{0.684, 0.498, 0.534, 0.389, 78.0};
 constexpr device with_attention(device d, attention_efficiency a) {
@@ -144,32 +144,30 @@ inline constexpr std::array presets{
         detail::gpu("a100-80gb", bytes{80e9}, bytes_per_second{2039e9},
                     detail::sheet(156, 312, 312, 0, 19.5, detail::a100_max_fraction, 128, 128, 108,
                                   detail::a100_k_half))},
-    preset{
-        "h100-sxm",
-        "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
-        "HBM3 at "
-        "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
-        detail::with_attention(
-            detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12},
-                        detail::sheet(495, 989, 989, 1979, 67, detail::h100_max_fraction, detail::hopper_tile_m,
-                                      detail::hopper_tile_n, 132, detail::h100_k_half)),
-            detail::h100_attention)},
+    preset{"h100-sxm",
+           "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
+           "HBM3 at "
+           "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
+           detail::with_attention(detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12},
+                                              detail::sheet(495, 989, 989, 1979, 67,
+                                                            detail::h100_max_fraction, detail::hopper_tile_m,
+                                                            detail::hopper_tile_n, 132, detail::h100_k_half)),
+                                  detail::h100_attention)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
            "2.0 TB/s, PCIe Gen5 128 GB/s (64 per direction), 114 SMs; 400 Gb/s network per GPU assumed",
            detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12},
                        detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114))},
-    preset{
-        "h200",
-        "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
-        "TB/s, "
-        "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
-        detail::with_attention(
-            detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12},
-                        detail::sheet(495, 989, 989, 1979, 67, detail::h200_max_fraction, detail::hopper_tile_m,
-                                      detail::hopper_tile_n, 132, detail::h200_k_half)),
-            detail::h200_attention)},
+    preset{"h200",
+           "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
+           "TB/s, "
+           "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
+           detail::with_attention(detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12},
+                                              detail::sheet(495, 989, 989, 1979, 67,
+                                                            detail::h200_max_fraction, detail::hopper_tile_m,
+                                                            detail::hopper_tile_n, 132, detail::h200_k_half)),
+                                  detail::h200_attention)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

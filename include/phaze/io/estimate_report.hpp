@@ -103,7 +103,8 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
 }
 
 /// How the step runs, for a report's headline: sequence, precision, attention, distributed optimizer and the
-/// overlapped communication ("sequence 2048, bf16, fused attention, distributed optimizer, overlap grad+param").
+/// overlapped communication ("sequence 2048, bf16, fused attention, distributed optimizer, overlap
+/// grad+param").
 inline std::string step_summary(const model::model& m, const train::training_knobs& k) {
   std::string out = fmt::format("sequence {}, {}, {} attention", train::sequence_of(m, k),
                                 hw::to_string(k.precision), k.fused_attention ? "fused" : "unfused");

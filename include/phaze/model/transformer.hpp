@@ -84,9 +84,9 @@ struct transformer_config {
   /// Keys each query attends to (sliding-window attention, Mistral 7B v0.1); 0: every earlier key. Fused
   /// attention skips the rest; unfused attention computes the whole score matrix and masks it.
   std::int64_t attention_window = 0;
-  bool tied_embeddings = true;   ///< output projection shares the input embedding matrix
-  bool pre_norm = true;          ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
-  bool final_norm = true;        ///< a norm after the last block
+  bool tied_embeddings = true;  ///< output projection shares the input embedding matrix
+  bool pre_norm = true;         ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
+  bool final_norm = true;       ///< a norm after the last block
   bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
   bool shared_norm = false;        ///< parallel residual: one norm feeds both (Falcon-7B), not one each
   bool dropout = true;             ///< dropout after attention probabilities and each sublayer
@@ -272,7 +272,8 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
     const tensor context = b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal, c.attention_window);
     tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
     if (c.bias)
-      proj = b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
+      proj =
+          b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
     return leave_tp(b, z, proj, "attn_exit");
   }
   tensor scores = b.batched_matmul("scores", qkv, qkv, {z.b * a, z.s, d, z.s}, saves::input0 | saves::input1);

@@ -150,8 +150,9 @@ struct step_policy {
   [[nodiscard]] double batch_time_s(const placement_settings& s, double pipeline,
                                     double largest_stage_parameters, const stage_context& c) const {
     return model
-        .iteration(seconds{pipeline}, seconds{c.stage_time_sum_s}, parameters_of(s, largest_stage_parameters, c),
-                   terms(c.tp).tied_copy_parameters, shape_of(c), model.optimizer_device(shape_of(c)))
+        .iteration(seconds{pipeline}, seconds{c.stage_time_sum_s},
+                   parameters_of(s, largest_stage_parameters, c), terms(c.tp).tied_copy_parameters,
+                   shape_of(c), model.optimizer_device(shape_of(c)))
         .value();
   }
   [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,

@@ -133,7 +133,8 @@ struct training_knobs {
   bool tp_comm_overlap = false;
   /// The share of each device's memory a plan leaves free for what phaze does not count (the allocator's
   /// cached blocks, the CUDA context, communication buffers): a plan fits when its memory stays within
-  /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10 (docs/memory-model.md).
+  /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10
+  /// (docs/memory-model.md).
   double memory_headroom = 0.0;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
@@ -163,8 +164,9 @@ constexpr std::int64_t microbatches_per_replica(const parallelism& p, const trai
 /// The shape every layer of the run is built for.
 constexpr model::layer_shape layer_shape_of(const model::model& m, const parallelism& p,
                                             const training_knobs& k) {
-  return model::layer_shape{k.microbatch, sequence_of(m, k), p.tp, k.sequence_parallel,
-                            hw::element_bytes(k.precision), k.fused_attention};
+  return model::layer_shape{
+      k.microbatch,     sequence_of(m, k), p.tp, k.sequence_parallel, hw::element_bytes(k.precision),
+      k.fused_attention};
 }
 
 namespace rules {

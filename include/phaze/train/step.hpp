@@ -349,8 +349,9 @@ class step_model {
   /// output layer shares the input embedding's matrix and the two sit on different stages, each keeps a copy,
   /// and after the backward pass Megatron-LM sums their fp32 gradients over the two ranks that hold the same
   /// shard (`_allreduce_embedding_grads`, in finalize_model_grads after the data-parallel synchronization;
-  /// Shoeybi et al. 2019 tie the embeddings, Narayanan et al. SC'21 split them over stages). `tied_parameters`
-  /// per rank, over the pairs of ranks (p - 1) tp dp apart, all at once; none without a pipeline or a tie.
+  /// Shoeybi et al. 2019 tie the embeddings, Narayanan et al. SC'21 split them over stages).
+  /// `tied_parameters` per rank, over the pairs of ranks (p - 1) tp dp apart, all at once; none without a
+  /// pipeline or a tie.
   [[nodiscard]] seconds embedding_sync(double tied_parameters, const plan_shape& s) const {
     if (s.pp <= 1 || !(tied_parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
