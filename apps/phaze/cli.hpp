@@ -107,6 +107,16 @@ inline std::vector<hw::device> device_types(const cluster::cluster& c) {
 /// none is an input_error.
 inline void apply_step_options(const step_options& o, train::training_knobs& k,
                                const std::vector<hw::device>& devices) {
+  if (k.precision == hw::precision::fp8) {
+    for (const hw::device& d : devices) {
+      if (hw::runs_fp8(d)) continue;
+      throw input_error(fmt::format(
+          "--precision fp8: device '{}' has no FP8 matrix rate (FP8 training needs FP8 tensor cores: Hopper, "
+          "Ada or later, with datasheet.matrix_tflops.fp8 in a device file); give --precision bf16, or a "
+          "device that runs FP8",
+          d.name.view()));
+    }
+  }
   const bool all_fuse = std::all_of(devices.begin(), devices.end(), cost::fused_attention_runs_on);
   k.fused_attention = o.attention == "fused" || (o.attention == "auto" && all_fuse);
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();

@@ -2,7 +2,7 @@
 // [--dp D] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
-// [--precision bf16|fp16|fp32] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
+// [--precision bf16|fp16|fp32|fp8] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
 // [--stage-blocks B0,B1,...] [--format table|json]`: the time, throughput, MFU and memory of one fully given
 // training plan (DESIGN.md section 9; docs/step-time.md).
 #include <memory>
@@ -123,7 +123,7 @@ command add_estimate_command(CLI::App& root) {
   parser->add_flag("--distributed-optimizer", o->distributed_optimizer,
                    "shard optimizer state over data-parallel ranks (ZeRO-1)");
   parser->add_option("--precision", o->precision, "training precision")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}))
       ->default_str("bf16");
   add_step_options(*parser, o->step);
   add_solver_option(*parser, o->solver, "ilp");

@@ -208,6 +208,11 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (k.overlap_grad_reduce) out += " --overlap-grad-reduce";
   if (k.overlap_param_gather && k.distributed_optimizer) out += " --overlap-param-gather";
   if (k.tp_comm_overlap && k.sequence_parallel) out += " --tp-comm-overlap";
+  // FP8 as Transformer Engine runs it under Megatron-LM: bf16 outside the FP8 GEMMs, e4m3 forward and e5m2
+  // backward ("hybrid"), delayed scaling over Megatron's documented amax history.
+  if (k.precision == hw::precision::fp8)
+    out += " --bf16 --transformer-impl transformer_engine --fp8-format hybrid --fp8-amax-history-len 1024"
+           " --fp8-amax-compute-algo max";
   if (k.precision == hw::precision::bf16) out += " --bf16";
   if (k.precision == hw::precision::fp16) out += " --fp16";
   if (k.opt == train::optimizer::sgd) out += " --optimizer sgd";
@@ -503,7 +508,7 @@ command add_plan_command(CLI::App& root) {
   parser->add_flag("--distributed-optimizer", o->distributed_optimizer,
                    "shard optimizer state over dp (ZeRO-1)");
   parser->add_option("--precision", o->precision, "training precision")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}))
       ->default_str("bf16");
   add_step_options(*parser, o->step);
   parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");

@@ -167,6 +167,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
        {"--swiglu", "--normalization", "--position-embedding-type", "--untie-embeddings-and-output-weights",
         "--disable-bias-linear", "--group-query-attention", "--attention-backend", "--overlap-grad-reduce",
         "--overlap-param-gather", "--use-distributed-optimizer", "--bf16"}},
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8",
+       {"--fp8-format", "--transformer-impl", "--fp8-amax-history-len", "--bf16"}},
       {"plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --recompute full "
        "--overlap none",
        {"--recompute-granularity", "--recompute-method", "--recompute-num-layers", "--attention-backend"}},
@@ -201,6 +203,11 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
           .out);
   CHECK(unfused.at("--attention-backend") == "unfused");
   CHECK(unfused.count("--overlap-grad-reduce") == 0);
+  // FP8 on a device without FP8 tensor cores is refused, naming it.
+  const auto a100_fp8 = run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --precision fp8");
+  CHECK(a100_fp8.status == 2);
+  CHECK(contains(a100_fp8.err, "a100-80gb"));
+  CHECK(contains(a100_fp8.err, "FP8"));
 }
 
 TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as costed, exit 2", "[e2e][plan]") {

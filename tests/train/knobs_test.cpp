@@ -54,7 +54,7 @@ TEST_CASE("knob names round-trip and unknown names list the valid ones", "[knobs
                     Catch::Matchers::Contains("'1f1b', 'gpipe' or 'interleaved'"));
   CHECK_THROWS_WITH(train::parse_recompute("some"),
                     Catch::Matchers::Contains("'none', 'selective' or 'full'"));
-  CHECK_THROWS_WITH(train::parse_precision("fp8"), Catch::Matchers::Contains("'bf16', 'fp16' or 'fp32'"));
+  CHECK_THROWS_WITH(train::parse_precision("tf32"), Catch::Matchers::Contains("'bf16', 'fp16', 'fp32' or 'fp8'"));
 }
 
 TEST_CASE("the published runs validate", "[knobs]") {
@@ -92,7 +92,7 @@ TEST_CASE("every validate rule throws input_error saying how to fix it", "[knobs
         r.k.global_batch = 63;
       },
       "divisible by microbatch * dp");
-  require_rule([](run& r) { r.k.precision = hw::precision::fp8; }, "bf16, fp16 or fp32");
+  require_rule([](run& r) { r.k.precision = hw::precision::tf32; }, "bf16, fp16, fp32 or fp8");
   require_rule(
       [](run& r) {
         r.m = model::with_vocab(zoo::get("megatron-gpt2-40"), 51200);  // 40 blocks

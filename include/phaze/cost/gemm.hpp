@@ -324,20 +324,32 @@ inline constexpr auto gemm_fraction =
   return e.max_fraction * (useful / issued) * (k / (k + e.k_half));
 };
 
-/// GEMM time on a datasheet device: FLOPs / (matrix peak in the compute format * gemm_fraction), never less
+/// GEMM time on a datasheet device in format `p`: FLOPs / (matrix peak in `p` * gemm_fraction), never less
 /// than the operands read once and the result written once over the achievable HBM bandwidth
-/// (hbm_bandwidth * memory_efficiency). A starting point that calibration against measured runs refines.
-inline constexpr auto datasheet_gemm = [](model::gemm_dims g, const hw::device& d) constexpr -> seconds {
+/// (hbm_bandwidth * memory_efficiency). FP8 GEMMs take hw::fp8_gemm_efficiency, 1-byte operands and a
+/// 2-byte (bf16) result.
+inline constexpr auto datasheet_gemm_in = [](model::gemm_dims g, const hw::device& d,
+                                             hw::precision p) constexpr -> seconds {
   if (!detail::valid(g)) return seconds{0.0};
   const double b = static_cast<double>(g.batch);
   const double m = static_cast<double>(g.m);
   const double k = static_cast<double>(g.k);
   const double n = static_cast<double>(g.n);
   const flops work{2.0 * b * m * k * n};
-  const seconds compute = work / (hw::matrix_peak(d.sheet, d.compute) * gemm_fraction(g, d.sheet.gemm));
-  const bytes moved{static_cast<double>(hw::element_bytes(d.compute)) * b * (m * k + k * n + m * n)};
+  const bool fp8 = p == hw::precision::fp8;
+  const hw::gemm_efficiency e = fp8 ? hw::fp8_gemm_efficiency(d.sheet.gemm) : d.sheet.gemm;
+  const seconds compute = work / (hw::matrix_peak(d.sheet, p) * gemm_fraction(g, e));
+  const double operand_bytes = fp8 ? 1.0 : static_cast<double>(hw::element_bytes(p));
+  const double result_bytes = fp8 ? 2.0 : static_cast<double>(hw::element_bytes(p));
+  const bytes moved{b * (operand_bytes * (m * k + k * n) + result_bytes * m * n)};
   const seconds memory = moved / (d.hbm_bandwidth * d.sheet.memory_efficiency);
   return std::max(compute, memory);
+};
+
+/// GEMM time on a datasheet device in its compute format (datasheet_gemm_in). A starting point that
+/// calibration against measured runs refines.
+inline constexpr auto datasheet_gemm = [](model::gemm_dims g, const hw::device& d) constexpr -> seconds {
+  return datasheet_gemm_in(g, d, d.compute);
 };
 
 }  // namespace phaze::cost

@@ -26,6 +26,21 @@ struct op_cost {
   friend constexpr bool operator==(const op_cost&, const op_cost&) = default;
 };
 
+/// An FP8 linear layer's GEMM on a datasheet device (Transformer Engine under FP8 training): the GEMM at the
+/// FP8 rate (datasheet_gemm_in), plus the quantization of what it reads that arrives in bf16, one
+/// memory-bound pass that reads it (elem_bytes) and writes it in FP8 twice, as is and transposed (Hopper's
+/// FP8 GEMMs take only the TN layout, so the backward GEMMs need the transposed copies; cuBLASLt's FP8
+/// requirements): the forward input unless a norm wrote it in FP8 already (op::fp8_cast), and the output
+/// gradient before the input-gradient GEMM (the weight-gradient GEMM reuses both). The weights are cast
+/// once per iteration and cached over the microbatches (not charged here).
+inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::device& d) constexpr -> seconds {
+  const seconds gemm = datasheet_gemm_in(o.gemm, d, hw::precision::fp8);
+  const bool casts = o.phase == model::op_phase::backward_data || (o.phase == model::op_phase::forward && o.fp8_cast);
+  if (!casts) return gemm;
+  const bytes pass{static_cast<double>(o.in_elements) * (static_cast<double>(o.elem_bytes) + 2.0)};
+  return gemm + pass / hw::achievable_hbm_bandwidth(d);
+};
+
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper
 /// (systolic) or the efficiency model (datasheet), backward GEMMs the same way with the transposed shapes
 /// the op carries; vector ops by cycles per element; collectives over the op's group on route `tp` (the
@@ -44,7 +59,7 @@ inline constexpr auto cost_of =
         return {a.one_core, a.all_cores};
       }
       if (!systolic) {
-        const seconds t = datasheet_gemm(o.gemm, d);
+        const seconds t = o.fp8 && hw::runs_fp8(d) ? datasheet_fp8_gemm(o, d) : datasheet_gemm(o.gemm, d);
         return {t, t};
       }
       const gemm_cost g = systolic_gemm(o.gemm, d);

@@ -81,8 +81,20 @@ struct gemm_efficiency {
   int tile_n = 128;
   int compute_units = 1;  ///< streaming multiprocessors (GPUs) or matrix units that take tiles in parallel
   double k_half = 0.0;    ///< reduction length at which the per-tile overhead halves throughput
+  /// max_fraction of FP8 GEMMs (Transformer Engine's linear layers under --precision fp8); 0: max_fraction.
+  double fp8_max_fraction = 0.0;
   friend constexpr bool operator==(const gemm_efficiency&, const gemm_efficiency&) = default;
 };
+
+/// The efficiency of FP8 GEMMs on a device whose bf16 GEMMs reach `e`: fp8_max_fraction (max_fraction when
+/// not given) and twice the reduction half-point. A tile's fixed prologue/epilogue takes the same time in
+/// both formats while the tensor cores run the reduction twice as fast in FP8, so the reduction at which the
+/// overhead halves the throughput doubles.
+constexpr gemm_efficiency fp8_gemm_efficiency(gemm_efficiency e) {
+  if (e.fp8_max_fraction > 0.0) e.max_fraction = e.fp8_max_fraction;
+  e.k_half *= 2.0;
+  return e;
+}
 
 /// Achieved throughput of fused attention (FlashAttention-style kernels: cuDNN's fused SDPA, which
 /// Megatron-Core runs through Transformer Engine) as fractions of the peak matrix rate, for the work the
@@ -156,7 +168,9 @@ namespace rules {
   throw input_error("a datasheet device needs a positive peak matrix rate for its compute format");
 }
 [[noreturn]] inline void gemm_efficiency_must_lie_in_0_1() {
-  throw input_error("gemm max_fraction and memory_efficiency must lie in (0, 1]");
+  throw input_error(
+      "gemm max_fraction and memory_efficiency must lie in (0, 1], and fp8_max_fraction in [0, 1] (0: as "
+      "max_fraction)");
 }
 [[noreturn]] inline void vector_rate_must_be_positive() {
   throw input_error("a datasheet device needs a positive vector rate");
@@ -210,6 +224,12 @@ constexpr flops_per_second peak_vector_flops(const device& d) {
   return d.sheet.vector;
 }
 
+/// Whether a device runs FP8 GEMMs at their own rate: a datasheet device with an FP8 matrix peak (Hopper,
+/// Ada and later). PHAZE's systolic template computes in one format.
+constexpr bool runs_fp8(const device& d) {
+  return d.kind == device_kind::datasheet && d.sheet.matrix_fp8.value() > 0;
+}
+
 /// Checks a device; a broken rule stops compilation (constant evaluation) or throws input_error.
 constexpr void validate(const device& d) {
   if (!(d.hbm.value() > 0)) rules::memory_capacity_must_be_positive();
@@ -228,7 +248,7 @@ constexpr void validate(const device& d) {
     if (g.tile_m < 1 || g.tile_n < 1 || g.compute_units < 1 || !(g.k_half >= 0)) {
       rules::gemm_tiles_and_units_must_be_positive();
     }
-    if (!(g.max_fraction > 0 && g.max_fraction <= 1) ||
+    if (!(g.max_fraction > 0 && g.max_fraction <= 1) || !(g.fp8_max_fraction >= 0 && g.fp8_max_fraction <= 1) ||
         !(d.sheet.memory_efficiency > 0 && d.sheet.memory_efficiency <= 1)) {
       rules::gemm_efficiency_must_lie_in_0_1();
     }

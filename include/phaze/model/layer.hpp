@@ -65,6 +65,9 @@ struct layer_shape {
   /// Attention as one fused kernel (FlashAttention / cuDNN fused attention, what Megatron-Core runs by
   /// default through Transformer Engine) instead of score GEMM, softmax, dropout and context GEMM.
   bool fused_attention = false;
+  /// FP8 training (Transformer Engine): the GEMMs of the blocks' linear layers run in FP8
+  /// (model::op::fp8); attention, norms, the embedding and the output layer stay in bf16 (elem_bytes).
+  bool fp8 = false;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -143,6 +146,8 @@ class layer_builder {
     o.params = g.k * g.n + (bias ? g.n : 0);
     o.tied_params = tied_weights ? g.k * g.n : 0;
     o.saved = saves::input0;
+    o.fp8 = layer_.shape.fp8 && layer_.role == layer_role::block;
+    o.fp8_cast = o.fp8 && !produced_by_norm(x);
     return add(o, {x});
   }
 
@@ -241,6 +246,19 @@ class layer_builder {
   }
   static constexpr void check_positive(std::int64_t v) {
     if (v <= 0) rules::op_shapes_must_be_positive();
+  }
+  /// Whether `x` is a norm's output, directly or through the tensor-parallel markers and the
+  /// sequence-parallel all-gather after it: Transformer Engine's LayerNormLinear writes its norm's output in
+  /// FP8, so that GEMM needs no quantization pass of its own.
+  [[nodiscard]] constexpr bool produced_by_norm(tensor x) const {
+    std::int16_t p = x.producer;
+    while (p != layer_input) {
+      const op& o = layer_.ops[static_cast<std::size_t>(p)];
+      if (o.kind == op_kind::layernorm || o.kind == op_kind::rmsnorm) return true;
+      if ((o.kind != op_kind::tp_copy && o.kind != op_kind::all_gather) || o.inputs.empty()) return false;
+      p = o.inputs[0];
+    }
+    return false;
   }
   static constexpr void check_dims(gemm_dims g) {
     check_positive(g.batch);
@@ -437,8 +455,9 @@ inline constexpr auto backward_vector_flops = [](const layer& l) constexpr {
 };
 
 /// Bytes of activations a layer keeps between its forward and backward pass on one rank, by recomputation
-/// mode (Korthikanti et al. 2022, section 4). Each saved tensor is counted once however many ops keep it;
-/// a tensor produced by an all-gather is kept in its sharded form (as Megatron does with sequence
+/// mode (Korthikanti et al. 2022, section 4). Each saved tensor is counted once however many ops keep it
+/// (an FP8 GEMM keeps its own one-byte copy: once more at one byte when other ops keep it too, at one byte
+/// only when no other op does); a tensor produced by an all-gather is kept in its sharded form (as Megatron does with sequence
 /// parallelism); dropout masks take one byte per element. Selective recomputation drops the tensors that
 /// are produced and kept only inside the attention core; full recomputation keeps only the layer input.
 inline constexpr auto activation_bytes = [](const layer& l, recompute mode) constexpr -> bytes {
@@ -449,18 +468,23 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
   // For each tensor (index 0: the layer input, i+1: op i's output): is it kept, and only by core ops?
   std::array<bool, max_layer_ops + 1> kept{};
   std::array<bool, max_layer_ops + 1> kept_outside_core{};
+  // Kept by an FP8 GEMM (one byte per element) and by any other op (elem_bytes): Transformer Engine's
+  // linear layers keep their own FP8 copy of their input, beside what the other consumers keep.
+  std::array<bool, max_layer_ops + 1> kept_in_fp8{};
+  std::array<bool, max_layer_ops + 1> kept_in_full{};
   double masks = 0.0;
   double statistics = 0.0;
-  auto keep = [&](std::int16_t producer, bool by_core_op) {
+  auto keep = [&](std::int16_t producer, bool by_core_op, bool in_fp8) {
     const auto t = static_cast<std::size_t>(producer + 1);
     kept[t] = true;
     if (!by_core_op) kept_outside_core[t] = true;
+    (in_fp8 ? kept_in_fp8 : kept_in_full)[t] = true;
   };
   for (std::size_t i = 0; i < n; ++i) {
     const op& o = l.ops[i];
-    if ((o.saved & saves::input0) && !o.inputs.empty()) keep(o.inputs[0], o.attention_core);
-    if ((o.saved & saves::input1) && o.inputs.size() > 1) keep(o.inputs[1], o.attention_core);
-    if (o.saved & saves::output) keep(static_cast<std::int16_t>(i), o.attention_core);
+    if ((o.saved & saves::input0) && !o.inputs.empty()) keep(o.inputs[0], o.attention_core, o.fp8);
+    if ((o.saved & saves::input1) && o.inputs.size() > 1) keep(o.inputs[1], o.attention_core, false);
+    if (o.saved & saves::output) keep(static_cast<std::int16_t>(i), o.attention_core, false);
     if ((o.saved & saves::mask) && !(mode == recompute::selective && o.attention_core)) {
       masks += static_cast<double>(o.out_elements);
     }
@@ -482,7 +506,7 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
       const op& p = l.ops[t - 1];
       elements = p.kind == op_kind::all_gather ? p.in_elements : p.out_elements;
     }
-    total += static_cast<double>(elements) * eb;
+    total += static_cast<double>(elements) * ((kept_in_full[t] ? eb : 0.0) + (kept_in_fp8[t] ? 1.0 : 0.0));
   }
   return bytes{total};
 };

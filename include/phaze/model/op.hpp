@@ -110,6 +110,12 @@ struct op {
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
   bool causal = false;          ///< fused_attention: a causal mask (the kernel skips the masked half)
   std::int64_t window = 0;      ///< fused_attention: keys each query sees (sliding window); 0: all
+  /// matmul: an FP8 GEMM (Transformer Engine's linear layers under FP8 training): 1-byte operands, a
+  /// bf16 result, the FP8 matrix rate; its input is kept for the backward pass in FP8.
+  bool fp8 = false;
+  /// fp8 matmul: its input is quantized by a pass of its own (read in bf16, written in FP8 twice, as is and
+  /// transposed, since Hopper's FP8 GEMMs take only the TN layout) rather than by the norm before it.
+  bool fp8_cast = false;
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };
@@ -209,7 +215,7 @@ inline constexpr auto bytes_read = [](const op& o) constexpr -> bytes {
   const auto eb = static_cast<double>(o.elem_bytes);
   if (unit_of(o) == unit::tensor && o.kind != op_kind::fused_attention) {
     const auto b = static_cast<double>(o.gemm.batch);
-    return bytes{b * static_cast<double>(o.gemm.m * o.gemm.k + o.gemm.k * o.gemm.n) * eb};
+    return bytes{b * static_cast<double>(o.gemm.m * o.gemm.k + o.gemm.k * o.gemm.n) * (o.fp8 ? 1.0 : eb)};
   }
   if (o.kind == op_kind::embedding) return bytes{static_cast<double>(o.out_elements) * eb};  // gathered rows
   return bytes{static_cast<double>(o.in_elements + o.params) * eb};

@@ -103,7 +103,7 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
   const auto built =
       train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
   const cluster::route route = cluster::tensor_parallel_route(node, tp);
-  const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
+  const double weight_bytes = static_cast<double>(train::activation_element_bytes(k.precision));
   using table = fixed_cost_table<MaxNodes>;
   // Each distinct layer timed once; each node holds what place::model_tables gives it.
   std::vector<detail::serial_times> times;
@@ -141,7 +141,7 @@ constexpr placement_settings model_settings(const hw::device& d, const cluster::
   s.devices = devices;
   s.memory_per_device = train::usable_memory(d, k);
   s.microbatches = k.global_batch / (k.microbatch > 0 ? k.microbatch : 1);
-  s.weight_bytes_per_parameter = static_cast<double>(hw::element_bytes(k.precision));
+  s.weight_bytes_per_parameter = static_cast<double>(train::activation_element_bytes(k.precision));
   s.state_bytes_per_parameter = train::state_bytes_per_parameter(k.precision, k.opt).total();
   s.p2p_bandwidth = node.network_share(1);
   s.dp_bandwidth = s.p2p_bandwidth;

@@ -186,7 +186,7 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
   for (const auto& g : c.groups())
     if (std::find(types.begin(), types.end(), g.device) == types.end()) types.push_back(g.device);
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
-  const double weight_bytes = static_cast<double>(hw::element_bytes(k.precision));
+  const double weight_bytes = static_cast<double>(train::activation_element_bytes(k.precision));
   auto& p = out.problem;
   static_cast<placement_settings&>(p) =
       model_settings(types.front(), c.groups().front().node, c.devices(), k);

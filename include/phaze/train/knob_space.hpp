@@ -185,7 +185,7 @@ constexpr void check_training_space(const training_space& t, const model_if_know
     // sequence parallelism is forced on): the model's own rules name the mistake.
     for (const int tp : k.tensor_parallel) {
       model::validate_shape(m.config, model::layer_shape{k.microbatches[0], t.sequence, tp, sp_forced,
-                                                         hw::element_bytes(k.precision)});
+                                                         train::activation_element_bytes(k.precision)});
     }
   }
   if (t.devices > 0) {
@@ -225,7 +225,7 @@ constexpr void validate_fn::operator()(const knob_space& k) const {
       !detail::all_distinct(k.sequence_parallel) || !detail::all_distinct(k.tensor_parallel)) {
     rules::knob_values_must_be_distinct();
   }
-  if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_or_fp32();
+  if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_fp32_or_fp8();
   if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();
   if (k.schedule != pipeline_schedule::interleaved && k.virtual_stages > 1)
     rules::virtual_stages_need_the_interleaved_schedule();

@@ -76,7 +76,7 @@ inline constexpr std::array all_schedules{pipeline_schedule::one_f_one_b, pipeli
 inline constexpr std::array all_recompute_modes{model::recompute::none, model::recompute::selective,
                                                 model::recompute::full};
 inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16,
-                                                hw::precision::fp32};
+                                                hw::precision::fp32, hw::precision::fp8};
 
 /// Whether phaze trains in format `p` (one of training_precisions).
 constexpr bool is_training_precision(hw::precision p) {
@@ -97,7 +97,8 @@ inline pipeline_schedule parse_pipeline_schedule(std::string_view name) {
 inline model::recompute parse_recompute(std::string_view name) {
   return detail::parse_enum(name, "recomputation mode", all_recompute_modes);
 }
-/// Parses `bf16` / `fp16` / `fp32`, the formats phaze trains in.
+/// Parses `bf16` / `fp16` / `fp32` / `fp8`, the formats phaze trains in (fp8: Transformer Engine's FP8
+/// training, bf16 outside the linear layers' GEMMs; model::layer_shape::fp8).
 inline hw::precision parse_precision(std::string_view name) {
   return detail::parse_enum(name, "training precision", training_precisions);
 }
@@ -151,6 +152,12 @@ struct parallelism {
   friend constexpr bool operator==(const parallelism&, const parallelism&) = default;
 };
 
+/// Bytes of an activation and of a weight (the working copy the GEMMs read) when training in `p`: FP8
+/// training keeps both in bf16 and quantizes them for its GEMMs (Transformer Engine; model::op::fp8).
+constexpr int activation_element_bytes(hw::precision p) {
+  return p == hw::precision::fp8 ? hw::element_bytes(hw::precision::bf16) : hw::element_bytes(p);
+}
+
 /// The sequence length a run trains at: the knob, or the model's own when the knob is 0.
 constexpr std::int64_t sequence_of(const model::model& m, const training_knobs& k) {
   return k.sequence > 0 ? k.sequence : m.config.sequence;
@@ -164,9 +171,13 @@ constexpr std::int64_t microbatches_per_replica(const parallelism& p, const trai
 /// The shape every layer of the run is built for.
 constexpr model::layer_shape layer_shape_of(const model::model& m, const parallelism& p,
                                             const training_knobs& k) {
-  return model::layer_shape{
-      k.microbatch,     sequence_of(m, k), p.tp, k.sequence_parallel, hw::element_bytes(k.precision),
-      k.fused_attention};
+  return model::layer_shape{k.microbatch,
+                            sequence_of(m, k),
+                            p.tp,
+                            k.sequence_parallel,
+                            activation_element_bytes(k.precision),
+                            k.fused_attention,
+                            k.precision == hw::precision::fp8};
 }
 
 namespace rules {
@@ -247,8 +258,9 @@ namespace rules {
       "the memory headroom is the share of each device's memory left free: give --memory-headroom in [0, 1), "
       "e.g. 0.1");
 }
-[[noreturn]] inline void precision_must_be_bf16_fp16_or_fp32() {
-  throw input_error("training precision must be bf16, fp16 or fp32; give --precision bf16|fp16|fp32");
+[[noreturn]] inline void precision_must_be_bf16_fp16_fp32_or_fp8() {
+  throw input_error(
+      "training precision must be bf16, fp16, fp32 or fp8; give --precision bf16|fp16|fp32|fp8");
 }
 }  // namespace rules
 
@@ -280,7 +292,7 @@ struct validate_fn {
     if (k.sequence < 0) rules::sequence_must_not_be_negative();
     if (k.global_batch % (k.microbatch * p.dp) != 0)
       rules::global_batch_must_be_divisible_by_microbatch_times_dp();
-    if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_or_fp32();
+    if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_fp32_or_fp8();
     if (!(k.memory_headroom >= 0.0 && k.memory_headroom < 1.0)) rules::memory_headroom_must_lie_in_0_1();
     const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();

@@ -37,7 +37,10 @@ struct bytes_per_parameter {
   double weights = 0.0;
   double gradients = 0.0;
   double optimizer = 0.0;
-  [[nodiscard]] constexpr double total() const { return weights + gradients + optimizer; }
+  /// FP8 training: the FP8 copies of the weights Transformer Engine caches over an iteration's microbatches,
+  /// as is and transposed (2 bytes); counted with the weights.
+  double fp8_copies = 0.0;
+  [[nodiscard]] constexpr double total() const { return weights + gradients + optimizer + fp8_copies; }
   friend constexpr bool operator==(const bytes_per_parameter&, const bytes_per_parameter&) = default;
 };
 
@@ -49,6 +52,9 @@ struct bytes_per_parameter {
 ///   4 = 12 (18 in all), SGD with momentum 4 + 4 = 8 (14 in all);
 /// - fp32 (and tf32, stored as fp32): 4-byte weights and gradients, no master copy: Adam 8 (16 in all, as
 ///   Megatron's table), SGD with momentum 4 (12 in all).
+/// - fp8 (Transformer Engine): as bf16, plus FP8 copies of the weights, as is and transposed (2 bytes; every
+///   parameter is counted, the embedding and output layer too, which stay in bf16: an upper bound by their
+///   share of the parameters).
 /// Korthikanti et al. 2022 (fp16, Adam) report 18 bytes per parameter: their Figure 1 equals 18 * 12 l h^2 /
 /// (t p) bytes (see docs/memory-model.md).
 inline constexpr auto state_bytes_per_parameter =
@@ -56,7 +62,8 @@ inline constexpr auto state_bytes_per_parameter =
   const bool full_precision = p == hw::precision::fp32 || p == hw::precision::tf32;
   const double moments = o == train::optimizer::adam ? 8.0 : 4.0;
   if (full_precision) return {4.0, 4.0, moments};
-  return {static_cast<double>(hw::element_bytes(p)), 4.0, 4.0 + moments};
+  const double fp8_copies = p == hw::precision::fp8 ? 2.0 : 0.0;
+  return {static_cast<double>(activation_element_bytes(p)), 4.0, 4.0 + moments, fp8_copies};
 };
 
 /// The layers one device holds for a pipeline stage: a number of body nodes (a transformer's blocks; over
@@ -198,7 +205,7 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
                                                 const training_knobs& k) {
   memory_breakdown r;
   const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
-  r.weights = bytes{parameters * per.weights};
+  r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
   r.gradients = bytes{parameters * per.gradients};
   r.optimizer = bytes{parameters * per.optimizer / (k.distributed_optimizer ? static_cast<double>(dp) : 1.0)};
   r.activations =
