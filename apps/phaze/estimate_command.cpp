@@ -1,10 +1,11 @@
 // `phaze estimate MODEL (--device DEV --devices N [--devices-per-node G] | --cluster FILE) --tp T --pp P
-// [--dp D] [--vp V]
+// [--dp D] [--cp C] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
 // [--precision bf16|fp16|fp32|fp8] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
 // [--stage-blocks B0,B1,...] [--format table|json]`: the time, throughput, MFU and memory of one fully given
 // training plan (DESIGN.md section 9; docs/step-time.md).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +29,8 @@ struct estimate_options {
   cluster_choice where;
   int tp = 1;
   int pp = 1;
-  int dp = 0;  // 0: devices / (tp * pp)
+  int dp = 0;  // 0: devices / (tp * pp * cp)
+  int cp = 1;
   int vp = 1;
   std::int64_t global_batch = 1;
   std::int64_t microbatch = 1;
@@ -53,8 +55,9 @@ int run_estimate(const estimate_options& o) {
   const chosen_cluster chosen = resolve_cluster(o.where, "estimate");
   const cluster::cluster& c = chosen.value;
 
-  train::parallelism p{o.tp, o.pp, o.dp};
-  if (p.dp == 0) p.dp = train::data_parallel_degree(c.devices(), o.tp, o.pp);
+  train::parallelism p{o.tp, o.pp, o.dp, o.cp};
+  if (o.cp <= 0) train::rules::parallel_degrees_must_be_positive();
+  if (p.dp == 0) p.dp = train::data_parallel_degree(c.devices() / std::max(o.cp, 1), o.tp, o.pp);
   train::training_knobs k;
   k.global_batch = o.global_batch;
   k.microbatch = o.microbatch;
@@ -104,6 +107,8 @@ command add_estimate_command(CLI::App& root) {
   add_cluster_options(*parser, o->where);
   parser->add_option("--tp", o->tp, "tensor-parallel width")->required();
   parser->add_option("--pp", o->pp, "pipeline stages")->required();
+  parser->add_option("--cp", o->cp, "context-parallel size (sequence split over cp ranks, ring attention)")
+      ->default_str("1");
   parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))");
   parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")->default_str("1");
   parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->required();

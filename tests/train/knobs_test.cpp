@@ -81,7 +81,21 @@ TEST_CASE("the data-parallel degree uses every device", "[knobs]") {
 TEST_CASE("every validate rule throws input_error saying how to fix it", "[knobs]") {
   require_rule([](run& r) { r.devices = 0; }, "number of devices must be at least 1");
   require_rule([](run& r) { r.p.dp = 0; }, "tp, pp and dp must each be at least 1");
-  require_rule([](run& r) { r.devices = 128; }, "tp * pp * dp must equal the number of devices");
+  require_rule([](run& r) { r.devices = 128; }, "tp * pp * dp (* cp) must equal the number of devices");
+  require_rule([](run& r) { r.p.cp = 0; }, "tp, pp and dp must each be at least 1");
+  require_rule(
+      [](run& r) {
+        r.p = {8, 4, 1, 2};
+        r.k.fused_attention = false;
+      },
+      "context parallelism runs ring attention over fused attention");
+  require_rule(
+      [](run& r) {
+        r.p = {8, 4, 1, 2};
+        r.k.fused_attention = true;
+        r.k.sequence = 2050;
+      },
+      "2 * cp chunks");
   require_rule([](run& r) { r.k.global_batch = 0; }, "global batch must be at least 1");
   require_rule([](run& r) { r.k.microbatch = 0; }, "microbatch must be at least 1");
   require_rule([](run& r) { r.k.sequence = -1; }, "sequence length must be positive");

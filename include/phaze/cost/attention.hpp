@@ -49,12 +49,14 @@ constexpr hw::attention_efficiency attention_efficiency_of(const hw::datasheet_s
 }
 
 /// The share of the s x s scores a fused kernel computes: all of them; half under a causal mask (the tiles
-/// above the diagonal skipped); under a causal sliding window of w < s keys, (w s - w^2 / 2) / s^2 (query q
+/// above the diagonal skipped; under context parallelism, whose load balancing gives every rank the same
+/// share of the causal work, half of its queries x all keys); under a causal sliding window of w < s keys
+/// (s the keys' sequence), (w s - w^2 / 2) / s^2 (query q
 /// sees min(q + 1, w) keys; FlashAttention-2's and cuDNN's window_size skip the tiles outside it).
 constexpr double fused_attention_score_share(const model::op& o) {
   if (!o.causal) return 1.0;
-  if (o.window <= 0 || o.window >= o.gemm.m) return 0.5;
-  const auto s = static_cast<double>(o.gemm.m);
+  if (o.window <= 0 || o.window >= o.gemm.n) return 0.5;
+  const auto s = static_cast<double>(o.gemm.n);
   const auto w = static_cast<double>(o.window);
   return (w * s - 0.5 * w * w) / (s * s);
 }
@@ -104,10 +106,11 @@ inline constexpr auto systolic_attention =
   systolic_attention_cost c;
   if (!detail::valid(o.gemm)) return c;
   const std::int64_t b = o.gemm.batch;
-  const std::int64_t s = o.gemm.m;
+  const std::int64_t s = o.gemm.m;  // queries (all the keys' sequence but under context parallelism)
+  const std::int64_t keys = o.gemm.n;
   const std::int64_t hd = o.gemm.k;
-  const model::gemm_dims scores{b, s, hd, s};
-  const model::gemm_dims context{b, s, s, hd};
+  const model::gemm_dims scores{b, s, hd, keys};
+  const model::gemm_dims context{b, s, keys, hd};
   const double mask = fused_attention_score_share(o);
   auto add = [&](model::gemm_dims g) {
     const gemm_cost t = systolic_gemm(g, d);
@@ -126,7 +129,8 @@ inline constexpr auto systolic_attention =
   // exponentials (1 + T) and the softmax gradient (5).
   const double cycles_per_score = forward ? static_cast<double>(6 + transcendental_cycles)
                                           : static_cast<double>(6 + transcendental_cycles + 5);
-  const double scores_total = static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) * mask;
+  const double scores_total =
+      static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(keys) * mask;
   const auto& v = d.systolic;
   const double lane = static_cast<double>(std::max(v.vc_width, 1));
   const double clock = v.clock.value();

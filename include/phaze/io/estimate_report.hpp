@@ -80,6 +80,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
            {{"tp", p.tp},
             {"pp", p.pp},
             {"dp", p.dp},
+            {"cp", p.cp},
             {"vp", k.virtual_stages},
             {"microbatch", k.microbatch},
             {"microbatches", e.microbatches},
@@ -119,9 +120,10 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
                                   const train::parallelism& p, const train::training_knobs& k,
                                   const train::step_estimate& e) {
   std::string out = fmt::format(
-      "{} on {} x {}: tp {}, pp {}, dp {}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
+      "{} on {} x {}: tp {}, pp {}, dp {}{}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
       "{}{}\n{}\n\n",
-      m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp, k.virtual_stages, k.microbatch,
+      m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp,
+      p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}, k.virtual_stages, k.microbatch,
       e.microbatches, model::to_string(k.recompute), train::to_string(k.schedule),
       k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
   text_table summary{{}, {align::left, align::right}};

@@ -68,6 +68,10 @@ struct layer_shape {
   /// FP8 training (Transformer Engine): the GEMMs of the blocks' linear layers run in FP8
   /// (model::op::fp8); attention, norms, the embedding and the output layer stay in bf16 (elem_bytes).
   bool fp8 = false;
+  /// Context parallelism: each rank holds sequence / cp tokens of every sequence (2 cp chunks, two per rank,
+  /// Megatron-Core's load balancing under a causal mask) and its queries attend to all the keys, which
+  /// circulate around the cp ranks (ring attention over Transformer Engine's fused kernel).
+  int cp = 1;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -168,16 +172,19 @@ class layer_builder {
   /// `s`, reading the projected queries, keys and values `qkv` and writing `batch * s * head_dim` context
   /// elements. It keeps its input and its output for the backward pass (with a per-row softmax statistic,
   /// s per head, fp32) and never the s x s scores: the backward pass recomputes them (Dao et al. 2022).
+  /// Under context parallelism a rank's `s` queries attend to `keys` (the whole sequence); 0: `s`.
   constexpr tensor fused_attention(std::string_view name, tensor qkv, std::int64_t batch, std::int64_t s,
-                                   std::int64_t head_dim, bool causal, std::int64_t window = 0) {
-    check_dims({batch, s, head_dim, s});
+                                   std::int64_t head_dim, bool causal, std::int64_t window = 0,
+                                   std::int64_t keys = 0) {
+    const std::int64_t n = keys > 0 ? keys : s;
+    check_dims({batch, s, head_dim, n});
     op o = base(op_kind::fused_attention, name, tp_split::heads);
-    o.gemm = {batch, s, head_dim, s};
+    o.gemm = {batch, s, head_dim, n};
     o.in_elements = qkv.elements;
     o.out_elements = batch * s * head_dim;
     o.saved = saves::input0 | saves::output;
     o.causal = causal;
-    o.window = window > 0 && window < s ? window : 0;
+    o.window = window > 0 && window < n ? window : 0;
     return add(o, {qkv});
   }
 

@@ -116,6 +116,19 @@ namespace rules {
 [[noreturn]] inline void layer_count_must_be_positive() {
   throw input_error("number of transformer layers must be positive");
 }
+[[noreturn]] inline void context_parallel_size_must_be_positive() {
+  throw input_error("the context-parallel size must be at least 1; give --cp N with N >= 1");
+}
+[[noreturn]] inline void context_parallelism_needs_sequence_divisible_by_2_cp() {
+  throw input_error(
+      "context parallelism splits each sequence into 2 * cp chunks (two per rank, balancing the causal mask); "
+      "give a --seq divisible by 2 * cp, or a smaller --cp");
+}
+[[noreturn]] inline void context_parallelism_needs_fused_attention() {
+  throw input_error(
+      "context parallelism runs ring attention over fused attention kernels (Transformer Engine); give "
+      "--attention fused (or auto on GPUs that run it), or --cp 1");
+}
 [[noreturn]] inline void vocabulary_size_must_be_positive() {
   throw input_error("vocabulary size must be positive");
 }
@@ -190,14 +203,18 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
   if (c.kv_heads_or_default() % s.tp != 0) rules::tensor_parallel_width_must_divide_kv_heads();
   if (c.ffn % s.tp != 0) rules::tensor_parallel_width_must_divide_ffn_size();
   const std::int64_t seq = s.sequence > 0 ? s.sequence : c.sequence;
-  if (s.sequence_parallel && seq % s.tp != 0) rules::sequence_parallelism_needs_sequence_divisible_by_tp();
+  if (s.cp <= 0) rules::context_parallel_size_must_be_positive();
+  if (s.cp > 1 && seq % (2 * s.cp) != 0) rules::context_parallelism_needs_sequence_divisible_by_2_cp();
+  if (s.cp > 1 && !s.fused_attention) rules::context_parallelism_needs_fused_attention();
+  if (s.sequence_parallel && (seq / s.cp) % s.tp != 0)
+    rules::sequence_parallelism_needs_sequence_divisible_by_tp();
 };
 
 namespace detail {
 
 /// Sizes shared by the three layer builders.
 struct split_sizes {
-  std::int64_t b, s, t, tokens, local_tokens, h;
+  std::int64_t b, s, keys, t, tokens, local_tokens, h;
   bool sp, tp;
 };
 
@@ -205,7 +222,8 @@ constexpr split_sizes sizes_of(const transformer_config& c, const layer_shape& s
   validate_shape(c, shape);
   split_sizes z{};
   z.b = shape.microbatch;
-  z.s = shape.sequence > 0 ? shape.sequence : c.sequence;
+  z.s = (shape.sequence > 0 ? shape.sequence : c.sequence) / shape.cp;  // this rank's share under CP
+  z.keys = z.s * shape.cp;
   z.t = shape.tp;
   z.tokens = z.b * z.s;
   z.sp = shape.sequence_parallel && shape.tp > 1;
@@ -269,7 +287,8 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   }
   if (b.shape().fused_attention && c.score_bias == 0) {
     // One kernel; its dropout regenerates the mask from the random state instead of storing it.
-    const tensor context = b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal, c.attention_window);
+    const tensor context =
+        b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal, c.attention_window, z.keys);
     tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
     if (c.bias)
       proj =

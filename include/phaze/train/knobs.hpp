@@ -146,8 +146,13 @@ struct parallelism {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  /// Context parallelism (Megatron-Core's --context-parallel-size): the sequence of each microbatch split
+  /// over cp ranks that exchange keys and values around a ring in attention (model::layer_shape::cp). Ranks
+  /// in Megatron's order tp, cp, dp, pp; gradients are reduced over dp * cp ranks.
+  int cp = 1;
   [[nodiscard]] constexpr std::int64_t devices() const {
-    return static_cast<std::int64_t>(tp) * static_cast<std::int64_t>(pp) * static_cast<std::int64_t>(dp);
+    return static_cast<std::int64_t>(tp) * static_cast<std::int64_t>(pp) * static_cast<std::int64_t>(dp) *
+           static_cast<std::int64_t>(cp);
   }
   friend constexpr bool operator==(const parallelism&, const parallelism&) = default;
 };
@@ -177,7 +182,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.sequence_parallel,
                             activation_element_bytes(k.precision),
                             k.fused_attention,
-                            k.precision == hw::precision::fp8};
+                            k.precision == hw::precision::fp8,
+                            p.cp};
 }
 
 namespace rules {
@@ -196,8 +202,8 @@ namespace rules {
 }
 [[noreturn]] inline void tp_times_pp_times_dp_must_equal_devices() {
   throw input_error(
-      "tp * pp * dp must equal the number of devices (every device is used); choose degrees whose product is "
-      "--devices, or leave out --dp to get dp = devices / (tp * pp)");
+      "tp * pp * dp (* cp) must equal the number of devices (every device is used); choose degrees whose "
+      "product is --devices, or leave out --dp to get dp = devices / (tp * pp * cp)");
 }
 [[noreturn]] inline void global_batch_must_be_positive() {
   throw input_error("the global batch must be at least 1 sequence; give --global-batch B with B >= 1");
@@ -285,7 +291,7 @@ struct validate_fn {
   constexpr void operator()(const model::model& m, const parallelism& p, const training_knobs& k,
                             int devices) const {
     if (devices <= 0) rules::device_count_must_be_positive();
-    if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0) rules::parallel_degrees_must_be_positive();
+    if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0) rules::parallel_degrees_must_be_positive();
     if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
     if (k.global_batch <= 0) rules::global_batch_must_be_positive();
     if (k.microbatch <= 0) rules::microbatch_must_be_positive();

@@ -198,7 +198,8 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
 /// gradients and optimizer state, state_bytes_per_parameter; the distributed optimizer, ZeRO stage 1, shards
 /// the optimizer state over the dp ranks), `activations` kept per microbatch times the microbatches in flight
 /// at position `stage` of `stages` under the schedule (microbatches_in_flight), and a `working_set` held once
-/// (full recomputation: one block's full activations while it is recomputed). The one memory formula of
+/// (full recomputation: one block's full activations while it is recomputed); `dp` counts the ranks the
+/// distributed optimizer shards over (dp * cp under context parallelism). The one memory formula of
 /// phaze: the step estimate and the placers' step policy both call it.
 constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
                                                 int stage, int stages, int dp, std::int64_t microbatches,
@@ -273,7 +274,7 @@ constexpr memory_breakdown stage_memory_of(const model::model& m, const built_la
                                            const training_knobs& k, node_range r, int stage) {
   return stage_memory_of_load(
       static_cast<double>(stage_parameters(m, l, r)), stage_activations_per_microbatch(m, l, r, k.recompute),
-      recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp, microbatches_per_replica(p, k), k);
+      recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k), k);
 }
 }  // namespace detail
 

@@ -82,7 +82,12 @@ struct plan_shape {
   int pp = 1;
   int dp = 1;
   std::int64_t microbatches = 1;  ///< per data-parallel replica
-  [[nodiscard]] int devices() const { return tp * pp * dp; }
+  int cp = 1;                     ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
+  [[nodiscard]] int devices() const { return tp * pp * dp * cp; }
+  /// Ranks of one pipeline stage: tp * cp * dp, consecutive in Megatron's order.
+  [[nodiscard]] int stage_ranks() const { return tp * cp * dp; }
+  /// Ranks the gradients are reduced over (Megatron-Core's data-parallel group with context parallelism).
+  [[nodiscard]] int gradient_ranks() const { return dp * cp; }
 };
 
 /// A plan whose pipeline stage would hold devices of two types (a stage runs at its slowest member's pace
@@ -113,6 +118,11 @@ class step_model {
     return cluster_.ring({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
   }
 
+  /// The route of the context-parallel rings: cp ranks tp apart (Megatron's order tp, cp, dp, pp).
+  [[nodiscard]] cluster::route context_parallel_route(const plan_shape& s) const {
+    return cluster_.ring({std::max(s.cp, 1), s.tp}, s.devices());
+  }
+
   /// One boundary transfer of a pipeline stage per microbatch (activations forward or gradients backward) of
   /// a `boundary`-byte tensor per rank, between ranks tp * dp apart (Megatron's rank order tp, dp, pp), over
   /// the slowest such pair. Megatron-LM's scatter-gather optimization (Narayanan et al., SC'21, section 4.1;
@@ -120,7 +130,7 @@ class step_model {
   /// each rank sends 1/tp of it over its own link and the receiving stage all-gathers it inside its
   /// tensor-parallel group. With sequence parallelism the boundary is already split over the tp ranks.
   [[nodiscard]] seconds pipeline_send(bytes boundary, const plan_shape& s) const {
-    const cluster::route pair = cluster_.pairs(s.tp * s.dp, s.devices());
+    const cluster::route pair = cluster_.pairs(s.stage_ranks(), s.devices());
     if (knobs_.sequence_parallel || s.tp == 1) return cost::point_to_point_time(boundary, pair);
     return cost::point_to_point_time(boundary / static_cast<double>(s.tp), pair) +
            cost::all_gather_time(boundary, s.tp, tensor_parallel_route(s.tp));
@@ -244,18 +254,19 @@ class step_model {
   /// Every route is the cluster's (cluster::ring over the group shapes), so links, measurements and rank
   /// orders apply to both.
   [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s) const {
-    if (s.dp <= 1) return seconds{0.0};
+    const int n = s.gradient_ranks();
+    if (n <= 1) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
     const bytes gradients{parameters * per.gradients};
-    seconds best = cost::all_reduce_time(gradients, s.dp, cluster_.ring({s.dp, s.tp}, s.devices()));
+    seconds best = cost::all_reduce_time(gradients, n, cluster_.ring({n, s.tp}, s.devices()));
     int node = 1;
     for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
-    for (int k = 2; k < s.dp && k * s.tp <= node; ++k) {
-      if (s.dp % k != 0) continue;
+    for (int k = 2; k < n && k * s.tp <= node; ++k) {
+      if (n % k != 0) continue;
       const cluster::route inside = cluster_.ring({k, s.tp}, s.devices());
-      const cluster::route across = cluster_.ring({s.dp / k, k * s.tp}, s.devices());
+      const cluster::route across = cluster_.ring({n / k, k * s.tp}, s.devices());
       best = std::min(best, cost::reduce_scatter_time(gradients, k, inside) +
-                                cost::all_reduce_time(gradients / static_cast<double>(k), s.dp / k, across) +
+                                cost::all_reduce_time(gradients / static_cast<double>(k), n / k, across) +
                                 cost::all_gather_time(gradients, k, inside));
     }
     return best;
@@ -265,7 +276,7 @@ class step_model {
   /// groups gradients into buckets of max(40 M, 1 M * dp) parameters (distributed_data_parallel.py, the
   /// default `bucket_size`) and reduces one bucket as soon as all its gradients are made.
   [[nodiscard]] static double gradient_buckets(double parameters, const plan_shape& s) {
-    const double bucket = std::max(40e6, 1e6 * static_cast<double>(s.dp));
+    const double bucket = std::max(40e6, 1e6 * static_cast<double>(s.gradient_ranks()));
     return std::max(1.0, std::ceil(parameters / bucket));
   }
 
@@ -327,7 +338,7 @@ class step_model {
   /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth.
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d) const {
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
-    const double shard = knobs_.distributed_optimizer ? static_cast<double>(s.dp) : 1.0;
+    const double shard = knobs_.distributed_optimizer ? static_cast<double>(s.gradient_ranks()) : 1.0;
     const double state_bytes = parameters * (per.weights + per.gradients + per.optimizer / shard);
     return seconds{2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value()};
   }
@@ -356,7 +367,7 @@ class step_model {
     if (s.pp <= 1 || !(tied_parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
     return cost::all_reduce_time(bytes{tied_parameters * per.gradients}, 2,
-                                 cluster_.pairs((s.pp - 1) * s.tp * s.dp, s.devices()));
+                                 cluster_.pairs((s.pp - 1) * s.stage_ranks(), s.devices()));
   }
 
   /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times, which add up to
@@ -372,16 +383,16 @@ class step_model {
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
   [[nodiscard]] memory_breakdown stage_memory(double parameters, bytes activations, bytes working_set,
                                               int stage, const plan_shape& s) const {
-    return stage_memory_of_load(parameters, activations, working_set, stage, s.pp, s.dp, s.microbatches,
-                                knobs_);
+    return stage_memory_of_load(parameters, activations, working_set, stage, s.pp, s.gradient_ranks(),
+                                s.microbatches, knobs_);
   }
 
   /// The device type of every rank of pipeline stage `stage`, or nullptr when its ranks hold two types.
   [[nodiscard]] const hw::device* stage_device_if_one_type(int stage, const plan_shape& s) const {
-    const int first = stage * s.tp * s.dp;
+    const int first = stage * s.stage_ranks();
     const hw::device& d = cluster_.device_at(first);
     if (cluster_.groups().size() == 1) return &d;
-    for (int r = first + 1; r < first + s.tp * s.dp; ++r)
+    for (int r = first + 1; r < first + s.stage_ranks(); ++r)
       if (!(cluster_.device_at(r) == d)) return nullptr;
     return &d;
   }
@@ -390,7 +401,7 @@ class step_model {
   /// same device are one type); throws stage_spans_device_types otherwise.
   [[nodiscard]] const hw::device& stage_device(int stage, const plan_shape& s) const {
     if (const hw::device* d = stage_device_if_one_type(stage, s)) return *d;
-    const int first = stage * s.tp * s.dp;
+    const int first = stage * s.stage_ranks();
     int other = first + 1;
     while (cluster_.device_at(other) == cluster_.device_at(first)) ++other;
     throw stage_spans_device_types("pipeline stage " + std::to_string(stage) + " would run on " +
@@ -436,6 +447,38 @@ inline seconds collective_share(const model::layer& l, const hw::device& d, cons
       if (model::unit_of(ops[i]) == model::unit::network) s += table.backward[i].all_cores;
   }
   return s;
+}
+
+/// What context parallelism's ring attention leaves exposed in a layer's forward and backward pass
+/// (Megatron-Core's default cp_comm_type "p2p": Transformer Engine's AttnFuncWithCPAndKVP2P; Liu et al.,
+/// "Ring Attention with Blockwise Transformers", 2023). The cp ranks each hold sequence / cp of the keys and
+/// values; in cp steps every rank's queries meet every block while the blocks move one rank along the ring,
+/// each transfer under the attention of the block before it: cp - 1 sends of a rank's keys and values
+/// (forward), of its keys, values and their gradients (backward: twice the bytes), each exposed by what the
+/// attention step beside it (1 / cp of the layer's attention in that pass; load balancing makes the steps
+/// equal) does not cover: (cp - 1) max(0, send - attention / cp). Nothing without context parallelism.
+inline std::pair<seconds, seconds> context_parallel_exposed(const model::layer& l, const hw::device& d,
+                                                            const cluster::route& tp,
+                                                            const cluster::route& cp) {
+  const int n = l.shape.cp;
+  if (n <= 1) return {seconds{0.0}, seconds{0.0}};
+  std::pair<seconds, seconds> exposed{seconds{0.0}, seconds{0.0}};
+  const auto backward_ops = model::backward(l);
+  for (const model::op& o : l.ops) {
+    if (o.kind != model::op_kind::fused_attention) continue;
+    // The projected keys and values: what the kernel reads beside its queries (the output's size).
+    const bytes kv{static_cast<double>(o.in_elements - o.out_elements) * static_cast<double>(o.elem_bytes)};
+    const seconds send = cost::point_to_point_time(kv, cp);
+    const seconds forward = cost::cost_of(o, d, tp).all_cores;
+    seconds backward{0.0};
+    for (const model::op& b : backward_ops)
+      if (b.kind == model::op_kind::fused_attention && b.name == fixed_string<24>{o.name.view(), "_d"})
+        backward = cost::cost_of(b, d, tp).all_cores;
+    const double steps = static_cast<double>(n - 1);
+    exposed.first += std::max(seconds{0.0}, send - forward / static_cast<double>(n)) * steps;
+    exposed.second += std::max(seconds{0.0}, send * 2.0 - backward / static_cast<double>(n)) * steps;
+  }
+  return exposed;
 }
 
 /// One layer's costs plus its collective shares.
@@ -501,7 +544,7 @@ seconds tp_overlap_savings(const Ops& ops, const Costs& costs, int tp) {
 /// first chunk left.
 inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, const cluster::route& tp,
                                     const sched::schedule_cache& cache, model::recompute mode,
-                                    bool tp_overlap = false) {
+                                    bool tp_overlap = false, const cluster::route& cp = {}) {
   timed_layer r{time_layer(l, d, tp, cache), collective_share(l, d, tp, false),
                 collective_share(l, d, tp, true),
                 mode == model::recompute::full ? collective_share(l, d, tp, false) : seconds{0.0}};
@@ -522,6 +565,15 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   }
   r.t.backward += regather;
   r.tp_backward += regather;
+  const auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
+  r.t.forward += ring_forward;
+  r.tp_forward += ring_forward;
+  r.t.backward += ring_backward;
+  r.tp_backward += ring_backward;
+  if (mode == model::recompute::full) {
+    r.t.recompute_full += ring_forward;
+    r.tp_recompute += ring_forward;
+  }
   return r;
 }
 
@@ -565,7 +617,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
   const step_model model{c, k};
-  const plan_shape where{p.tp, p.pp, p.dp, mb};
+  const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp};
+  const cluster::route cp_route = model.context_parallel_route(where);
   const cluster::route tp_route = model.tensor_parallel_route(p.tp);
   const auto built = detail::build_layers(run, shape);
   // Every distinct layer timed once per device type the stages run on; blocks under the knobs'
@@ -579,7 +632,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       const bool block = run.kinds[i].role == model::layer_role::block;
       t.kinds.push_back(detail::time_with_shares(built.kinds[i], d, tp_route, cache,
                                                  block ? k.recompute : model::recompute::none,
-                                                 k.tp_comm_overlap));
+                                                 k.tp_comm_overlap, cp_route));
     }
     timed.push_back(std::move(t));
     return timed.back();
@@ -598,7 +651,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     const detail::timed_layers& l = timed_on(d);
     stage_estimate st;
     st.layers = static_cast<std::int64_t>(r.size());
-    st.devices = static_cast<std::int64_t>(p.tp) * p.dp;
+    st.devices = static_cast<std::int64_t>(where.stage_ranks());
     seconds tp_recompute{0.0};
     for (std::size_t v = r.first; v < r.last; ++v) {
       const detail::timed_layer& t = l.kinds[run.nodes[v]];
