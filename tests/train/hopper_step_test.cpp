@@ -53,20 +53,31 @@ TEST_CASE("FP8 training runs the blocks' linear layers in FP8 and everything els
   }
 }
 
-TEST_CASE("FP8 GEMMs: the H100's rate at 8192^3 is the published cuBLASLt measurement", "[fp8]") {
+TEST_CASE("FP8 GEMMs: bf16's fraction of a twice as high peak, below the published cuBLASLt rate", "[fp8]") {
   const hw::device h100 = *hw::find_preset("h100-sxm");
   const model::gemm_dims g{1, 8192, 8192, 8192};
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
-  // 1599-1630 TFLOP/s, mean 1611, over 16 H100 SXM (presets.hpp cites the report).
-  CHECK(flops / cost::datasheet_gemm_in(g, h100, hw::precision::fp8).value() / 1e12 == Approx(1611).epsilon(0.01));
-  // Faster than bf16 by less than the 2x of the peaks on every shape the efficiency model can see.
+  // 1599-1630 TFLOP/s, mean 1611, over 16 H100 SXM (presets.hpp cites the report): an upper reference.
+  const double fp8_tflops = flops / cost::datasheet_gemm_in(g, h100, hw::precision::fp8).value() / 1e12;
+  CHECK(fp8_tflops < 1611.0);
+  CHECK(fp8_tflops > 1300.0);
+  // The same fraction of the FP8 peak as bf16 reaches of its own, with twice the reduction half-point.
+  hw::gemm_efficiency e = h100.sheet.gemm;
+  e.k_half *= 2.0;
+  CHECK(cost::gemm_fraction(g, hw::fp8_gemm_efficiency(h100.sheet.gemm)) == cost::gemm_fraction(g, e));
+  // A device file's measured fp8_max_fraction replaces it.
+  hw::device measured = h100;
+  measured.sheet.gemm.fp8_max_fraction = 0.5;
+  CHECK(cost::datasheet_gemm_in(g, measured, hw::precision::fp8) >
+        cost::datasheet_gemm_in(g, h100, hw::precision::fp8));
+  // Faster than bf16, by less than the 2x of the peaks, on every shape.
   for (const std::int64_t s : {256, 1024, 4096, 16384}) {
     const model::gemm_dims q{1, s, 4096, s};
     const double bf16 = cost::datasheet_gemm_in(q, h100, hw::precision::bf16).value();
     const double fp8 = cost::datasheet_gemm_in(q, h100, hw::precision::fp8).value();
     INFO(s);
     CHECK(fp8 < bf16);
-    CHECK(fp8 > bf16 / 2.0 * (0.745 / 0.877));
+    CHECK(fp8 > bf16 / 2.0);
   }
   // A device without FP8 tensor cores costs the op as bf16.
   const hw::device a100 = *hw::find_preset("a100-80gb");

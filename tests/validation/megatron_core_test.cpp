@@ -442,9 +442,9 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
   const double mean = sum / compared;
   std::printf("%d runs: mean absolute error %.1f%%, max %.1f%%\n", compared, 100.0 * mean, 100.0 * worst);
   CHECK(compared >= 20);
-  // Measured at this commit: 21 runs, mean 20.8%, max 41.6%, every run predicted too fast (the goal is 8% /
-  // 15%). The FP8 GEMM rate is the cuBLASLt microbenchmark's (hw/presets.hpp); sustained training reaches
-  // less (docs/step-time.md). These bounds guard against regressions only.
-  CHECK(mean <= 0.23);
-  CHECK(worst <= 0.45);
+  // Measured at this commit: 21 runs, mean 11.2%, max 28.0%, every run predicted too fast (the goal is 8% /
+  // 15%); the Megatron-Bridge runs within 9%, the NeMo 24.07 runs of small models furthest off
+  // (docs/step-time.md). These bounds guard against regressions.
+  CHECK(mean <= 0.125);
+  CHECK(worst <= 0.30);
 }
