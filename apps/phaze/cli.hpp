@@ -73,6 +73,7 @@ struct step_options {
   std::string attention = "auto";
   std::string overlap = "grad,param";
   double memory_headroom = 0.10;
+  int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
 };
 
 /// Adds `--attention fused|unfused` and `--overlap LIST` (grad, param, tp, or none).
@@ -92,6 +93,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "share of each device's memory a plan leaves free for the allocator's cache, the CUDA "
                  "context and communication buffers, in [0, 1)")
       ->default_str("0.1");
+  app.add_option("--vocab-padding", o.vocab_padding,
+                 "pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by "
+                 "(1: a multiple of tp only)")
+      ->check(CLI::PositiveNumber)
+      ->default_str("128");
 }
 
 /// The device types of a cluster, each once.
@@ -121,6 +127,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.fused_attention = o.attention == "fused" || (o.attention == "auto" && all_fuse);
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
+  k.vocab_padding = o.vocab_padding;
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = false;
   std::string_view rest = o.overlap;
   while (!rest.empty()) {

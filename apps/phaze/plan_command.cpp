@@ -203,6 +203,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
     out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
                        c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
   }
+  out += fmt::format(" --make-vocab-size-divisible-by {}", k.vocab_padding);
   if (k.distributed_optimizer) out += " --use-distributed-optimizer";
   out += k.fused_attention ? " --attention-backend fused" : " --attention-backend unfused";
   if (k.overlap_grad_reduce) out += " --overlap-grad-reduce";

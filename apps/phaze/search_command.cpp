@@ -532,7 +532,7 @@ command add_search_command(CLI::App& root) {
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {
             if (o->cluster_space.empty()) {
-              for (const char* name : {"--attention", "--overlap", "--memory-headroom"}) {
+              for (const char* name : {"--attention", "--overlap", "--memory-headroom", "--vocab-padding"}) {
                 if (parser->get_option(name)->count() > 0) {
                   throw input_error(fmt::format(
                       "{} applies to GPU clusters (--cluster-space); a design search's training step is "

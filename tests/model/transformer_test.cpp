@@ -482,3 +482,27 @@ TEST_CASE("architecture and shape rules throw input_error naming the mistake", "
   // Sequence parallelism is ignored at t = 1, so any sequence length works there.
   CHECK_NOTHROW(block_layer(gpt2, {1, 1001, 1, true, 2}));
 }
+
+TEST_CASE("vocabulary padded as Megatron-LM pads it: up to a multiple of make_vocab_size_divisible_by x tp",
+          "[transformer]") {
+  auto rows = [](const model::transformer_config& c, int tp, int multiple) {
+    model::layer_shape shape{1, 0, tp, false, 2};
+    shape.vocab_multiple = multiple;
+    const model::layer head = model::make_layer(c, model::layer_role::head, shape);
+    for (const auto& o : head.ops)
+      if (o.name.view() == "output_projection") return o.gemm.n * tp;
+    return std::int64_t{0};
+  };
+  const auto llama = zoo::get("llama3-8b").config;
+  CHECK(rows(llama, 8, 128) == 129024);  // 128,256 -> 126 x 1024
+  CHECK(rows(llama, 1, 128) == 128256);  // already a multiple of 128
+  CHECK(rows(llama, 8, 1) == 128256);
+  const auto gpt2 = zoo::get("gpt2").config;
+  CHECK(rows(gpt2, 1, 128) == 50304);  // GPT-2's 50,257 as Megatron-LM trains it
+  CHECK(rows(gpt2, 2, 128) == 50432);
+  CHECK(rows(gpt2, 1, 1) == 50257);
+  model::layer_shape bad{1, 0, 1, false, 2};
+  bad.vocab_multiple = 0;
+  CHECK_THROWS_WITH(model::make_layer(gpt2, model::layer_role::head, bad),
+                    Catch::Contains("--make-vocab-size-divisible-by"));
+}

@@ -72,6 +72,9 @@ struct layer_shape {
   /// Megatron-Core's load balancing under a causal mask) and its queries attend to all the keys, which
   /// circulate around the cp ranks (ring attention over Transformer Engine's fused kernel).
   int cp = 1;
+  /// Vocabulary padding as Megatron-LM pads it (--make-vocab-size-divisible-by): the embedding and output
+  /// layer hold the vocabulary rounded up to a multiple of vocab_multiple * tp; 1: to a multiple of tp.
+  int vocab_multiple = 1;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 

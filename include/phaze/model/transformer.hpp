@@ -3,6 +3,7 @@
 /// tensor and sequence parallelism the way Megatron-LM does.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -129,6 +130,11 @@ namespace rules {
       "context parallelism runs ring attention over fused attention kernels (Transformer Engine); give "
       "--attention fused (or auto on GPUs that run it), or --cp 1");
 }
+[[noreturn]] inline void vocabulary_padding_must_be_positive() {
+  throw input_error(
+      "the vocabulary padding multiple must be at least 1 (Megatron-LM's --make-vocab-size-divisible-by; 1: "
+      "no padding beyond a multiple of tp); give --vocab-padding N with N >= 1");
+}
 [[noreturn]] inline void vocabulary_size_must_be_positive() {
   throw input_error("vocabulary size must be positive");
 }
@@ -204,6 +210,7 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
   if (c.ffn % s.tp != 0) rules::tensor_parallel_width_must_divide_ffn_size();
   const std::int64_t seq = s.sequence > 0 ? s.sequence : c.sequence;
   if (s.cp <= 0) rules::context_parallel_size_must_be_positive();
+  if (s.vocab_multiple <= 0) rules::vocabulary_padding_must_be_positive();
   if (s.cp > 1 && seq % (2 * s.cp) != 0) rules::context_parallelism_needs_sequence_divisible_by_2_cp();
   if (s.cp > 1 && !s.fused_attention) rules::context_parallelism_needs_fused_attention();
   if (s.sequence_parallel && (seq / s.cp) % s.tp != 0)
@@ -214,7 +221,7 @@ namespace detail {
 
 /// Sizes shared by the three layer builders.
 struct split_sizes {
-  std::int64_t b, s, keys, t, tokens, local_tokens, h;
+  std::int64_t b, s, keys, t, tokens, local_tokens, h, vocab_multiple;
   bool sp, tp;
 };
 
@@ -230,11 +237,19 @@ constexpr split_sizes sizes_of(const transformer_config& c, const layer_shape& s
   z.tp = shape.tp > 1;
   z.local_tokens = z.sp ? z.tokens / z.t : z.tokens;
   z.h = c.hidden;
+  z.vocab_multiple = shape.vocab_multiple;
   return z;
 }
 
 constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
+}
+
+/// Vocabulary rows per tensor-parallel rank: the vocabulary padded as Megatron-LM pads it
+/// (_vocab_size_with_padding: up to a multiple of make_vocab_size_divisible_by * tp), split over the ranks.
+constexpr std::int64_t vocab_rows_per_rank(std::int64_t vocab, const split_sizes& z) {
+  const std::int64_t multiple = std::max<std::int64_t>(z.vocab_multiple, 1) * z.t;
+  return ceil_div(vocab, multiple) * multiple / z.t;
 }
 
 /// Enters a tensor-parallel region: all-gather of the sequence shards (sequence parallelism) or the
@@ -374,7 +389,7 @@ inline constexpr auto embedding_layer =
   const auto z = detail::sizes_of(c, shape);
   const std::int64_t e = c.embed_dim_or_default();
   layer_builder b{"embedding", layer_role::embedding, shape, 0};
-  tensor x = b.embedding("word_embedding", z.tokens, detail::ceil_div(c.vocab, z.t), e,
+  tensor x = b.embedding("word_embedding", z.tokens, detail::vocab_rows_per_rank(c.vocab, z), e,
                          z.tp ? tp_split::vocab : tp_split::replicated);
   if (z.tp) {
     x = z.sp ? b.collective(op_kind::reduce_scatter, "embedding_exit", x, static_cast<int>(z.t),
@@ -416,7 +431,7 @@ inline constexpr auto head_layer =
   }
   if (e != z.h) x = b.matmul("project_out", x, {1, z.local_tokens, z.h, e}, detail::token_split(z), false);
   const tensor in = detail::enter_tp(b, z, x, "head_enter");
-  const std::int64_t rows = detail::ceil_div(c.vocab, z.t);
+  const std::int64_t rows = detail::vocab_rows_per_rank(c.vocab, z);
   tensor logits = b.matmul("output_projection", in, {1, z.tokens, e, rows},
                            z.tp ? tp_split::vocab : tp_split::replicated, false, c.tied_embeddings);
   if (c.bert_heads) {

@@ -137,6 +137,10 @@ struct training_knobs {
   /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10
   /// (docs/memory-model.md).
   double memory_headroom = 0.0;
+  /// Megatron-LM's --make-vocab-size-divisible-by: the embedding and output layer hold the vocabulary padded
+  /// to a multiple of vocab_padding * tp (model::layer_shape::vocab_multiple). 1 here (a multiple of tp);
+  /// the command line's default is Megatron-LM's, 128.
+  int vocab_padding = 1;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -183,7 +187,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             activation_element_bytes(k.precision),
                             k.fused_attention,
                             k.precision == hw::precision::fp8,
-                            p.cp};
+                            p.cp,
+                            k.vocab_padding};
 }
 
 namespace rules {
