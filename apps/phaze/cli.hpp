@@ -93,9 +93,10 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "share of each device's memory a plan leaves free for the allocator's cache, the CUDA "
                  "context and communication buffers, in [0, 1)")
       ->default_str("0.1");
-  app.add_option("--vocab-padding", o.vocab_padding,
-                 "pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by "
-                 "(1: a multiple of tp only)")
+  app.add_option(
+         "--vocab-padding", o.vocab_padding,
+         "pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by "
+         "(1: a multiple of tp only)")
       ->check(CLI::PositiveNumber)
       ->default_str("128");
 }

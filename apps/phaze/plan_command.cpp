@@ -212,8 +212,9 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   // FP8 as Transformer Engine runs it under Megatron-LM: bf16 outside the FP8 GEMMs, e4m3 forward and e5m2
   // backward ("hybrid"), delayed scaling over Megatron's documented amax history.
   if (k.precision == hw::precision::fp8)
-    out += " --bf16 --transformer-impl transformer_engine --fp8-format hybrid --fp8-amax-history-len 1024"
-           " --fp8-amax-compute-algo max";
+    out +=
+        " --bf16 --transformer-impl transformer_engine --fp8-format hybrid --fp8-amax-history-len 1024"
+        " --fp8-amax-compute-algo max";
   if (k.precision == hw::precision::bf16) out += " --bf16";
   if (k.precision == hw::precision::fp16) out += " --fp16";
   if (k.opt == train::optimizer::sgd) out += " --optimizer sgd";

@@ -204,7 +204,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
   CHECK(unfused.at("--attention-backend") == "unfused");
   CHECK(unfused.count("--overlap-grad-reduce") == 0);
   // FP8 on a device without FP8 tensor cores is refused, naming it.
-  const auto a100_fp8 = run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --precision fp8");
+  const auto a100_fp8 =
+      run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --precision fp8");
   CHECK(a100_fp8.status == 2);
   CHECK(contains(a100_fp8.err, "a100-80gb"));
   CHECK(contains(a100_fp8.err, "FP8"));

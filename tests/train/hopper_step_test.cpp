@@ -152,7 +152,8 @@ const model::op& attention_of(const model::layer& l) {
 }
 }  // namespace
 
-TEST_CASE("context parallelism: each rank holds 1/cp of the sequence, its queries against every key", "[cp]") {
+TEST_CASE("context parallelism: each rank holds 1/cp of the sequence, its queries against every key",
+          "[cp]") {
   for (const int tp : {1, 2}) {
     const model::layer one = cp_block(1, tp);
     for (const int cp : {2, 4, 8}) {
@@ -174,7 +175,8 @@ TEST_CASE("context parallelism: each rank holds 1/cp of the sequence, its querie
   }
 }
 
-TEST_CASE("context parallelism: ring attention exposes (cp - 1) max(0, send - attention / cp) per pass", "[cp]") {
+TEST_CASE("context parallelism: ring attention exposes (cp - 1) max(0, send - attention / cp) per pass",
+          "[cp]") {
   const hw::device h100 = *hw::find_preset("h100-sxm");
   const cluster::route tp{};
   for (const double gbps : {1.0, 10.0, 50.0, 450.0}) {

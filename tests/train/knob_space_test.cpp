@@ -58,7 +58,8 @@ TEST_CASE("Every rule of a knob space names the mistake", "[train]") {
              Catch::Contains("tensor-parallel widths must be at least 1"));
   CHECK_THAT(error([](auto& k) { k.microbatches = {2, 2}; }), Catch::Contains("gives a value twice"));
   CHECK_THAT(error([](auto& k) { k.sequence_parallel = {true, true}; }), Catch::Contains("twice"));
-  CHECK_THAT(error([](auto& k) { k.precision = hw::precision::tf32; }), Catch::Contains("bf16, fp16, fp32 or fp8"));
+  CHECK_THAT(error([](auto& k) { k.precision = hw::precision::tf32; }),
+             Catch::Contains("bf16, fp16, fp32 or fp8"));
   CHECK_THAT(error([](auto& k) { k.virtual_stages = 0; }), Catch::Contains("virtual stages"));
   CHECK_THAT(error([](auto& k) { k.virtual_stages = 2; }), Catch::Contains("needs the interleaved schedule"));
   CHECK_THAT(error([](auto& k) { k.schedule = pipeline_schedule::interleaved; }),

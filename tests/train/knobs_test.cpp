@@ -54,7 +54,8 @@ TEST_CASE("knob names round-trip and unknown names list the valid ones", "[knobs
                     Catch::Matchers::Contains("'1f1b', 'gpipe' or 'interleaved'"));
   CHECK_THROWS_WITH(train::parse_recompute("some"),
                     Catch::Matchers::Contains("'none', 'selective' or 'full'"));
-  CHECK_THROWS_WITH(train::parse_precision("tf32"), Catch::Matchers::Contains("'bf16', 'fp16', 'fp32' or 'fp8'"));
+  CHECK_THROWS_WITH(train::parse_precision("tf32"),
+                    Catch::Matchers::Contains("'bf16', 'fp16', 'fp32' or 'fp8'"));
 }
 
 TEST_CASE("the published runs validate", "[knobs]") {
@@ -80,9 +81,9 @@ TEST_CASE("the data-parallel degree uses every device", "[knobs]") {
 
 TEST_CASE("every validate rule throws input_error saying how to fix it", "[knobs]") {
   require_rule([](run& r) { r.devices = 0; }, "number of devices must be at least 1");
-  require_rule([](run& r) { r.p.dp = 0; }, "tp, pp and dp must each be at least 1");
+  require_rule([](run& r) { r.p.dp = 0; }, "tp, pp, dp and cp must each be at least 1");
   require_rule([](run& r) { r.devices = 128; }, "tp * pp * dp (* cp) must equal the number of devices");
-  require_rule([](run& r) { r.p.cp = 0; }, "tp, pp and dp must each be at least 1");
+  require_rule([](run& r) { r.p.cp = 0; }, "tp, pp, dp and cp must each be at least 1");
   require_rule(
       [](run& r) {
         r.p = {8, 4, 1, 2};

@@ -27,8 +27,8 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -317,7 +317,8 @@ std::vector<nemo_row> read_rows() {
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     if (header) {
-      CHECK(line.rfind("model,system,gpus,precision,gbs,mbs,seq,tp,pp,cp,vp,fsdp,tokens_per_s_per_gpu", 0) == 0);
+      CHECK(line.rfind("model,system,gpus,precision,gbs,mbs,seq,tp,pp,cp,vp,fsdp,tokens_per_s_per_gpu", 0) ==
+            0);
       header = false;
       continue;
     }
@@ -349,7 +350,8 @@ std::vector<nemo_row> read_rows() {
 std::optional<model::transformer_config> config_of(const std::string& name) {
   using zoo::detail::gpt;
   using zoo::detail::llama;
-  auto nemotron = [](std::int64_t layers, std::int64_t h, std::int64_t heads, std::int64_t kv, std::int64_t ffn) {
+  auto nemotron = [](std::int64_t layers, std::int64_t h, std::int64_t heads, std::int64_t kv,
+                     std::int64_t ffn) {
     // Squared-ReLU MLP (costed as ReLU: one elementwise pass either way), LayerNorm, RoPE, untied, no bias.
     model::transformer_config c = llama("nemotron", h, heads, kv, ffn, layers, 256000, 4096);
     c.norm = model::norm_kind::layernorm;
@@ -381,7 +383,8 @@ struct outcome {
   [[nodiscard]] double error() const { return (predicted - measured) / measured; }
 };
 
-outcome estimate(const nemo_row& r, const model::transformer_config& config, const sched::schedule_cache& cache) {
+outcome estimate(const nemo_row& r, const model::transformer_config& config,
+                 const sched::schedule_cache& cache) {
   model::transformer_config c = config;
   c.sequence = r.seq;
   c.max_positions = std::max(c.max_positions, r.seq);
@@ -421,8 +424,8 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
   double sum = 0.0;
   double worst = 0.0;
   int compared = 0;
-  std::printf("%-14s %-8s %5s %3s %3s %3s %3s %3s %6s %10s %10s %8s\n", "model", "release", "gpus", "tp", "pp",
-              "cp", "vp", "mb", "seq", "phaze", "published", "error");
+  std::printf("%-14s %-8s %5s %3s %3s %3s %3s %3s %6s %10s %10s %8s\n", "model", "release", "gpus", "tp",
+              "pp", "cp", "vp", "mb", "seq", "phaze", "published", "error");
   for (const auto& r : rows) {
     const auto c = config_of(r.model);
     INFO(r.model << " " << r.release);
@@ -434,7 +437,8 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
     const outcome o = estimate(r, *c, cache);
     std::printf("%-14s %-8s %5d %3d %3d %3d %3d %3lld %6lld %10.0f %10.0f %+7.1f%%%s\n", r.model.c_str(),
                 r.release.c_str(), r.gpus, r.tp, r.pp, r.cp, r.vp, static_cast<long long>(r.mbs.value_or(1)),
-                static_cast<long long>(r.seq), o.predicted, o.measured, 100.0 * o.error(), o.fits ? "" : " (no fit)");
+                static_cast<long long>(r.seq), o.predicted, o.measured, 100.0 * o.error(),
+                o.fits ? "" : " (no fit)");
     sum += std::abs(o.error());
     worst = std::max(worst, std::abs(o.error()));
     ++compared;

@@ -328,8 +328,8 @@ inline constexpr auto gemm_fraction =
 /// than the operands read once and the result written once over the achievable HBM bandwidth
 /// (hbm_bandwidth * memory_efficiency). FP8 GEMMs take hw::fp8_gemm_efficiency, 1-byte operands and a
 /// 2-byte (bf16) result.
-inline constexpr auto datasheet_gemm_in = [](model::gemm_dims g, const hw::device& d,
-                                             hw::precision p) constexpr -> seconds {
+inline constexpr auto datasheet_gemm_in =
+    [](model::gemm_dims g, const hw::device& d, hw::precision p) constexpr -> seconds {
   if (!detail::valid(g)) return seconds{0.0};
   const double b = static_cast<double>(g.batch);
   const double m = static_cast<double>(g.m);

@@ -35,7 +35,8 @@ struct op_cost {
 /// once per iteration and cached over the microbatches (not charged here).
 inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const seconds gemm = datasheet_gemm_in(o.gemm, d, hw::precision::fp8);
-  const bool casts = o.phase == model::op_phase::backward_data || (o.phase == model::op_phase::forward && o.fp8_cast);
+  const bool casts =
+      o.phase == model::op_phase::backward_data || (o.phase == model::op_phase::forward && o.fp8_cast);
   if (!casts) return gemm;
   const bytes pass{static_cast<double>(o.in_elements) * (static_cast<double>(o.elem_bytes) + 2.0)};
   return gemm + pass / hw::achievable_hbm_bandwidth(d);

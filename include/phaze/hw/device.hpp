@@ -248,7 +248,8 @@ constexpr void validate(const device& d) {
     if (g.tile_m < 1 || g.tile_n < 1 || g.compute_units < 1 || !(g.k_half >= 0)) {
       rules::gemm_tiles_and_units_must_be_positive();
     }
-    if (!(g.max_fraction > 0 && g.max_fraction <= 1) || !(g.fp8_max_fraction >= 0 && g.fp8_max_fraction <= 1) ||
+    if (!(g.max_fraction > 0 && g.max_fraction <= 1) ||
+        !(g.fp8_max_fraction >= 0 && g.fp8_max_fraction <= 1) ||
         !(d.sheet.memory_efficiency > 0 && d.sheet.memory_efficiency <= 1)) {
       rules::gemm_efficiency_must_lie_in_0_1();
     }

@@ -97,18 +97,12 @@ inline constexpr double h200_k_half = 116.0;
 // FP8 GEMMs (e4m3 inputs, bf16 output, fp32 accumulation; what Transformer Engine runs for the linear layers
 // under FP8) were not measured on the cards the bf16 values above come from. They are taken to reach the same
 // fraction of their (twice as high) peak as bf16 GEMMs do on those cards, with the reduction half-point
-// doubled (hw::fp8_gemm_efficiency): fp8_max_fraction 0, i.e. max_fraction. A published cuBLASLt benchmark
-// of 8192^3 FP8 GEMMs on 16 H100 SXM (1599-1630 TFLOP/s, mean 1611: 0.814 of the 1979 peak; d-robotics
-// test_gpu_scripts, reports_cublaslt_fp8_crosscheck_20260524.md) is the upper reference: those cards also
-// run bf16 faster than the card measured here (8192^3 bf16 at 687 TFLOP/s, 0.695 of peak), and mixing the
-// two sources would make FP8 GEMMs 2.35 times as fast as bf16 ones. A device file's
+// doubled (hw::fp8_gemm_efficiency): the presets leave fp8_max_fraction at 0, i.e. max_fraction. A published
+// cuBLASLt benchmark of 8192^3 FP8 GEMMs on 16 H100 SXM (1599-1630 TFLOP/s, mean 1611: 0.814 of the 1979
+// peak; d-robotics test_gpu_scripts, reports_cublaslt_fp8_crosscheck_20260524.md) is the upper reference:
+// those cards also run bf16 faster than the card measured here (8192^3 bf16 at 687 TFLOP/s, 0.695 of peak),
+// and mixing the two sources would make FP8 GEMMs 2.35 times as fast as bf16 ones. A device file's
 // gemm_efficiency.fp8_max_fraction sets a measured value (docs/cost-model.md).
-inline constexpr double h100_fp8_max_fraction = 0.0;
-inline constexpr double h200_fp8_max_fraction = 0.0;
-constexpr device with_fp8(device d, double fp8_max_fraction) {
-  d.sheet.gemm.fp8_max_fraction = fp8_max_fraction;
-  return d;
-}
 // Fused attention (cuDNN's fused SDPA through PyTorch 2.11, bf16, head_dim 128, sequence 2048, 12 to 384
 // heads per kernel, causal and not; tests/data/gpu/*-attention.csv, docs/gpu-measurements.md): fractions of
 // the 989 TFLOP/s peak for the work executed (forward, backward, causal forward, causal backward) and the
@@ -163,13 +157,11 @@ inline constexpr std::array presets{
            "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
            "HBM3 at "
            "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
-           detail::with_fp8(
-               detail::with_attention(detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12},
-                                                  detail::sheet(495, 989, 989, 1979, 67, detail::h100_max_fraction,
-                                                                detail::hopper_tile_m, detail::hopper_tile_n, 132,
-                                                                detail::h100_k_half)),
-                                      detail::h100_attention),
-               detail::h100_fp8_max_fraction)},
+           detail::with_attention(detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12},
+                                              detail::sheet(495, 989, 989, 1979, 67,
+                                                            detail::h100_max_fraction, detail::hopper_tile_m,
+                                                            detail::hopper_tile_n, 132, detail::h100_k_half)),
+                                  detail::h100_attention)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
@@ -180,13 +172,11 @@ inline constexpr std::array presets{
            "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
            "TB/s, "
            "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
-           detail::with_fp8(
-               detail::with_attention(detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12},
-                                                  detail::sheet(495, 989, 989, 1979, 67, detail::h200_max_fraction,
-                                                                detail::hopper_tile_m, detail::hopper_tile_n, 132,
-                                                                detail::h200_k_half)),
-                                      detail::h200_attention),
-               detail::h200_fp8_max_fraction)},
+           detail::with_attention(detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12},
+                                              detail::sheet(495, 989, 989, 1979, 67,
+                                                            detail::h200_max_fraction, detail::hopper_tile_m,
+                                                            detail::hopper_tile_n, 132, detail::h200_k_half)),
+                                  detail::h200_attention)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

@@ -365,7 +365,7 @@ class reader {
 
     if (const auto g = s->child("gemm_efficiency")) {
       g->check_keys({"max_fraction", "tile_m", "tile_n", "compute_units", "k_half", "fp8_max_fraction"},
-                   "gemm_efficiency");
+                    "gemm_efficiency");
       auto& e = sheet.gemm;
       if (const auto v = g->fraction("max_fraction")) e.max_fraction = *v;
       if (const auto v = g->count("tile_m")) e.tile_m = *v;

@@ -123,8 +123,8 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
       "{} on {} x {}: tp {}, pp {}, dp {}{}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
       "{}{}\n{}\n\n",
       m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp,
-      p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}, k.virtual_stages, k.microbatch,
-      e.microbatches, model::to_string(k.recompute), train::to_string(k.schedule),
+      p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}, k.virtual_stages, k.microbatch, e.microbatches,
+      model::to_string(k.recompute), train::to_string(k.schedule),
       k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});

@@ -467,9 +467,10 @@ inline constexpr auto backward_vector_flops = [](const layer& l) constexpr {
 /// Bytes of activations a layer keeps between its forward and backward pass on one rank, by recomputation
 /// mode (Korthikanti et al. 2022, section 4). Each saved tensor is counted once however many ops keep it
 /// (an FP8 GEMM keeps its own one-byte copy: once more at one byte when other ops keep it too, at one byte
-/// only when no other op does); a tensor produced by an all-gather is kept in its sharded form (as Megatron does with sequence
-/// parallelism); dropout masks take one byte per element. Selective recomputation drops the tensors that
-/// are produced and kept only inside the attention core; full recomputation keeps only the layer input.
+/// only when no other op does); a tensor produced by an all-gather is kept in its sharded form (as Megatron
+/// does with sequence parallelism); dropout masks take one byte per element. Selective recomputation drops
+/// the tensors that are produced and kept only inside the attention core; full recomputation keeps only the
+/// layer input.
 inline constexpr auto activation_bytes = [](const layer& l, recompute mode) constexpr -> bytes {
   const double eb = static_cast<double>(l.shape.elem_bytes);
   if (mode == recompute::full) return bytes{static_cast<double>(l.input_elements) * eb};

@@ -122,7 +122,8 @@ namespace rules {
 }
 [[noreturn]] inline void context_parallelism_needs_sequence_divisible_by_2_cp() {
   throw input_error(
-      "context parallelism splits each sequence into 2 * cp chunks (two per rank, balancing the causal mask); "
+      "context parallelism splits each sequence into 2 * cp chunks (two per rank, balancing the causal "
+      "mask); "
       "give a --seq divisible by 2 * cp, or a smaller --cp");
 }
 [[noreturn]] inline void context_parallelism_needs_fused_attention() {

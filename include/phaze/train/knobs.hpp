@@ -75,8 +75,8 @@ inline constexpr std::array all_schedules{pipeline_schedule::one_f_one_b, pipeli
                                           pipeline_schedule::interleaved};
 inline constexpr std::array all_recompute_modes{model::recompute::none, model::recompute::selective,
                                                 model::recompute::full};
-inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16,
-                                                hw::precision::fp32, hw::precision::fp8};
+inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16, hw::precision::fp32,
+                                                hw::precision::fp8};
 
 /// Whether phaze trains in format `p` (one of training_precisions).
 constexpr bool is_training_precision(hw::precision p) {
@@ -198,7 +198,8 @@ namespace rules {
   throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
 }
 [[noreturn]] inline void parallel_degrees_must_be_positive() {
-  throw input_error("tp, pp and dp must each be at least 1; give --tp, --pp and --dp as positive integers");
+  throw input_error(
+      "tp, pp, dp and cp must each be at least 1; give --tp, --pp, --dp (and --cp) as positive integers");
 }
 [[noreturn]] inline void tp_times_pp_must_divide_devices() {
   throw input_error(

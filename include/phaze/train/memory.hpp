@@ -272,9 +272,10 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
 
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
                                            const training_knobs& k, node_range r, int stage) {
-  return stage_memory_of_load(
-      static_cast<double>(stage_parameters(m, l, r)), stage_activations_per_microbatch(m, l, r, k.recompute),
-      recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k), k);
+  return stage_memory_of_load(static_cast<double>(stage_parameters(m, l, r)),
+                              stage_activations_per_microbatch(m, l, r, k.recompute),
+                              recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp,
+                              microbatches_per_replica(p, k), k);
 }
 }  // namespace detail
 

@@ -82,7 +82,7 @@ struct plan_shape {
   int pp = 1;
   int dp = 1;
   std::int64_t microbatches = 1;  ///< per data-parallel replica
-  int cp = 1;                     ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
+  int cp = 1;  ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
   [[nodiscard]] int devices() const { return tp * pp * dp * cp; }
   /// Ranks of one pipeline stage: tp * cp * dp, consecutive in Megatron's order.
   [[nodiscard]] int stage_ranks() const { return tp * cp * dp; }
