@@ -118,6 +118,15 @@ constexpr device with_attention(device d, attention_efficiency a) {
 // 192x128, 128x64 and 64x128 once the mean and the max error are both weighed (see above).
 inline constexpr int hopper_tile_m = 128;
 inline constexpr int hopper_tile_n = 128;
+/// An SXM Hopper (GH100: 132 SMs; 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32) with its memory
+/// and its calibrated GEMM and fused-attention efficiency.
+constexpr device hopper(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double max_fraction,
+                        double k_half, attention_efficiency attention) {
+  return with_attention(
+      gpu(name, hbm, hbm_bw,
+          sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m, hopper_tile_n, 132, k_half)),
+      attention);
+}
 
 /// TPU v4 by its datasheet. Its MXUs compute bf16 (and int8), not fp16. The vector rate is the real VPU's
 /// (2 TensorCores x 8 sublanes x 128 lanes x 2 FLOPs per FMA x 1.05 GHz = 4.3 TFLOP/s); PHAZE's tpuv4-like
@@ -157,11 +166,8 @@ inline constexpr std::array presets{
            "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
            "HBM3 at "
            "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
-           detail::with_attention(detail::gpu("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12},
-                                              detail::sheet(495, 989, 989, 1979, 67,
-                                                            detail::h100_max_fraction, detail::hopper_tile_m,
-                                                            detail::hopper_tile_n, 132, detail::h100_k_half)),
-                                  detail::h100_attention)},
+           detail::hopper("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12}, detail::h100_max_fraction,
+                          detail::h100_k_half, detail::h100_attention)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
@@ -172,11 +178,8 @@ inline constexpr std::array presets{
            "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
            "TB/s, "
            "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
-           detail::with_attention(detail::gpu("h200", bytes{141e9}, bytes_per_second{4.8e12},
-                                              detail::sheet(495, 989, 989, 1979, 67,
-                                                            detail::h200_max_fraction, detail::hopper_tile_m,
-                                                            detail::hopper_tile_n, 132, detail::h200_k_half)),
-                                  detail::h200_attention)},
+           detail::hopper("h200", bytes{141e9}, bytes_per_second{4.8e12}, detail::h200_max_fraction,
+                          detail::h200_k_half, detail::h200_attention)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "
