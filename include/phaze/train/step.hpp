@@ -462,21 +462,22 @@ inline std::pair<seconds, seconds> context_parallel_exposed(const model::layer& 
                                                             const cluster::route& cp) {
   const int n = l.shape.cp;
   if (n <= 1) return {seconds{0.0}, seconds{0.0}};
+  // model::backward lists the forward ops' gradients in reverse order: the k-th attention from the end of
+  // the backward pass is the gradient of the k-th attention of the forward pass.
+  std::vector<seconds> backward;
+  for (const model::op& b : model::backward(l))
+    if (b.kind == model::op_kind::fused_attention) backward.push_back(cost::cost_of(b, d, tp).all_cores);
   std::pair<seconds, seconds> exposed{seconds{0.0}, seconds{0.0}};
-  const auto backward_ops = model::backward(l);
+  const double steps = static_cast<double>(n - 1);
   for (const model::op& o : l.ops) {
-    if (o.kind != model::op_kind::fused_attention) continue;
+    if (o.kind != model::op_kind::fused_attention || backward.empty()) continue;
     // The projected keys and values: what the kernel reads beside its queries (the output's size).
     const bytes kv{static_cast<double>(o.in_elements - o.out_elements) * static_cast<double>(o.elem_bytes)};
     const seconds send = cost::point_to_point_time(kv, cp);
     const seconds forward = cost::cost_of(o, d, tp).all_cores;
-    seconds backward{0.0};
-    for (const model::op& b : backward_ops)
-      if (b.kind == model::op_kind::fused_attention && b.name == fixed_string<24>{o.name.view(), "_d"})
-        backward = cost::cost_of(b, d, tp).all_cores;
-    const double steps = static_cast<double>(n - 1);
     exposed.first += std::max(seconds{0.0}, send - forward / static_cast<double>(n)) * steps;
-    exposed.second += std::max(seconds{0.0}, send * 2.0 - backward / static_cast<double>(n)) * steps;
+    exposed.second += std::max(seconds{0.0}, send * 2.0 - backward.back() / static_cast<double>(n)) * steps;
+    backward.pop_back();
   }
   return exposed;
 }
