@@ -8,6 +8,7 @@
 
 #include "../support/clusters.hpp"
 
+#include <cmath>
 #include <cstdint>
 
 #include "phaze/cost/attention.hpp"
@@ -53,17 +54,20 @@ TEST_CASE("FP8 training runs the blocks' linear layers in FP8 and everything els
   }
 }
 
-TEST_CASE("FP8 GEMMs: bf16's fraction of a twice as high peak, below the published cuBLASLt rate", "[fp8]") {
+TEST_CASE("FP8 GEMMs: the measured fraction of a twice as high peak, below the published cuBLASLt rate",
+          "[fp8]") {
   const hw::device h100 = *hw::find_preset("h100-sxm");
   const model::gemm_dims g{1, 8192, 8192, 8192};
   const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
   // 1599-1630 TFLOP/s, mean 1611, over 16 H100 SXM (presets.hpp cites the report): an upper reference.
   const double fp8_tflops = flops / cost::datasheet_gemm_in(g, h100, hw::precision::fp8).value() / 1e12;
   CHECK(fp8_tflops < 1611.0);
-  CHECK(fp8_tflops > 1300.0);
-  // The same fraction of the FP8 peak as bf16 reaches of its own, with twice the reduction half-point.
+  // Measured on our H100 SXM (tests/data/gpu/h100-sxm-fp8-gemm.csv, fast accumulation): 1408 TFLOP/s.
+  CHECK(std::abs(fp8_tflops - 1408.0) / 1408.0 < 0.10);
+  // bf16's model with the measured FP8 fraction and twice the reduction half-point.
   hw::gemm_efficiency e = h100.sheet.gemm;
   e.k_half *= 2.0;
+  e.max_fraction = hw::detail::h100_fp8_max_fraction;
   CHECK(cost::gemm_fraction(g, hw::fp8_gemm_efficiency(h100.sheet.gemm)) == cost::gemm_fraction(g, e));
   // A device file's measured fp8_max_fraction replaces it.
   hw::device measured = h100;

@@ -43,9 +43,12 @@ constexpr hw::attention_efficiency attention_efficiency_of(const hw::datasheet_s
   const double scale = s.gemm.max_fraction / h100_measured_gemm_fraction;
   const auto& r = h100_measured_attention;
   const double units = static_cast<double>(std::max(s.gemm.compute_units, 1));
-  return {std::min(1.0, r.forward * scale), std::min(1.0, r.backward * scale),
-          std::min(1.0, r.causal_forward * scale), std::min(1.0, r.causal_backward * scale),
-          r.work_half * units / static_cast<double>(h100_compute_units)};
+  return {std::min(1.0, r.forward * scale),
+          std::min(1.0, r.backward * scale),
+          std::min(1.0, r.causal_forward * scale),
+          std::min(1.0, r.causal_backward * scale),
+          r.work_half * units / static_cast<double>(h100_compute_units),
+          r.key_tiles_half};
 }
 
 /// The share of the s x s scores a fused kernel computes: all of them; half under a causal mask (the tiles
@@ -71,9 +74,17 @@ constexpr double fused_attention_executed_flops(const model::op& o) {
   return forward * pass * fused_attention_score_share(o);
 }
 
+/// Key tiles one work unit of a fused attention kernel walks: ceil(keys / 128) times the share of the scores
+/// it computes (half under a causal mask).
+constexpr double fused_attention_key_tiles(const model::op& o) {
+  return static_cast<double>((o.gemm.n + attention_block_rows - 1) / attention_block_rows) *
+         fused_attention_score_share(o);
+}
+
 /// Fused attention on a datasheet device: executed FLOPs at the matrix peak times the efficiency for its pass
-/// and mask, w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal); never
-/// less than its inputs read and output written once at the achievable HBM bandwidth.
+/// and mask, w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal), and
+/// L / (L + key_tiles_half) of that for L key tiles per unit (fused_attention_key_tiles); never less than its
+/// inputs read and output written once at the achievable HBM bandwidth.
 inline constexpr auto datasheet_attention_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   if (!detail::valid(o.gemm)) return seconds{0.0};
@@ -85,8 +96,10 @@ inline constexpr auto datasheet_attention_time =
                        static_cast<double>((o.gemm.m + attention_block_rows - 1) / attention_block_rows) *
                        fused_attention_score_share(o);
   const double occupancy = units / (units + e.work_half);
+  const double tiles = fused_attention_key_tiles(o);
+  const double pipeline = tiles / (tiles + e.key_tiles_half);
   const seconds compute = flops{fused_attention_executed_flops(o)} /
-                          (hw::matrix_peak(d.sheet, d.compute) * (fraction * occupancy));
+                          (hw::matrix_peak(d.sheet, d.compute) * (fraction * occupancy * pipeline));
   const seconds memory =
       (model::bytes_read(o) + model::bytes_written(o)) / (d.hbm_bandwidth * d.sheet.memory_efficiency);
   return std::max(compute, memory);

@@ -101,14 +101,18 @@ constexpr gemm_efficiency fp8_gemm_efficiency(gemm_efficiency e) {
 /// kernel executes: the forward pass's QK^T and PV GEMMs, the backward pass's five (the scores recomputed,
 /// dV, dP, dQ, dK: 2.5 times the forward), causal kernels skipping the masked half. A kernel of w work units
 /// (one unit: 128 query rows of one head against all keys; a causal one counts half) reaches
-/// fraction * w / (w + work_half): few heads per rank or short sequences leave SMs idle. Fractions of 0:
-/// not measured, derived from the GEMM efficiency (cost/attention.hpp).
+/// fraction * w / (w + work_half): few heads per rank or short sequences leave SMs idle. Each work unit walks
+/// L key tiles of 128 (L = ceil(keys / 128), half of that under a causal mask) after a fixed start and drain
+/// worth key_tiles_half tiles, reaching L / (L + key_tiles_half) of the fraction: short sequences run
+/// slower per FLOP than long ones. Fractions of 0: not measured, derived from the GEMM efficiency
+/// (cost/attention.hpp).
 struct attention_efficiency {
   double forward = 0.0;
   double backward = 0.0;
   double causal_forward = 0.0;
   double causal_backward = 0.0;
   double work_half = 0.0;
+  double key_tiles_half = 0.0;
   [[nodiscard]] constexpr bool measured() const {
     return forward > 0.0 && backward > 0.0 && causal_forward > 0.0 && causal_backward > 0.0;
   }

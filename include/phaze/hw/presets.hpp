@@ -94,22 +94,32 @@ inline constexpr double h100_k_half = 184.0;
 // H200: mean 5.15%, max 36.4% (the uncalibrated values: mean 12.7%, max 100.6%).
 inline constexpr double h200_max_fraction = 0.715;
 inline constexpr double h200_k_half = 116.0;
-// FP8 GEMMs (e4m3 inputs, bf16 output, fp32 accumulation; what Transformer Engine runs for the linear layers
-// under FP8) were not measured on the cards the bf16 values above come from. They are taken to reach the same
-// fraction of their (twice as high) peak as bf16 GEMMs do on those cards, with the reduction half-point
-// doubled (hw::fp8_gemm_efficiency): the presets leave fp8_max_fraction at 0, i.e. max_fraction. A published
-// cuBLASLt benchmark of 8192^3 FP8 GEMMs on 16 H100 SXM (1599-1630 TFLOP/s, mean 1611: 0.814 of the 1979
-// peak; d-robotics test_gpu_scripts, reports_cublaslt_fp8_crosscheck_20260524.md) is the upper reference:
-// those cards also run bf16 faster than the card measured here (8192^3 bf16 at 687 TFLOP/s, 0.695 of peak),
-// and mixing the two sources would make FP8 GEMMs 2.35 times as fast as bf16 ones. A device file's
-// gemm_efficiency.fp8_max_fraction sets a measured value (docs/cost-model.md).
-// Fused attention (cuDNN's fused SDPA through PyTorch 2.11, bf16, head_dim 128, sequence 2048, 12 to 384
-// heads per kernel, causal and not; tests/data/gpu/*-attention.csv, docs/gpu-measurements.md): fractions of
-// the 989 TFLOP/s peak for the work executed (forward, backward, causal forward, causal backward) and the
-// work units (128 query rows of one head) at which a kernel reaches half of them, by a grid search minimizing
-// the mean relative error over the 48 kernels of each card: H100 2.5%, H200 2.9% (cost/attention.hpp).
-inline constexpr attention_efficiency h100_attention{0.687, 0.46, 0.525, 0.35, 76.0};
-inline constexpr attention_efficiency h200_attention{0.684, 0.498, 0.534, 0.389, 78.0};
+// FP8 GEMMs (e4m3 x e4m3 -> bf16 through torch._scaled_mm, what Transformer Engine runs for the linear layers
+// under FP8: fast accumulation forward, split accumulation for the two backward GEMMs) measured on the same
+// kinds of card, 157 shapes each (the four linear layers of Llama 3 8B / 70B at sequence 8192 and GPT-3 175B
+// at 2048, tensor-parallel widths 1-8, forward / dgrad / wgrad; k sweep; squares;
+// tests/data/gpu/*-fp8-gemm.csv, tools/gpu/measure_hopper.py, docs/gpu-measurements.md). In the same runs
+// bf16 GEMMs of the same shapes ran at a median 1.86 (H100) / 1.88 (H200) times slower, not 2: the cards sat
+// at their 700 W limit and lowered their clocks under FP8 (1110-1260 MHz read after the FP8 GEMMs).
+// hw::fp8_gemm_efficiency keeps the model of bf16 (k_half doubled: FP8 packs twice the elements per byte of a
+// k-slice); fp8_max_fraction is the grid search's value over all 157 shapes (tools/gpu/measure_hopper.py's
+// data through the fit in tests/hw/gpu_calibration_test.cpp): H100 0.7075 (mean error 4.9%; with bf16's 0.745
+// it was 7.4%, too fast), H200 0.685 (5.0%; 6.9%). A published cuBLASLt 8192^3 FP8 benchmark on 16 H100 SXM
+// (1599-1630 TFLOP/s; d-robotics test_gpu_scripts, reports_cublaslt_fp8_crosscheck_20260524.md) is faster
+// than our card (1408).
+inline constexpr double h100_fp8_max_fraction = 0.7075;
+inline constexpr double h200_fp8_max_fraction = 0.685;
+// Fused attention (cuDNN's fused SDPA through PyTorch 2.11, bf16, head_dim 128; GPT-3 shapes at sequence 2048
+// with 12 to 384 heads per kernel, causal and not, and Llama 3 shapes at sequences 2048 to 65536 with 8 and
+// 32 heads plus context-parallel shapes of 4096-8192 queries against 32768-131072 keys;
+// tests/data/gpu/*-attention.csv and *-attention-long.csv, docs/gpu-measurements.md): fractions of the 989
+// TFLOP/s peak for the work executed (forward, backward, causal forward, causal backward), the work units
+// (128 query rows of one head) at which a kernel reaches half of them, and the key tiles per unit at which it
+// reaches half (start and drain of each unit's pipeline), by tools/gpu/fit_attention.cpp minimizing the mean
+// relative error over the 78 kernels of each card: H100 4.3% (max 23%), H200 4.1% (max 21%). Without the key
+// tile term (fitted on sequence 2048 alone) the model was 25-68% slow at sequences of 4096 and more.
+inline constexpr attention_efficiency h100_attention{0.8175, 0.55, 0.7375, 0.5125, 86.0, 3.0};
+inline constexpr attention_efficiency h200_attention{0.8025, 0.585, 0.7275, 0.5325, 84.0, 2.75};
 constexpr device with_attention(device d, attention_efficiency a) {
   d.sheet.attention = a;
   return d;
@@ -121,11 +131,13 @@ inline constexpr int hopper_tile_n = 128;
 /// An SXM Hopper (GH100: 132 SMs; 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32) with its memory
 /// and its calibrated GEMM and fused-attention efficiency.
 constexpr device hopper(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double max_fraction,
-                        double k_half, attention_efficiency attention) {
-  return with_attention(
+                        double k_half, double fp8_max_fraction, attention_efficiency attention) {
+  device d = with_attention(
       gpu(name, hbm, hbm_bw,
           sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m, hopper_tile_n, 132, k_half)),
       attention);
+  d.sheet.gemm.fp8_max_fraction = fp8_max_fraction;
+  return d;
 }
 
 /// TPU v4 by its datasheet. Its MXUs compute bf16 (and int8), not fp16. The vector rate is the real VPU's
@@ -167,7 +179,7 @@ inline constexpr std::array presets{
            "HBM3 at "
            "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
            detail::hopper("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12}, detail::h100_max_fraction,
-                          detail::h100_k_half, detail::h100_attention)},
+                          detail::h100_k_half, detail::h100_fp8_max_fraction, detail::h100_attention)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
@@ -179,7 +191,7 @@ inline constexpr std::array presets{
            "TB/s, "
            "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
            detail::hopper("h200", bytes{141e9}, bytes_per_second{4.8e12}, detail::h200_max_fraction,
-                          detail::h200_k_half, detail::h200_attention)},
+                          detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_attention)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

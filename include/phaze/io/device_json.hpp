@@ -376,14 +376,16 @@ class reader {
     }
     if (const auto v = s->fraction("memory_efficiency")) sheet.memory_efficiency = *v;
     if (const auto a = s->child("attention_efficiency")) {
-      a->check_keys({"forward", "backward", "causal_forward", "causal_backward", "work_half"},
-                    "attention_efficiency");
+      a->check_keys(
+          {"forward", "backward", "causal_forward", "causal_backward", "work_half", "key_tiles_half"},
+          "attention_efficiency");
       auto& e = sheet.attention;
       if (const auto v = a->fraction("forward")) e.forward = *v;
       if (const auto v = a->fraction("backward")) e.backward = *v;
       if (const auto v = a->fraction("causal_forward")) e.causal_forward = *v;
       if (const auto v = a->fraction("causal_backward")) e.causal_backward = *v;
       if (const auto v = a->number("work_half", true)) e.work_half = *v;
+      if (const auto v = a->number("key_tiles_half", true)) e.key_tiles_half = *v;
       if (!e.measured()) {
         field_error(a->path(),
                     "needs all four fractions (forward, backward, causal_forward, causal_backward), each in "
@@ -624,7 +626,8 @@ inline constexpr auto device_to_json = [](const hw::device& d,
                                    {"backward", a.backward},
                                    {"causal_forward", a.causal_forward},
                                    {"causal_backward", a.causal_backward},
-                                   {"work_half", number_json(a.work_half)}};
+                                   {"work_half", number_json(a.work_half)},
+                                   {"key_tiles_half", number_json(a.key_tiles_half)}};
     }
     j["datasheet"] = s;
   }
