@@ -31,6 +31,7 @@ struct estimate_options {
   int pp = 1;
   int dp = 0;  // 0: devices / (tp * pp * cp)
   int cp = 1;
+  int ep = 1;
   int vp = 1;
   std::int64_t global_batch = 1;
   std::int64_t microbatch = 1;
@@ -55,7 +56,7 @@ int run_estimate(const estimate_options& o) {
   const chosen_cluster chosen = resolve_cluster(o.where, "estimate");
   const cluster::cluster& c = chosen.value;
 
-  train::parallelism p{o.tp, o.pp, o.dp, o.cp};
+  train::parallelism p{o.tp, o.pp, o.dp, o.cp, o.ep};
   if (o.cp <= 0) train::rules::parallel_degrees_must_be_positive();
   if (p.dp == 0) p.dp = train::data_parallel_degree(c.devices() / std::max(o.cp, 1), o.tp, o.pp);
   train::training_knobs k;
@@ -92,7 +93,8 @@ int run_estimate(const estimate_options& o) {
     throw infeasible_error(fmt::format(
         "the plan does not fit: stage {} needs {} per device but {} holds {}; use more pipeline or tensor "
         "parallelism, a smaller microbatch, recomputation or the distributed optimizer",
-        i, io::format_bytes(e.stages[i].memory), c.device_at(static_cast<int>(i) * p.tp * p.dp).name.view(),
+        i, io::format_bytes(e.stages[i].memory),
+        c.device_at(static_cast<int>(i) * p.tp * p.cp * p.dp).name.view(),
         io::format_bytes(e.stages[i].capacity)));
   }
   return 0;
@@ -108,6 +110,10 @@ command add_estimate_command(CLI::App& root) {
   parser->add_option("--tp", o->tp, "tensor-parallel width")->required();
   parser->add_option("--pp", o->pp, "pipeline stages")->required();
   parser->add_option("--cp", o->cp, "context-parallel size (sequence split over cp ranks, ring attention)")
+      ->default_str("1");
+  parser
+      ->add_option("--ep", o->ep,
+                   "expert-parallel size (mixture-of-experts models: experts spread over ep of the dp ranks)")
       ->default_str("1");
   parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))");
   parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")->default_str("1");

@@ -35,7 +35,7 @@ namespace {
 struct plan_options {
   std::string model;
   cluster_choice where;
-  std::optional<int> tp, pp, dp;
+  std::optional<int> tp, pp, dp, ep;
   std::optional<std::int64_t> microbatch;
   std::optional<std::string> recompute;
   bool sequence_parallel = false;
@@ -186,6 +186,22 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (!c.bias) out += c.qkv_bias ? " --disable-bias-linear --add-qkv-bias" : " --disable-bias-linear";
   if (!c.tied_embeddings) out += " --untie-embeddings-and-output-weights";
   if (!c.dropout) out += " --attention-dropout 0.0 --hidden-dropout 0.0";
+  if (c.experts > 0) {
+    // Megatron-Core's MoE as phaze costs it: the all-to-all dispatcher, grouped expert GEMMs, the experts
+    // split over tp like the dense layers; the dense first blocks as a --moe-layer-freq pattern.
+    out += fmt::format(
+        " --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {} --moe-token-dispatcher-type "
+        "alltoall "
+        "--moe-grouped-gemm --expert-model-parallel-size {}",
+        c.experts, c.top_k, c.expert_ffn_or_default(), r.parallel.ep);
+    if (c.shared_expert_ffn > 0)
+      out += fmt::format(" --moe-shared-expert-intermediate-size {}", c.shared_expert_ffn);
+    if (c.dense_layers > 0)
+      out += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", c.dense_layers, c.layers - c.dense_layers);
+    if (c.capacity_factor > 0.0)
+      out += fmt::format(" --moe-expert-capacity-factor {} --moe-pad-expert-input-to-capacity",
+                         c.capacity_factor);
+  }
   const auto& split = r.split;
   const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {
     return s.blocks == split.front().blocks;
@@ -311,6 +327,16 @@ int run_plan(const plan_options& o) {
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
   if (o.tp) fixed.tensor_parallel = {*o.tp};
+  if (o.ep) {
+    if (m.config.experts == 0) model::rules::expert_parallelism_needs_a_mixture_of_experts_model();
+    if (m.config.experts % *o.ep != 0) model::rules::expert_parallel_size_must_divide_experts();
+    if (*o.ep > 1 && fixed.placement != place::stage_placement::uniform) {
+      throw input_error(
+          "--ep above 1 needs --placer uniform: the placers split stages without expert parallelism, so "
+          "the plans with experts spread over ranks are searched with Megatron-LM's uniform split");
+    }
+    fixed.expert_parallel = {*o.ep};
+  }
   fixed.pp = o.pp;
   fixed.dp = o.dp;
   if (o.microbatch) fixed.microbatches = {*o.microbatch};
@@ -493,6 +519,10 @@ command add_plan_command(CLI::App& root) {
   parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);
   parser->add_option("--pp", o->pp, "fix the pipeline depth")->check(positive_integer);
   parser->add_option("--dp", o->dp, "fix the data-parallel degree")->check(positive_integer);
+  parser
+      ->add_option("--ep", o->ep,
+                   "expert-parallel size (mixture-of-experts models; with --placer uniform when above 1)")
+      ->check(positive_integer);
   parser->add_option("--microbatch", o->microbatch, "fix the microbatch size")->check(positive_integer);
   parser->add_option("--recompute", o->recompute, "fix the recomputation mode")
       ->check(CLI::IsMember({"none", "selective", "full"}));

@@ -179,6 +179,11 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       {"plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
        "interleaved --vp 3 --placer uniform",
        {"--num-layers-per-virtual-pipeline-stage"}},
+      {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
+           "/hf/deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
+       {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-token-dispatcher-type",
+        "--moe-grouped-gemm", "--expert-model-parallel-size", "--moe-shared-expert-intermediate-size",
+        "--moe-layer-freq"}},
   };
   for (const auto& c : cases) {
     INFO(c.args);
@@ -194,6 +199,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       CHECK((args.at("--attention-backend") == "fused" || args.at("--attention-backend") == "unfused"));
     if (args.count("--normalization")) CHECK(args.at("--normalization") == "RMSNorm");
     if (args.count("--position-embedding-type")) CHECK(args.at("--position-embedding-type") == "rope");
+    if (args.count("--moe-layer-freq")) CHECK(args.at("--moe-layer-freq") == "'([0]*1+[1]*27)'");
+    if (args.count("--num-experts")) CHECK(args.at("--num-experts") == "64");
   }
   // The plan's step comes out as it was costed.
   const auto unfused = emitted_arguments(

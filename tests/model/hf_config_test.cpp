@@ -419,9 +419,12 @@ TEST_CASE("from_hf_config keeps what changes the cost: QKV bias, GeGLU, head_dim
 }
 
 TEST_CASE("from_hf_config refuses what it would cost wrong, naming the field", "[hf]") {
-  const auto experts =
-      input_error_of([] { (void)from_hf_config(read_config("bad_mixtral-8x7b.json"), "x"); });
-  CHECK_THAT(experts, Catch::Contains("'num_local_experts'") && Catch::Contains("mixture of experts"));
+  // Experts in a config of a dense model type: refused, naming the field and the types that carry experts.
+  auto dense_with_experts = read_config("mixtral-8x7b-v0.1.json");
+  dense_with_experts["model_type"] = "llama";
+  const auto experts = input_error_of([&] { (void)from_hf_config(dense_with_experts, "x"); });
+  CHECK_THAT(experts, Catch::Contains("'num_local_experts'") && Catch::Contains("mixture of experts") &&
+                          Catch::Contains("mixtral"));
   auto qwen = read_config("qwen2-7b.json");
   qwen["use_sliding_window"] = true;
   CHECK_THAT(input_error_of([&] { (void)from_hf_config(qwen, "x"); }),

@@ -4,6 +4,8 @@
 /// ring and the efficiency collectives reach on it).
 #pragma once
 
+#include <algorithm>
+
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/model/op.hpp"
@@ -47,6 +49,41 @@ inline constexpr auto all_gather_time =
 /// latency.
 inline constexpr auto point_to_point_time = [](bytes message, const cluster::route& r) constexpr -> seconds {
   return message / (r.hop.bandwidth * r.efficiency.send_recv) + r.hop.latency;
+};
+
+/// The links of an all-to-all group: `local` of its members share a node (route `inside` among them); the
+/// others are reached over `across` (a node's interfaces).
+struct all_to_all_routes {
+  int local = 1;
+  cluster::route inside{};
+  cluster::route across{};
+};
+
+/// An all-to-all in which each of n devices sends `message` bytes split evenly over the group (expert
+/// parallelism's token dispatch and combine; NCCL's alltoall runs the n - 1 sends and receives of a device
+/// at once): of a device's message, (local - 1) / n goes to the members in its node over `inside` and
+/// (n - local) / n to the others over `across`, at the same time, so the slower of the two sets the time,
+/// plus (n - 1) latencies: max((local - 1) / n m / B_inside, (n - local) / n m / B_across) + (n - 1) latency,
+/// at the routes' send/recv efficiency.
+inline constexpr auto all_to_all_time =
+    [](bytes message, int n, const all_to_all_routes& r) constexpr -> seconds {
+  if (n <= 1) return seconds{0.0};
+  const double members = static_cast<double>(n);
+  const int local = r.local < n ? std::max(r.local, 1) : n;
+  const double in_share = static_cast<double>(local - 1) / members;
+  const double out_share = static_cast<double>(n - local) / members;
+  seconds in{0.0};
+  seconds out{0.0};
+  seconds latency{0.0};
+  if (local > 1) {
+    in = message * in_share / (r.inside.hop.bandwidth * r.inside.efficiency.send_recv);
+    latency = r.inside.hop.latency;
+  }
+  if (local < n) {
+    out = message * out_share / (r.across.hop.bandwidth * r.across.efficiency.send_recv);
+    latency = std::max(latency, r.across.hop.latency);
+  }
+  return std::max(in, out) + latency * (members - 1.0);
 };
 
 /// The time of a collective op kind (all_reduce, reduce_scatter, all_gather) on `message` bytes over n

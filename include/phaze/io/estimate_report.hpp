@@ -81,6 +81,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"pp", p.pp},
             {"dp", p.dp},
             {"cp", p.cp},
+            {"ep", p.ep},
             {"vp", k.virtual_stages},
             {"microbatch", k.microbatch},
             {"microbatches", e.microbatches},
@@ -123,9 +124,10 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
       "{} on {} x {}: tp {}, pp {}, dp {}{}, vp {}, microbatch {} ({} per replica), recompute {}, schedule "
       "{}{}\n{}\n\n",
       m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp,
-      p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}, k.virtual_stages, k.microbatch, e.microbatches,
-      model::to_string(k.recompute), train::to_string(k.schedule),
-      k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
+      (p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}) +
+          (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}),
+      k.virtual_stages, k.microbatch, e.microbatches, model::to_string(k.recompute),
+      train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});
   summary.add_row({"throughput", fmt::format("{:.4g} samples/s", e.samples_per_s)});

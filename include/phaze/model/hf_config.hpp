@@ -20,8 +20,9 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 9> hf_model_types{
-    "gpt2", "opt", "llama", "mistral", "qwen2", "gemma", "falcon", "bert", "gpt_neox"};
+inline constexpr std::array<std::string_view, 12> hf_model_types{
+    "gpt2",   "opt",  "llama",    "mistral", "qwen2",     "gemma",
+    "falcon", "bert", "gpt_neox", "mixtral", "qwen2_moe", "deepseek"};
 
 /// The training sequence an imported model gets when its context is longer and none is asked for: 8,192
 /// tokens, the sequence Llama 3 pretrains at before its long-context stage (Llama 3 paper, Dubey et al. 2024,
@@ -159,15 +160,20 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 9> prefixes{{{"GPTNeoX", "gpt_neox"},
-                                                                                   {"GPT2", "gpt2"},
-                                                                                   {"OPT", "opt"},
-                                                                                   {"Llama", "llama"},
-                                                                                   {"Mistral", "mistral"},
-                                                                                   {"Qwen2", "qwen2"},
-                                                                                   {"Gemma", "gemma"},
-                                                                                   {"Falcon", "falcon"},
-                                                                                   {"Bert", "bert"}}};
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 13> prefixes{
+      {{"GPTNeoX", "gpt_neox"},
+       {"GPT2", "gpt2"},
+       {"OPT", "opt"},
+       {"Llama", "llama"},
+       {"Mixtral", "mixtral"},
+       {"Mistral", "mistral"},
+       {"Qwen2Moe", "qwen2_moe"},
+       {"Qwen2", "qwen2"},
+       {"DeepseekV", "deepseek_v"},
+       {"Deepseek", "deepseek"},
+       {"Gemma", "gemma"},
+       {"Falcon", "falcon"},
+       {"Bert", "bert"}}};
   if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
     for (const auto& a : *it) {
       if (!a.is_string()) continue;
@@ -180,7 +186,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
   }
   field_error("model_type",
               "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
-              "llama, mistral, qwen2, gemma, falcon, bert, gpt_neox");
+              "llama, mistral, qwen2, gemma, falcon, bert, gpt_neox, mixtral, qwen2_moe, deepseek");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -231,11 +237,18 @@ inline transformer_config opt(const reader& r) {
 /// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
 /// refused naming it, never imported as if it were absent.
 inline void refuse_unmodelled(const reader& r) {
+  for (const std::string_view latent : {"kv_lora_rank", "q_lora_rank"}) {
+    if (r.get(latent) != nullptr)
+      field_error(latent, "is set: multi-head latent attention (DeepSeek-V2/V3), which phaze does not model");
+  }
+  const bool moe_type =
+      r.model_type() == "mixtral" || r.model_type() == "qwen2_moe" || r.model_type() == "deepseek";
   for (const std::string_view experts : {"num_local_experts", "num_experts", "n_routed_experts"}) {
-    if (const auto* v = r.get(experts); v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
-      field_error(experts, "is " + shown(*v) +
-                               ": a mixture of experts, which phaze does not model yet; its dense layers "
-                               "would be costed without the experts");
+    if (const auto* v = r.get(experts);
+        !moe_type && v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
+      field_error(experts, "is " + shown(*v) + ": a mixture of experts in a model_type '" + r.model_type() +
+                               "' config; phaze imports experts from model_type mixtral, qwen2_moe and "
+                               "deepseek (DeepSeekMoE) configs");
     }
   }
   for (const std::string_view capping : {"attn_logit_softcapping", "final_logit_softcapping"}) {
@@ -252,7 +265,7 @@ inline std::int64_t rotary_training_sequence(std::int64_t context) {
 
 /// A sliding attention window (`sliding_window`, Mistral 7B v0.1: 4096): each query sees that many keys.
 inline std::int64_t sliding_window(const reader& r) {
-  if (r.model_type() == "qwen2") {
+  if (r.model_type() == "qwen2" || r.model_type() == "qwen2_moe") {
     // Qwen2 slides the window only over the layers from max_window_layers on: layers that differ.
     if (r.flag("use_sliding_window", false)) {
       field_error("use_sliding_window",
@@ -299,8 +312,43 @@ inline transformer_config llama(const reader& r) {
   c.mlp = mlp_kind::swiglu;
   c.bias = r.flag("attention_bias", false) || r.flag("mlp_bias", false);
   // Qwen2's QKV projection carries a bias (Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False).
-  c.qkv_bias = r.model_type() == "qwen2";
+  c.qkv_bias = r.model_type() == "qwen2" || r.model_type() == "qwen2_moe";
   return c;
+}
+
+/// The experts of a mixture-of-experts config (Mixtral: num_local_experts x intermediate_size; Qwen2-MoE:
+/// num_experts x moe_intermediate_size plus a shared expert; DeepSeekMoE: n_routed_experts x
+/// moe_intermediate_size plus n_shared_experts of it, the first first_k_dense_replace blocks dense of
+/// intermediate_size). Layer patterns phaze cannot build (MoE only every few blocks, dense blocks listed by
+/// index) are refused naming the field.
+inline void experts(const reader& r, transformer_config& c) {
+  const std::string& type = r.model_type();
+  if (type == "mixtral") {
+    c.experts = r.required_size("num_local_experts");
+    c.top_k = r.required_size("num_experts_per_tok");
+    return;
+  }
+  c.experts = r.required_size(type == "deepseek" ? "n_routed_experts" : "num_experts");
+  c.top_k = r.required_size("num_experts_per_tok");
+  c.expert_ffn = r.required_size("moe_intermediate_size");
+  const std::string_view every = type == "deepseek" ? "moe_layer_freq" : "decoder_sparse_step";
+  if (const auto step = r.size(every); step && *step != 1)
+    field_error(every, "is " + std::to_string(*step) +
+                           ": experts only every few blocks, which phaze does not build (it needs 1)");
+  if (type == "qwen2_moe") {
+    if (const auto* only = r.get("mlp_only_layers"); only != nullptr && !(only->is_array() && only->empty()))
+      field_error("mlp_only_layers",
+                  "lists dense blocks among the expert blocks, which phaze does not build");
+    c.shared_expert_ffn = r.size("shared_expert_intermediate_size").value_or(0);
+    return;
+  }
+  // deepseek
+  if (const auto shared = r.size("n_shared_experts")) c.shared_expert_ffn = *shared * c.expert_ffn;
+  c.dense_layers = r.size("first_k_dense_replace").value_or(0);
+  const std::string score = r.text("scoring_func").value_or("softmax");
+  if (score != "softmax")
+    field_error("scoring_func",
+                "is \"" + score + "\"; phaze models softmax routing (its cost is the same order)");
 }
 
 /// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
@@ -406,6 +454,9 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::opt(r);
     } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
       c = hf::llama(r);
+    } else if (type == "mixtral" || type == "qwen2_moe" || type == "deepseek") {
+      c = hf::llama(r);
+      hf::experts(r, c);
     } else if (type == "falcon") {
       c = hf::falcon(r);
     } else if (type == "bert") {

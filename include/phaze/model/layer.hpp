@@ -75,6 +75,10 @@ struct layer_shape {
   /// Vocabulary padding as Megatron-LM pads it (--make-vocab-size-divisible-by): the embedding and output
   /// layer hold the vocabulary rounded up to a multiple of vocab_multiple * tp; 1: to a multiple of tp.
   int vocab_multiple = 1;
+  /// Expert parallelism (mixture-of-experts blocks): each rank holds experts / ep of a block's routed
+  /// experts and exchanges tokens with the ep - 1 others of its group by all-to-all (Megatron-Core's
+  /// --expert-model-parallel-size; ranks carved from the data-parallel ones).
+  int ep = 1;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -142,20 +146,30 @@ class layer_builder {
   /// The shape the layer is built for.
   [[nodiscard]] constexpr const layer_shape& shape() const { return layer_.shape; }
 
-  /// A matmul with weights: x[m,k] * W[k,n] (+ bias of n). Keeps its input for the weight gradient.
+  /// A matmul with weights: x[m,k] * W[k,n] (+ bias of n), `g.batch` independent ones with weights of their
+  /// own (grouped GEMMs). Keeps its input for the weight gradient. In a block under FP8 training it runs
+  /// in FP8 unless `bf16_only` (a router, which Transformer Engine leaves in higher precision).
   constexpr tensor matmul(std::string_view name, tensor x, gemm_dims g, tp_split split, bool bias = false,
-                          bool tied_weights = false) {
+                          bool tied_weights = false, bool bf16_only = false) {
     check_dims(g);
     op o = base(op_kind::matmul, name, split);
     o.gemm = g;
     o.in_elements = x.elements;
     o.out_elements = g.batch * g.m * g.n;
-    o.params = g.k * g.n + (bias ? g.n : 0);
+    o.params = g.batch * (g.k * g.n + (bias ? g.n : 0));
     o.tied_params = tied_weights ? g.k * g.n : 0;
     o.saved = saves::input0;
-    o.fp8 = layer_.shape.fp8 && layer_.role == layer_role::block;
+    o.fp8 = layer_.shape.fp8 && layer_.role == layer_role::block && !bf16_only;
     o.fp8_cast = o.fp8 && !produced_by_norm(x);
     return add(o, {x});
+  }
+
+  /// The grouped GEMM of a block's routed experts on one rank: `g.batch` experts, `g.m` tokens each
+  /// (model::op::expert).
+  constexpr tensor expert_matmul(std::string_view name, tensor x, gemm_dims g, tp_split split) {
+    const tensor t = matmul(name, x, g, split);
+    layer_.ops.back().expert = true;
+    return t;
   }
 
   /// A matmul of two activations, per (batch, head): a[m,k] * b[k,n].
@@ -436,6 +450,14 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
 inline constexpr auto layer_params = [](const layer& l, bool include_tied = false) constexpr -> std::int64_t {
   std::int64_t total = 0;
   for (const op& o : l.ops) total += include_tied ? o.params : o.params - o.tied_params;
+  return total;
+};
+
+/// Parameters of a layer's routed experts on one rank (model::op::expert): part of layer_params.
+inline constexpr auto layer_expert_params = [](const layer& l) constexpr -> std::int64_t {
+  std::int64_t total = 0;
+  for (const op& o : l.ops)
+    if (o.expert) total += o.params;
   return total;
 };
 

@@ -51,6 +51,9 @@ struct layer_spec {
   std::int64_t out = 0;               ///< dense: output features; pointwise and view: elements per sample out
   std::int64_t params = 0;            ///< pointwise: learned elements added (0: a copy)
   bool bias = false;                  ///< dense
+  /// transformer block of a mixture-of-experts model that keeps a dense MLP of the model's ffn
+  /// (transformer_config::dense_layers)
+  bool dense_mlp = false;
   friend constexpr bool operator==(const layer_spec&, const layer_spec&) = default;
 };
 
@@ -117,8 +120,10 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
   m.kinds.push_back({.name = "embedding", .role = layer_role::embedding});
   m.kinds.push_back({.name = "block", .role = layer_role::block});
   m.kinds.push_back({.name = "head", .role = layer_role::head});
+  if (c.dense_layers > 0)
+    m.kinds.push_back({.name = "dense_block", .role = layer_role::block, .dense_mlp = true});
   m.nodes.push_back(0);
-  for (std::int64_t i = 0; i < c.layers; ++i) m.nodes.push_back(1);
+  for (std::int64_t i = 0; i < c.layers; ++i) m.nodes.push_back(i < c.dense_layers ? 3 : 1);
   m.nodes.push_back(2);
   for (std::size_t i = 0; i + 1 < m.nodes.size(); ++i) {
     m.edges.push_back({static_cast<std::int16_t>(i), static_cast<std::int16_t>(i + 1)});
@@ -191,6 +196,16 @@ inline constexpr auto build_kind =
   const std::int64_t b = shape.microbatch;
   switch (k.recipe) {
     case layer_recipe::transformer:
+      if (k.dense_mlp) {
+        transformer_config dense = architecture_of(m, k);
+        dense.experts = 0;
+        dense.top_k = 0;
+        dense.shared_expert_ffn = 0;
+        dense.dense_layers = 0;
+        layer_shape own = shape_of_kind(k, shape);
+        own.ep = 1;  // no experts to spread
+        return make_layer(dense, k.role, own);
+      }
       return make_layer(architecture_of(m, k), k.role, shape_of_kind(k, shape));
     case layer_recipe::dense: {
       layer_builder lb{k.name.view(), k.role, shape, b * k.rows * k.in};
@@ -234,6 +249,7 @@ inline constexpr auto splits_over = [](const model& m, int tp) constexpr -> bool
     if (k.recipe != layer_recipe::transformer) continue;
     const transformer_config& c = architecture_of(m, k);
     if (c.heads % tp != 0 || c.kv_heads_or_default() % tp != 0 || c.ffn % tp != 0) return false;
+    if (c.experts > 0 && (c.expert_ffn_or_default() % tp != 0 || c.shared_expert_ffn % tp != 0)) return false;
   }
   return true;
 };

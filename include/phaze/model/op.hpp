@@ -40,6 +40,11 @@ enum class op_kind : std::uint8_t {
   /// context in one kernel that never writes the s x s scores to memory. Its `gemm` is the score GEMM's
   /// shape {batch * heads, s, head_dim, s}; the forward pass counts the two GEMMs QK^T and PV.
   fused_attention,
+  /// Expert parallelism's token exchange (Megatron-Core's all-to-all token dispatcher): each of `group`
+  /// ranks sends its routed tokens to the ranks holding their experts (dispatch) and back (combine).
+  /// `out_elements` is what one rank sends. Costed on the expert-parallel route by the step model
+  /// (train::detail::expert_parallel_exposed), not with the tensor-parallel collectives.
+  all_to_all,
 };
 
 /// Which pass an operator belongs to.
@@ -116,6 +121,9 @@ struct op {
   /// fp8 matmul: its input is quantized by a pass of its own (read in bf16, written in FP8 twice, as is and
   /// transposed, since Hopper's FP8 GEMMs take only the TN layout) rather than by the norm before it.
   bool fp8_cast = false;
+  /// matmul: a routed expert's GEMM (mixture of experts); its parameters are the experts' (held by the
+  /// expert-parallel ranks, their gradients reduced over the expert-data-parallel ranks).
+  bool expert = false;
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };
@@ -130,6 +138,7 @@ inline constexpr auto unit_of = [](const op& o) constexpr -> unit {
     case op_kind::all_reduce:
     case op_kind::reduce_scatter:
     case op_kind::all_gather:
+    case op_kind::all_to_all:
       return unit::network;
     case op_kind::tp_copy:
     case op_kind::view:
@@ -296,6 +305,8 @@ constexpr std::string_view to_string(op_kind k) {
       return "view";
     case op_kind::fused_attention:
       return "fused_attention";
+    case op_kind::all_to_all:
+      return "all_to_all";
   }
   return "?";
 }

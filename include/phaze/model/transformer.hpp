@@ -93,6 +93,18 @@ struct transformer_config {
   bool dropout = true;             ///< dropout after attention probabilities and each sublayer
   bool causal = true;              ///< decoder (causal mask) vs encoder
   bool bert_heads = false;  ///< BERT pre-training heads: pooler + next-sentence and masked-LM transforms
+  /// Mixture of experts (Mixtral, DeepSeekMoE, Qwen-MoE): routed experts per block (0: a dense MLP of ffn).
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;       ///< experts each token is routed to
+  std::int64_t expert_ffn = 0;  ///< inner width of one routed expert (0: ffn)
+  /// Inner width of the shared experts every token also passes (DeepSeekMoE, Qwen-MoE: all of them
+  /// together, as one dense MLP); 0: none.
+  std::int64_t shared_expert_ffn = 0;
+  /// The first blocks keep a dense MLP of width ffn (DeepSeekMoE's first_k_dense_replace).
+  std::int64_t dense_layers = 0;
+  /// Megatron-Core's --moe-expert-capacity-factor with padding: every expert processes capacity_factor x
+  /// its balanced share of tokens; 0: dropless, costed at the balanced share (imbalance not modelled).
+  double capacity_factor = 0.0;
 
   [[nodiscard]] constexpr std::int64_t kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   [[nodiscard]] constexpr std::int64_t head_dim_or_default() const {
@@ -103,6 +115,9 @@ struct transformer_config {
   }
   [[nodiscard]] constexpr std::int64_t embed_dim_or_default() const {
     return embed_dim > 0 ? embed_dim : hidden;
+  }
+  [[nodiscard]] constexpr std::int64_t expert_ffn_or_default() const {
+    return expert_ffn > 0 ? expert_ffn : ffn;
   }
   friend constexpr bool operator==(const transformer_config&, const transformer_config&) = default;
 };
@@ -181,6 +196,42 @@ namespace rules {
 [[noreturn]] inline void rotary_fraction_must_be_in_0_1() {
   throw input_error("rotary fraction must lie in (0, 1]");
 }
+[[noreturn]] inline void experts_need_top_k_between_1_and_experts() {
+  throw input_error(
+      "a mixture-of-experts model routes each token to top_k experts with 1 <= top_k <= experts; give both "
+      "(HuggingFace: num_local_experts / n_routed_experts / num_experts and num_experts_per_tok)");
+}
+[[noreturn]] inline void expert_sizes_must_not_be_negative() {
+  throw input_error(
+      "experts, expert_ffn, shared_expert_ffn, dense_layers and capacity_factor must not be negative");
+}
+[[noreturn]] inline void dense_layers_must_leave_a_moe_block() {
+  throw input_error(
+      "dense_layers (DeepSeek's first_k_dense_replace) must be smaller than the number of layers, and needs "
+      "experts > 0");
+}
+[[noreturn]] inline void expert_parallel_size_must_be_positive() {
+  throw input_error("the expert-parallel size must be at least 1; give --ep N with N >= 1");
+}
+[[noreturn]] inline void expert_parallelism_needs_a_mixture_of_experts_model() {
+  throw input_error(
+      "--ep above 1 needs a mixture-of-experts model (experts > 0); give --ep 1 for a dense one");
+}
+[[noreturn]] inline void expert_parallel_size_must_divide_experts() {
+  throw input_error(
+      "the expert-parallel size must divide the number of routed experts (each rank holds experts / ep); "
+      "choose an ep that divides it");
+}
+[[noreturn]] inline void tensor_parallel_width_must_divide_expert_ffn() {
+  throw input_error(
+      "tensor-parallel width must divide the experts' MLP width (expert_ffn) and the shared experts'; choose "
+      "a tp that divides them");
+}
+[[noreturn]] inline void mixture_of_experts_with_tp_needs_sequence_parallelism() {
+  throw input_error(
+      "a mixture-of-experts block with tensor parallelism needs sequence parallelism (Megatron-Core requires "
+      "it); add --sequence-parallel or use tp 1");
+}
 }  // namespace rules
 
 /// Checks an architecture; a broken rule stops compilation (constant evaluation) or throws input_error.
@@ -198,6 +249,13 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) rules::rotary_fraction_must_be_in_0_1();
   if (c.score_bias < 0) rules::score_bias_must_not_be_negative();
   if (c.attention_window < 0) rules::attention_window_must_not_be_negative();
+  if (c.experts < 0 || c.expert_ffn < 0 || c.shared_expert_ffn < 0 || c.dense_layers < 0 ||
+      !(c.capacity_factor >= 0.0))
+    rules::expert_sizes_must_not_be_negative();
+  if (c.experts > 0 && (c.top_k < 1 || c.top_k > c.experts))
+    rules::experts_need_top_k_between_1_and_experts();
+  if (c.dense_layers > 0 && (c.experts == 0 || c.dense_layers >= c.layers))
+    rules::dense_layers_must_leave_a_moe_block();
 };
 
 /// Checks that an architecture can be split by the given shape (tensor-parallel width, sequence parallelism).
@@ -216,13 +274,20 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
   if (s.cp > 1 && !s.fused_attention) rules::context_parallelism_needs_fused_attention();
   if (s.sequence_parallel && (seq / s.cp) % s.tp != 0)
     rules::sequence_parallelism_needs_sequence_divisible_by_tp();
+  if (s.ep <= 0) rules::expert_parallel_size_must_be_positive();
+  if (s.ep > 1 && c.experts == 0) rules::expert_parallelism_needs_a_mixture_of_experts_model();
+  if (c.experts > 0) {
+    if (c.experts % s.ep != 0) rules::expert_parallel_size_must_divide_experts();
+    if (c.expert_ffn_or_default() % s.tp != 0 || c.shared_expert_ffn % s.tp != 0)
+      rules::tensor_parallel_width_must_divide_expert_ffn();
+  }
 };
 
 namespace detail {
 
 /// Sizes shared by the three layer builders.
 struct split_sizes {
-  std::int64_t b, s, keys, t, tokens, local_tokens, h, vocab_multiple;
+  std::int64_t b, s, keys, t, tokens, local_tokens, h, vocab_multiple, ep;
   bool sp, tp;
 };
 
@@ -239,6 +304,7 @@ constexpr split_sizes sizes_of(const transformer_config& c, const layer_shape& s
   z.local_tokens = z.sp ? z.tokens / z.t : z.tokens;
   z.h = c.hidden;
   z.vocab_multiple = shape.vocab_multiple;
+  z.ep = shape.ep;
   return z;
 }
 
@@ -328,9 +394,11 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   return leave_tp(b, z, proj, "attn_exit");
 }
 
-/// MLP: up (and gate) projection (column-parallel), activation, down projection (row-parallel).
-constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
-  const std::int64_t f = c.ffn / z.t;
+/// MLP: up (and gate) projection (column-parallel), activation, down projection (row-parallel); of width
+/// `width` (0: the model's ffn).
+constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x,
+                     std::int64_t width = 0) {
+  const std::int64_t f = (width > 0 ? width : c.ffn) / z.t;
   tensor in = enter_tp(b, z, x, "mlp_enter");
   tensor act{};
   if (c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu) {
@@ -349,6 +417,83 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
   return leave_tp(b, z, down, "mlp_exit");
 }
 
+/// Token slots each expert of a rank processes per microbatch: the rank's tensor-parallel group's tokens
+/// (tokens, sequence-gathered) times top_k, over the experts, for each of the ep ranks sending to it
+/// (balanced routing), times the capacity factor when one pads to it.
+constexpr std::int64_t tokens_per_expert(const transformer_config& c, const split_sizes& z) {
+  const double cf = c.capacity_factor > 0.0 ? c.capacity_factor : 1.0;
+  const double slots = static_cast<double>(z.tokens) * static_cast<double>(c.top_k) *
+                       static_cast<double>(z.ep) / static_cast<double>(c.experts) * cf;
+  const auto whole = static_cast<std::int64_t>(slots);
+  return std::max<std::int64_t>(1, static_cast<double>(whole) < slots ? whole + 1 : whole);
+}
+
+/// A mixture-of-experts MLP as Megatron-Core runs it with the all-to-all token dispatcher (Fedus et al.,
+/// "Switch Transformers", 2021; Jiang et al., "Mixtral of Experts", 2024; Megatron-Core's moe_layer.py and
+/// token_dispatcher.py): a router GEMM (h -> experts, bf16) and top-k softmax over the rank's tokens; the
+/// routed copies permuted into expert order; an all-to-all over the ep ranks (dispatch); under tensor
+/// parallelism (sequence-parallel) an all-gather of them over the tp ranks; each rank's experts / ep experts
+/// as grouped GEMMs (up/gate, activation, down; split over tp like a dense MLP); the reduce-scatter back;
+/// the all-to-all back (combine); the weighted sum of each token's top_k outputs (unpermute). Shared experts
+/// (DeepSeekMoE, Qwen-MoE) run beside it as a dense MLP and are added.
+constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
+  const std::int64_t k = c.top_k;
+  const std::int64_t f = c.expert_ffn_or_default() / z.t;
+  const std::int64_t local_experts = c.experts / z.ep;
+  const double cf = c.capacity_factor > 0.0 ? c.capacity_factor : 1.0;
+  const std::int64_t m = tokens_per_expert(c, z);
+  // Token slots a rank sends in the dispatch: its tokens x top_k (x the capacity factor when padded).
+  const auto sent = static_cast<std::int64_t>(static_cast<double>(z.local_tokens * k) * cf + 0.5);
+  const tp_split split = token_split(z);
+  const tensor logits =
+      b.matmul("router", x, {1, z.local_tokens, z.h, c.experts}, split, false, false, /*bf16_only=*/true);
+  const tensor gates = b.vector(op_kind::softmax, "router_topk", logits, saves::output, split);
+  tensor routed = b.vector(op_kind::copy, "permute", x, saves::nothing, split, 0, sent * z.h);
+  if (z.ep > 1)
+    routed = b.collective(op_kind::all_to_all, "dispatch", routed, static_cast<int>(z.ep), routed.elements);
+  // Into the experts' tensor-parallel region: the tp ranks' token shards gathered (sequence parallelism,
+  // which Megatron-Core requires with MoE; train::validate), or, with the tokens replicated, the identity.
+  if (z.tp) {
+    routed = z.sp ? b.collective(op_kind::all_gather, "experts_enter", routed, static_cast<int>(z.t),
+                                 local_experts * m * z.h)
+                  : b.collective(op_kind::tp_copy, "experts_enter", routed, static_cast<int>(z.t),
+                                 routed.elements);
+  }
+  const bool gated = c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu;
+  const tensor up =
+      b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f}, tp_split::column);
+  tensor act{};
+  if (gated) {
+    const bool silu = c.mlp == mlp_kind::swiglu;
+    act = b.vector(silu ? op_kind::swiglu : op_kind::geglu, silu ? "expert_swiglu" : "expert_geglu", up,
+                   saves::input0, tp_split::column, 0, local_experts * m * f);
+  } else {
+    act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu, "expert_act", up, saves::input0,
+                   tp_split::column);
+  }
+  tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row);
+  if (z.tp) {
+    down =
+        z.sp ? b.collective(op_kind::reduce_scatter, "experts_exit", down, static_cast<int>(z.t), sent * z.h)
+             : b.collective(op_kind::all_reduce, "experts_exit", down, static_cast<int>(z.t), down.elements);
+  }
+  if (z.ep > 1) down = b.collective(op_kind::all_to_all, "combine", down, static_cast<int>(z.ep), sent * z.h);
+  // The weighted sum of each token's top_k expert outputs, by the router's gates.
+  tensor out =
+      b.vector(op_kind::residual_add, "unpermute", down, saves::nothing, split, 0, z.local_tokens * z.h);
+  out = b.add_residual("gate_weights", out, gates, split);
+  if (c.shared_expert_ffn > 0) {
+    const tensor shared = mlp(b, c, z, x, c.shared_expert_ffn);
+    out = b.add_residual("shared_add", out, shared, split);
+  }
+  return out;
+}
+
+/// A block's MLP: its experts when the model has them, else the dense MLP.
+constexpr tensor feed_forward(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
+  return c.experts > 0 ? moe(b, c, z, x) : mlp(b, c, z, x);
+}
+
 }  // namespace detail
 
 /// One transformer block. Pre-norm (GPT-2 onwards), post-norm (BERT, OPT-350m) or parallel residual
@@ -362,7 +507,8 @@ inline constexpr auto block_layer =
     const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
     const tensor n2 = c.shared_norm ? n1 : detail::norm(b, c, z, x, "mlp_norm");
     const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n1), "attn_out_dropout");
-    const tensor mlp = detail::sublayer_dropout(b, c, z, detail::mlp(b, c, z, n2), "mlp_out_dropout");
+    const tensor mlp =
+        detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n2), "mlp_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
     b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
   } else if (c.pre_norm) {
@@ -370,13 +516,15 @@ inline constexpr auto block_layer =
     const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n1), "attn_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
     const tensor n2 = detail::norm(b, c, z, r1, "mlp_norm");
-    const tensor mlp = detail::sublayer_dropout(b, c, z, detail::mlp(b, c, z, n2), "mlp_out_dropout");
+    const tensor mlp =
+        detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n2), "mlp_out_dropout");
     b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
   } else {
     const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, x), "attn_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
     const tensor n1 = detail::norm(b, c, z, r1, "attn_norm");
-    const tensor mlp = detail::sublayer_dropout(b, c, z, detail::mlp(b, c, z, n1), "mlp_out_dropout");
+    const tensor mlp =
+        detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n1), "mlp_out_dropout");
     const tensor r2 = b.add_residual("mlp_residual", n1, mlp, detail::token_split(z));
     detail::norm(b, c, z, r2, "mlp_norm");
   }

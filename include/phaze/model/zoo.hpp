@@ -55,6 +55,25 @@ constexpr transformer_config llama(std::string_view name, std::int64_t h, std::i
           .layers = layers, .vocab = vocab, .sequence = seq, .norm = norm_kind::rmsnorm, .mlp = mlp_kind::swiglu,
           .positions = position_kind::rotary, .bias = false, .tied_embeddings = false, .dropout = false};
 }
+/// Mixtral-style mixture of experts: a Llama/Mistral block whose MLP is `experts` SwiGLU experts of ffn,
+/// top_k of them per token.
+constexpr transformer_config mixtral(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t kv,
+                                     std::int64_t ffn, std::int64_t layers, std::int64_t vocab, std::int64_t seq,
+                                     std::int64_t experts, std::int64_t top_k) {
+  auto c = llama(name, h, heads, kv, ffn, layers, vocab, seq);
+  c.experts = experts;
+  c.top_k = top_k;
+  return c;
+}
+/// Qwen3's mixture of experts: Mixtral's block with a head dimension of 128 whatever hidden / heads is.
+constexpr transformer_config qwen3_moe(std::string_view name, std::int64_t h, std::int64_t heads,
+                                       std::int64_t kv, std::int64_t expert_ffn, std::int64_t layers,
+                                       std::int64_t vocab, std::int64_t seq, std::int64_t experts,
+                                       std::int64_t top_k) {
+  auto c = mixtral(name, h, heads, kv, expert_ffn, layers, vocab, seq, experts, top_k);
+  c.head_dim = 128;
+  return c;
+}
 constexpr transformer_config opt_350m() {
   auto c = opt("opt-350m", 1024, 16, 24);
   c.embed_dim = 512;      // word embeddings are 512 wide, projected in and out (HF OPTConfig word_embed_proj_dim)
@@ -99,6 +118,15 @@ inline constexpr std::array entries{
           detail::llama("llama3-8b", 4096, 32, 8, 14336, 32, 128256, 8192)},
     entry{"llama3-70b", "Meta 2024; HF meta-llama/Meta-Llama-3-70B",
           detail::llama("llama3-70b", 8192, 64, 8, 28672, 80, 128256, 8192)},
+    entry{
+        "mixtral-8x7b",
+        "Jiang et al. 2024 (Mixtral of Experts); HF mistralai/Mixtral-8x7B-v0.1, trained here at 4096 tokens",
+        detail::mixtral("mixtral-8x7b", 4096, 32, 8, 14336, 32, 32000, 4096, 8, 2)},
+    entry{"qwen3-30b-a3b",
+          "Qwen team 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B (128 experts of 768, top 8, head_dim 128; its q/k "
+          "norms "
+          "not costed), trained here at 4096 tokens",
+          detail::qwen3_moe("qwen3-30b-a3b", 2048, 32, 4, 768, 48, 151936, 4096, 128, 8)},
 };
 
 /// A zoo model built from layers of its own (model::composite) rather than one transformer architecture.

@@ -30,6 +30,9 @@ struct plan_choices {
   stage_placement placement = stage_placement::uniform;
   model_placer placer = chain_placer{};  ///< places uneven stages
   std::vector<int> tensor_parallel;      ///< empty: every admissible width
+  /// Expert-parallel sizes tried (mixture-of-experts models; each must divide dp): empty means 1. Only the
+  /// uniform placement carries them (the placers split stages without expert parallelism).
+  std::vector<int> expert_parallel;
   std::optional<int> pp;
   std::optional<int> dp;
   std::vector<std::int64_t> microbatches;   ///< empty: powers of two up to max_microbatch
@@ -194,15 +197,20 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
       if ((devices / tp) % pp != 0 && !fixed.dp) continue;
       const int dp = fixed.dp ? *fixed.dp : devices / (tp * pp);
       if (tp * pp * dp != devices) continue;
-      for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
-        const train::parallelism p{tp, pp, dp};
-        try {
-          train::validate(m, p, k, devices);
-        } catch (const input_error&) {
-          return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
-        }
-        items.push_back({false, p, k});
-      });
+      const std::vector<int> eps =
+          fixed.expert_parallel.empty() ? std::vector<int>{1} : fixed.expert_parallel;
+      for (const int ep : eps) {
+        if (ep < 1 || dp % ep != 0) continue;
+        for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+          const train::parallelism p{tp, pp, dp, 1, ep};
+          try {
+            train::validate(m, p, k, devices);
+          } catch (const input_error&) {
+            return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
+          }
+          items.push_back({false, p, k});
+        });
+      }
     }
   }
   return items;

@@ -154,6 +154,10 @@ struct parallelism {
   /// over cp ranks that exchange keys and values around a ring in attention (model::layer_shape::cp). Ranks
   /// in Megatron's order tp, cp, dp, pp; gradients are reduced over dp * cp ranks.
   int cp = 1;
+  /// Expert parallelism (Megatron-Core's --expert-model-parallel-size, mixture-of-experts models): the
+  /// routed experts of every block spread over ep ranks carved from the data-parallel ones (ep divides dp;
+  /// it adds no devices). Expert gradients are reduced over dp * cp / ep ranks.
+  int ep = 1;
   [[nodiscard]] constexpr std::int64_t devices() const {
     return static_cast<std::int64_t>(tp) * static_cast<std::int64_t>(pp) * static_cast<std::int64_t>(dp) *
            static_cast<std::int64_t>(cp);
@@ -188,7 +192,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.fused_attention,
                             k.precision == hw::precision::fp8,
                             p.cp,
-                            k.vocab_padding};
+                            k.vocab_padding,
+                            p.ep};
 }
 
 namespace rules {
@@ -196,6 +201,11 @@ namespace rules {
 // expression calling it stops compilation with its name; at run time it throws input_error saying how to fix.
 [[noreturn]] inline void device_count_must_be_positive() {
   throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
+}
+[[noreturn]] inline void expert_parallel_size_must_divide_dp() {
+  throw input_error(
+      "the expert-parallel size must divide the data-parallel size (Megatron-Core carves the expert-parallel "
+      "ranks from the data-parallel ones); choose an --ep that divides dp");
 }
 [[noreturn]] inline void parallel_degrees_must_be_positive() {
   throw input_error(
@@ -299,6 +309,8 @@ struct validate_fn {
     if (devices <= 0) rules::device_count_must_be_positive();
     if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0) rules::parallel_degrees_must_be_positive();
     if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
+    if (p.ep <= 0) model::rules::expert_parallel_size_must_be_positive();
+    if (p.dp % p.ep != 0) rules::expert_parallel_size_must_divide_dp();
     if (k.global_batch <= 0) rules::global_batch_must_be_positive();
     if (k.microbatch <= 0) rules::microbatch_must_be_positive();
     if (k.sequence < 0) rules::sequence_must_not_be_negative();
@@ -319,6 +331,12 @@ struct validate_fn {
         rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
       if (microbatches_per_replica(p, k) % p.pp != 0)
         rules::interleaved_schedule_needs_microbatches_divisible_by_pp();
+    }
+    // Megatron-Core runs a mixture of experts under tensor parallelism with sequence parallelism only.
+    for (const auto& kind : m.kinds) {
+      if (kind.recipe == model::layer_recipe::transformer && model::architecture_of(m, kind).experts > 0 &&
+          p.tp > 1 && !k.sequence_parallel)
+        model::rules::mixture_of_experts_with_tp_needs_sequence_parallelism();
     }
     // Heads, key/value heads and the MLP width must split over tp; the sequence over tp with sequence
     // parallelism (the model's own rules, each named after its mistake).

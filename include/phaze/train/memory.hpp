@@ -203,12 +203,17 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
 /// phaze: the step estimate and the placers' step policy both call it.
 constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
                                                 int stage, int stages, int dp, std::int64_t microbatches,
-                                                const training_knobs& k) {
+                                                const training_knobs& k, double expert = 0.0, int ep = 1) {
   memory_breakdown r;
   const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
   r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
   r.gradients = bytes{parameters * per.gradients};
-  r.optimizer = bytes{parameters * per.optimizer / (k.distributed_optimizer ? static_cast<double>(dp) : 1.0)};
+  // The distributed optimizer shards the dense parameters' state over the dp ranks and the routed experts'
+  // over the expert-data-parallel ranks (dp / ep).
+  const double shard = k.distributed_optimizer ? static_cast<double>(dp) : 1.0;
+  const double expert_shard =
+      k.distributed_optimizer ? static_cast<double>(std::max(dp / std::max(ep, 1), 1)) : 1.0;
+  r.optimizer = bytes{(parameters - expert) * per.optimizer / shard + expert * per.optimizer / expert_shard};
   r.activations =
       activations * microbatches_in_flight(k.schedule, stage, stages, microbatches, k.virtual_stages) +
       working_set;
@@ -238,6 +243,13 @@ constexpr built_layers build_layers(const model::model& m, const model::layer_sh
 constexpr std::int64_t stage_parameters(const model::model& m, const built_layers& l, node_range r) {
   std::int64_t n = 0;
   for (std::size_t v = r.first; v < r.last; ++v) n += model::layer_params(l.at(m, v), r.first != 0);
+  return n;
+}
+
+/// Of stage_parameters, the routed experts' (model::layer_expert_params).
+constexpr std::int64_t stage_expert_parameters(const model::model& m, const built_layers& l, node_range r) {
+  std::int64_t n = 0;
+  for (std::size_t v = r.first; v < r.last; ++v) n += model::layer_expert_params(l.at(m, v));
   return n;
 }
 
@@ -272,10 +284,10 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
 
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
                                            const training_knobs& k, node_range r, int stage) {
-  return stage_memory_of_load(static_cast<double>(stage_parameters(m, l, r)),
-                              stage_activations_per_microbatch(m, l, r, k.recompute),
-                              recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp,
-                              microbatches_per_replica(p, k), k);
+  return stage_memory_of_load(
+      static_cast<double>(stage_parameters(m, l, r)), stage_activations_per_microbatch(m, l, r, k.recompute),
+      recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k),
+      k, static_cast<double>(stage_expert_parameters(m, l, r)), p.ep);
 }
 }  // namespace detail
 

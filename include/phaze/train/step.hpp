@@ -83,11 +83,14 @@ struct plan_shape {
   int dp = 1;
   std::int64_t microbatches = 1;  ///< per data-parallel replica
   int cp = 1;  ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
+  int ep = 1;  ///< expert-parallel ranks (parallelism::ep), carved from the dp * cp ranks
   [[nodiscard]] int devices() const { return tp * pp * dp * cp; }
   /// Ranks of one pipeline stage: tp * cp * dp, consecutive in Megatron's order.
   [[nodiscard]] int stage_ranks() const { return tp * cp * dp; }
   /// Ranks the gradients are reduced over (Megatron-Core's data-parallel group with context parallelism).
   [[nodiscard]] int gradient_ranks() const { return dp * cp; }
+  /// Ranks the routed experts' gradients are reduced over (Megatron-Core's expert-data-parallel group).
+  [[nodiscard]] int expert_gradient_ranks() const { return dp * cp / std::max(ep, 1); }
 };
 
 /// A plan whose pipeline stage would hold devices of two types (a stage runs at its slowest member's pace
@@ -121,6 +124,24 @@ class step_model {
   /// The route of the context-parallel rings: cp ranks tp apart (Megatron's order tp, cp, dp, pp).
   [[nodiscard]] cluster::route context_parallel_route(const plan_shape& s) const {
     return cluster_.ring({std::max(s.cp, 1), s.tp}, s.devices());
+  }
+
+  /// The links of the expert-parallel groups: ep consecutive ranks of the data-parallel dimension, tp apart
+  /// (Megatron-Core's rank order tp, cp, ep x edp, pp with the experts split over tp as the dense layers).
+  /// `local` of a group's ranks share a node (the largest divisor of ep whose ranks fit in one); `inside` is
+  /// the route among them, `across` the route a rank's transfers to the other nodes take (cluster::pairs
+  /// between ranks a node's worth apart: its own interface, or its share of a shared one).
+  [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s) const {
+    const int n = std::max(s.ep, 1);
+    int node = 1;
+    for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
+    int local = std::max(1, std::min(n, node / std::max(s.tp, 1)));
+    while (n % local != 0) --local;
+    cost::all_to_all_routes r;
+    r.local = local;
+    if (local > 1) r.inside = cluster_.ring({local, s.tp}, s.devices());
+    if (local < n) r.across = cluster_.pairs(local * s.tp, s.devices());
+    return r;
   }
 
   /// One boundary transfer of a pipeline stage per microbatch (activations forward or gradients backward) of
@@ -253,18 +274,25 @@ class step_model {
   ///   them, which matters where a node's interfaces are shared (one network interface for four GPUs).
   /// Every route is the cluster's (cluster::ring over the group shapes), so links, measurements and rank
   /// orders apply to both.
-  [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s) const {
-    const int n = s.gradient_ranks();
-    if (n <= 1) return seconds{0.0};
+  /// With `expert` of the parameters a routed expert's, those are reduced over the expert-data-parallel
+  /// ranks instead (plan_shape::expert_gradient_ranks, tp ep apart) after the others.
+  [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s, double expert = 0.0) const {
+    return ring_sync(parameters - expert, s.gradient_ranks(), s.tp, s) +
+           ring_sync(expert, s.expert_gradient_ranks(), s.tp * std::max(s.ep, 1), s);
+  }
+
+  /// gradient_sync of `parameters` over n ranks `stride` apart.
+  [[nodiscard]] seconds ring_sync(double parameters, int n, int stride, const plan_shape& s) const {
+    if (n <= 1 || !(parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
     const bytes gradients{parameters * per.gradients};
-    seconds best = cost::all_reduce_time(gradients, n, cluster_.ring({n, s.tp}, s.devices()));
+    seconds best = cost::all_reduce_time(gradients, n, cluster_.ring({n, stride}, s.devices()));
     int node = 1;
     for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
-    for (int k = 2; k < n && k * s.tp <= node; ++k) {
+    for (int k = 2; k < n && k * stride <= node; ++k) {
       if (n % k != 0) continue;
-      const cluster::route inside = cluster_.ring({k, s.tp}, s.devices());
-      const cluster::route across = cluster_.ring({n / k, k * s.tp}, s.devices());
+      const cluster::route inside = cluster_.ring({k, stride}, s.devices());
+      const cluster::route across = cluster_.ring({n / k, k * stride}, s.devices());
       best = std::min(best, cost::reduce_scatter_time(gradients, k, inside) +
                                 cost::all_reduce_time(gradients / static_cast<double>(k), n / k, across) +
                                 cost::all_gather_time(gradients, k, inside));
@@ -303,9 +331,9 @@ class step_model {
   /// iteration: gradient_sync (with the distributed optimizer its reduce-scatter half), all of it, or with
   /// overlap_grad_reduce only what the backward pass of the last microbatch (`stage_time` per microbatch, the
   /// mean stage) does not hide (exposed_after over gradient_buckets).
-  [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s,
-                                                   seconds stage_time) const {
-    const seconds all = gradient_sync(parameters, s) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
+  [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s, seconds stage_time,
+                                                   double expert = 0.0) const {
+    const seconds all = gradient_sync(parameters, s, expert) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
     if (!knobs_.overlap_grad_reduce) return all;
     return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).second);
   }
@@ -315,11 +343,11 @@ class step_model {
   /// the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16 gradients in fp32:
   /// accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py); all of it, or with
   /// overlap_param_gather what the first microbatch's forward pass does not hide.
-  [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s,
-                                                 seconds stage_time) const {
+  [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s, seconds stage_time,
+                                                 double expert = 0.0) const {
     if (!knobs_.distributed_optimizer) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
-    const seconds all = gradient_sync(parameters, s) * (0.5 * per.weights / per.gradients);
+    const seconds all = gradient_sync(parameters, s, expert) * (0.5 * per.weights / per.gradients);
     if (!knobs_.overlap_param_gather) return all;
     return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).first);
   }
@@ -328,18 +356,25 @@ class step_model {
   /// exposed_parameter_gather of the stage holding `parameters`, when the stages take `stage_time_sum`
   /// together per microbatch (their mean is the overlap window; the same for every split of one device type,
   /// so the placers' bounds hold).
-  [[nodiscard]] seconds exposed_data_parallel(double parameters, const plan_shape& s,
-                                              seconds stage_time_sum) const {
+  [[nodiscard]] seconds exposed_data_parallel(double parameters, const plan_shape& s, seconds stage_time_sum,
+                                              double expert = 0.0) const {
     const seconds mean = stage_time_sum / static_cast<double>(std::max(s.pp, 1));
-    return exposed_gradient_reduction(parameters, s, mean) + exposed_parameter_gather(parameters, s, mean);
+    return exposed_gradient_reduction(parameters, s, mean, expert) +
+           exposed_parameter_gather(parameters, s, mean, expert);
   }
 
   /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
-  /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth.
-  [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d) const {
+  /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth (the
+  /// `expert` parameters' state sharded over the expert-data-parallel ranks).
+  [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
+                                       double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
-    const double shard = knobs_.distributed_optimizer ? static_cast<double>(s.gradient_ranks()) : 1.0;
-    const double state_bytes = parameters * (per.weights + per.gradients + per.optimizer / shard);
+    const bool sharded = knobs_.distributed_optimizer;
+    const double shard = sharded ? static_cast<double>(s.gradient_ranks()) : 1.0;
+    const double expert_shard = sharded ? static_cast<double>(std::max(s.expert_gradient_ranks(), 1)) : 1.0;
+    const double state_bytes = parameters * (per.weights + per.gradients) +
+                               (parameters - expert) * per.optimizer / shard +
+                               expert * per.optimizer / expert_shard;
     return seconds{2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value()};
   }
 
@@ -375,9 +410,10 @@ class step_model {
   /// stage holding the most parameters (exposed_data_parallel), the tied embedding's all-reduce
   /// (`tied_parameters` per rank; 0 for none) and that stage's optimizer step.
   [[nodiscard]] seconds iteration(seconds pipeline, seconds stage_time_sum, double largest_parameters,
-                                  double tied_parameters, const plan_shape& s, const hw::device& d) const {
-    return pipeline + exposed_data_parallel(largest_parameters, s, stage_time_sum) +
-           embedding_sync(tied_parameters, s) + optimizer_step(largest_parameters, s, d);
+                                  double tied_parameters, const plan_shape& s, const hw::device& d,
+                                  double expert = 0.0) const {
+    return pipeline + exposed_data_parallel(largest_parameters, s, stage_time_sum, expert) +
+           embedding_sync(tied_parameters, s) + optimizer_step(largest_parameters, s, d, expert);
   }
 
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
@@ -482,6 +518,22 @@ inline std::pair<seconds, seconds> context_parallel_exposed(const model::layer& 
   return exposed;
 }
 
+/// What expert parallelism's token exchange adds to a layer's forward and backward pass: each all-to-all
+/// (dispatch and combine; model::op_kind::all_to_all) of `b` bytes per rank over its `group` ranks on the
+/// expert-parallel links, once forward and once backward (its gradient goes back the same way), not
+/// overlapped (Megatron-Core's default; cost::all_to_all_time).
+inline std::pair<seconds, seconds> expert_parallel_exposed(const model::layer& l,
+                                                           const cost::all_to_all_routes& ep) {
+  std::pair<seconds, seconds> t{seconds{0.0}, seconds{0.0}};
+  for (const model::op& o : l.ops) {
+    if (o.kind != model::op_kind::all_to_all) continue;
+    const seconds a = cost::all_to_all_time(model::output_bytes(o), o.group, ep);
+    t.first += a;
+    t.second += a;
+  }
+  return t;
+}
+
 /// One layer's costs plus its collective shares.
 struct timed_layer {
   layer_times t;
@@ -545,7 +597,8 @@ seconds tp_overlap_savings(const Ops& ops, const Costs& costs, int tp) {
 /// first chunk left.
 inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, const cluster::route& tp,
                                     const sched::schedule_cache& cache, model::recompute mode,
-                                    bool tp_overlap = false, const cluster::route& cp = {}) {
+                                    bool tp_overlap = false, const cluster::route& cp = {},
+                                    const cost::all_to_all_routes& ep = {}) {
   timed_layer r{time_layer(l, d, tp, cache), collective_share(l, d, tp, false),
                 collective_share(l, d, tp, true),
                 mode == model::recompute::full ? collective_share(l, d, tp, false) : seconds{0.0}};
@@ -566,7 +619,10 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   }
   r.t.backward += regather;
   r.tp_backward += regather;
-  const auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
+  auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
+  const auto [exchange_forward, exchange_backward] = expert_parallel_exposed(l, ep);
+  ring_forward += exchange_forward;
+  ring_backward += exchange_backward;
   r.t.forward += ring_forward;
   r.tp_forward += ring_forward;
   r.t.backward += ring_backward;
@@ -618,8 +674,9 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
   const step_model model{c, k};
-  const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp};
+  const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep};
   const cluster::route cp_route = model.context_parallel_route(where);
+  const cost::all_to_all_routes ep_route = model.expert_parallel_routes(where);
   const cluster::route tp_route = model.tensor_parallel_route(p.tp);
   const auto built = detail::build_layers(run, shape);
   // Every distinct layer timed once per device type the stages run on; blocks under the knobs'
@@ -633,7 +690,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       const bool block = run.kinds[i].role == model::layer_role::block;
       t.kinds.push_back(detail::time_with_shares(built.kinds[i], d, tp_route, cache,
                                                  block ? k.recompute : model::recompute::none,
-                                                 k.tp_comm_overlap, cp_route));
+                                                 k.tp_comm_overlap, cp_route, ep_route));
     }
     timed.push_back(std::move(t));
     return timed.back();
@@ -641,6 +698,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
 
   int slowest = 0;
   std::int64_t largest_params = -1;
+  std::int64_t largest_expert = 0;
   seconds t_max{0.0};
   std::vector<seconds> stage_times;
   std::vector<seconds> recompute_tp;
@@ -680,6 +738,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       e.peak_stage = i;
     }
     const std::int64_t params = detail::stage_parameters(run, built, r);
+    if (params > largest_params) largest_expert = detail::stage_expert_parameters(run, built, r);
     largest_params = std::max(largest_params, params);
     capacity_sum += hw::peak_matrix_flops(d).value() * static_cast<double>(st.devices);
     e.stages.push_back(st);
@@ -704,16 +763,18 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const hw::device& largest_device = model.optimizer_device(where);
   seconds stage_time_sum{0.0};
   for (const seconds t : stage_times) stage_time_sum += t;
+  const auto expert = static_cast<double>(largest_expert);
   e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where), stage_time_sum, params, tied,
-                                     where, largest_device);
+                                     where, largest_device, expert);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
   b.compute = (worst.forward + worst.backward - (worst.tp_comm - rec_tp)) * m_count;
   b.pp_comm = worst.pp_comm * m_count;
   b.bubble = model.bubble(stage_times, where);
-  b.dp_comm = model.exposed_data_parallel(params, where, stage_time_sum) + model.embedding_sync(tied, where);
-  b.optimizer = model.optimizer_step(params, where, largest_device);
+  b.dp_comm =
+      model.exposed_data_parallel(params, where, stage_time_sum, expert) + model.embedding_sync(tied, where);
+  b.optimizer = model.optimizer_step(params, where, largest_device, expert);
 
   const double t = e.time_per_batch.value();
   const auto seq = static_cast<double>(sequence_of(m, k));

@@ -1,0 +1,249 @@
+// Tests of mixture-of-experts blocks and expert parallelism (Megatron-Core's MoE with the all-to-all token
+// dispatcher): parameters against HuggingFace's counts and the papers' totals, the experts' work per token
+// against its closed form at every expert-parallel size, what a rank holds and sends, the distributed
+// optimizer's sharding of the experts' state over the expert-data-parallel ranks, the all-to-all's time
+// against its closed form, and the rules that refuse what Megatron-Core would not run.
+#include <catch2/catch.hpp>
+
+#include "../support/clusters.hpp"
+#include "../support/input_error_of.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "phaze/hw/presets.hpp"
+#include "phaze/model/hf_config.hpp"
+#include "phaze/model/zoo.hpp"
+#include "phaze/train/knobs.hpp"
+#include "phaze/train/memory.hpp"
+#include "phaze/train/step.hpp"
+
+using namespace phaze;
+using phaze::testing::input_error_of;
+
+namespace {
+
+nlohmann::json hf(std::string_view file) {
+  std::ifstream in(std::string{PHAZE_TEST_DATA_DIR} + "/hf/" + std::string{file});
+  REQUIRE(in);
+  std::stringstream s;
+  s << in.rdbuf();
+  return nlohmann::json::parse(s.str());
+}
+
+model::layer_shape shape_of(int tp, int ep, std::int64_t microbatch = 1, std::int64_t sequence = 4096) {
+  model::layer_shape s{microbatch, sequence, tp, tp > 1, 2, true};
+  s.ep = ep;
+  return s;
+}
+
+const model::op* find_op(const model::layer& l, std::string_view name) {
+  for (const auto& o : l.ops)
+    if (o.name.view() == name) return &o;
+  return nullptr;
+}
+
+constexpr std::int64_t mixtral_expert = 3LL * 4096 * 14336;  // gate, up and down of one expert
+
+}  // namespace
+
+TEST_CASE("Mixtral 8x7B has HuggingFace's parameters, 12.9B of them active per token", "[moe]") {
+  const model::model zoo = zoo::get("mixtral-8x7b");
+  // HF MixtralForCausalLM(mistralai/Mixtral-8x7B-v0.1).num_parameters(): 46,702,792,704.
+  CHECK(model::parameter_count(zoo) == 46'702'792'704);
+  const model::model imported = model::from_hf_config(hf("mixtral-8x7b-v0.1.json"), "mixtral");
+  CHECK(model::parameter_count(imported) == 46'702'792'704);
+  CHECK(imported.config.experts == 8);
+  CHECK(imported.config.top_k == 2);
+  // Active: attention, norms, router and 2 of 8 experts per block, embeddings (Jiang et al. 2024: 12.9B).
+  const auto block = model::layer_at(zoo, 1, shape_of(1, 1));
+  const std::int64_t dense_part = model::layer_params(block) - model::layer_expert_params(block);
+  const std::int64_t active = 32 * (dense_part + 2 * mixtral_expert) + 2 * 32000LL * 4096 + 4096;
+  CHECK(model::layer_expert_params(block) == 8 * mixtral_expert);
+  CHECK(active == Approx(12.9e9).epsilon(0.005));
+}
+
+TEST_CASE("DeepSeekMoE and Qwen-MoE configs import with shared experts and dense first blocks", "[moe][hf]") {
+  // DeepSeekMoE 16B (Dai et al. 2024, Table 1: 16.4B parameters): 64 routed experts of 1408, top 6, two
+  // shared experts, the first block dense (intermediate_size 10944).
+  const model::model ds = model::from_hf_config(hf("deepseek-moe-16b-base.json"), "deepseek");
+  CHECK(ds.config.experts == 64);
+  CHECK(ds.config.top_k == 6);
+  CHECK(ds.config.expert_ffn == 1408);
+  CHECK(ds.config.shared_expert_ffn == 2 * 1408);
+  CHECK(ds.config.dense_layers == 1);
+  CHECK(ds.kinds.size() == 4);
+  CHECK(ds.kind_at(1).dense_mlp);
+  CHECK_FALSE(ds.kind_at(2).dense_mlp);
+  CHECK(model::parameter_count(ds) == Approx(16.4e9).epsilon(0.005));
+  const auto dense = model::layer_at(ds, 1, shape_of(1, 1));
+  const auto sparse = model::layer_at(ds, 2, shape_of(1, 1));
+  CHECK(model::layer_expert_params(dense) == 0);
+  CHECK(model::layer_expert_params(sparse) == 64LL * 3 * 2048 * 1408);
+  // Qwen1.5-MoE-A2.7B (Qwen team 2024: 14.3B parameters): 60 experts of 1408, top 4, a shared expert of
+  // 5632, QKV biases.
+  const model::model qw = model::from_hf_config(hf("qwen1.5-moe-a2.7b.json"), "qwen");
+  CHECK(qw.config.experts == 60);
+  CHECK(qw.config.shared_expert_ffn == 5632);
+  CHECK(qw.config.qkv_bias);
+  CHECK(model::parameter_count(qw) == Approx(14.3e9).epsilon(0.005));
+}
+
+TEST_CASE("HuggingFace MoE configs phaze would cost wrong are refused, naming the field", "[moe][hf]") {
+  CHECK_THAT(input_error_of([] { (void)model::from_hf_config(hf("bad_deepseek-v2-lite.json"), "x"); }),
+             Catch::Contains("'kv_lora_rank'") && Catch::Contains("latent attention"));
+  auto qw = hf("qwen1.5-moe-a2.7b.json");
+  qw["decoder_sparse_step"] = 2;
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
+             Catch::Contains("'decoder_sparse_step'"));
+  qw = hf("qwen1.5-moe-a2.7b.json");
+  qw["mlp_only_layers"] = nlohmann::json::array({3});
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
+             Catch::Contains("'mlp_only_layers'"));
+  auto ds = hf("deepseek-moe-16b-base.json");
+  ds["moe_layer_freq"] = 2;
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(ds, "x"); }),
+             Catch::Contains("'moe_layer_freq'"));
+  auto mx = hf("mixtral-8x7b-v0.1.json");
+  mx["num_experts_per_tok"] = 9;
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(mx, "x"); }), Catch::Contains("top_k"));
+}
+
+TEST_CASE("a rank computes top_k of the experts' work per token at every expert-parallel size", "[moe]") {
+  const model::model m = zoo::get("mixtral-8x7b");
+  const std::int64_t tokens = 2 * 4096;
+  for (const int tp : {1, 2, 4}) {
+    for (const int ep : {1, 2, 4, 8}) {
+      INFO("tp " << tp << " ep " << ep);
+      const auto l = model::layer_at(m, 1, shape_of(tp, ep, 2));
+      const auto* up = find_op(l, "expert_up");
+      const auto* down = find_op(l, "expert_down");
+      REQUIRE(up != nullptr);
+      REQUIRE(down != nullptr);
+      CHECK(up->expert);
+      CHECK(up->gemm.batch == 8 / ep);
+      // Balanced routing: each of the rank's 8 / ep experts gets tokens * 2 * ep / 8 token slots, so a
+      // rank's experts do 2 x (one expert's work on every token of its tensor-parallel group) / tp.
+      const double expert_flops = model::flops_of(*up).value() + model::flops_of(*down).value();
+      CHECK(expert_flops == Approx(2.0 * static_cast<double>(tokens) * 2.0 * mixtral_expert / tp));
+      CHECK(model::layer_expert_params(l) == 8 / ep * mixtral_expert / tp);
+      // Dispatch and combine: one all-to-all each over the ep ranks, of the rank's tokens x top_k.
+      int exchanges = 0;
+      for (const auto& o : l.ops) {
+        if (o.kind != model::op_kind::all_to_all) continue;
+        ++exchanges;
+        CHECK(o.group == ep);
+        CHECK(o.out_elements == tokens / tp * 2 * 4096);
+      }
+      CHECK(exchanges == (ep > 1 ? 2 : 0));
+      // The router stays in bf16 under FP8; the experts run in FP8.
+      auto fp8 = shape_of(tp, ep, 2);
+      fp8.fp8 = true;
+      const auto f = model::layer_at(m, 1, fp8);
+      CHECK_FALSE(find_op(f, "router")->fp8);
+      CHECK(find_op(f, "expert_up")->fp8);
+    }
+  }
+}
+
+TEST_CASE("the capacity factor pads every expert to its share of tokens times the factor", "[moe]") {
+  auto c = zoo::get("mixtral-8x7b").config;
+  c.capacity_factor = 1.25;
+  const auto l = model::block_layer(c, shape_of(1, 4));
+  // 4096 tokens x 2 slots x 4 ranks / 8 experts x 1.25 = 5120 per expert; 4096 x 2 x 1.25 slots sent.
+  CHECK(find_op(l, "expert_up")->gemm.m == 5120);
+  CHECK(find_op(l, "dispatch")->out_elements == 4096LL * 2 * 5 / 4 * 4096);
+}
+
+TEST_CASE("expert parallelism: states, the optimizer's shards and the all-to-all time", "[moe]") {
+  const model::model m = zoo::get("mixtral-8x7b");
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  train::training_knobs k;
+  k.global_batch = 64;
+  k.microbatch = 1;
+  k.fused_attention = true;
+  k.distributed_optimizer = true;
+  k.sequence = 4096;
+  const train::parallelism dense_plan{1, 4, 16, 1, 1};
+  const train::parallelism ep_plan{1, 4, 16, 1, 8};
+  const auto c = phaze::test::cluster_of(h100, 64);
+  const auto stage = train::uniform_stage(m, 4, 1);
+  const auto a = train::stage_memory(m, dense_plan, k, stage, 1);
+  const auto b = train::stage_memory(m, ep_plan, k, stage, 1);
+  // 8 blocks per stage; with ep 8 a rank holds one expert of each instead of eight.
+  const double blocks = 8.0;
+  const auto per = train::state_bytes_per_parameter(k.precision, k.opt);
+  const double removed = blocks * 7.0 * static_cast<double>(mixtral_expert);
+  CHECK((a.weights - b.weights).value() == Approx(removed * per.weights));
+  CHECK((a.gradients - b.gradients).value() == Approx(removed * per.gradients));
+  // The distributed optimizer: dense state over 16 ranks; the experts' over 16 / 8 = 2.
+  const double expert_ep = blocks * static_cast<double>(mixtral_expert);
+  const double dense_params =
+      (a.weights.value() / per.weights) - blocks * 8.0 * static_cast<double>(mixtral_expert);
+  CHECK(b.optimizer.value() == Approx(dense_params * per.optimizer / 16.0 + expert_ep * per.optimizer / 2.0));
+  CHECK(a.optimizer.value() == Approx((dense_params + 8.0 * expert_ep) * per.optimizer / 16.0));
+
+  // The all-to-all: per block and pass two exchanges of the rank's 4096 x 2 token slots of 4096 bf16 values,
+  // (ep - 1) / ep of them over the route of 8 ranks (one DGX node here: NVLink).
+  const train::step_model sm{c, k};
+  const train::plan_shape where{1, 4, 16, 16, 1, 8};
+  const cost::all_to_all_routes routes = sm.expert_parallel_routes(where);
+  REQUIRE(routes.local == 8);  // the whole group in one DGX node
+  const cluster::route nvlink = routes.inside;
+  const auto l = model::layer_at(m, 1, train::layer_shape_of(m, ep_plan, k));
+  const auto [fwd, bwd] = train::detail::expert_parallel_exposed(l, routes);
+  const double message = 4096.0 * 2 * 4096 * 2;
+  const double one = 7.0 / 8.0 * message / (nvlink.hop.bandwidth.value() * nvlink.efficiency.send_recv) +
+                     7.0 * nvlink.hop.latency.value();
+  CHECK(fwd.value() == Approx(2.0 * one));
+  CHECK(bwd.value() == Approx(2.0 * one));
+  // Over two nodes (ep 16 at tp 1): 7 / 16 of a rank's tokens over NVLink and 8 / 16 over its own network
+  // interface at once; the interface sets the time.
+  const train::plan_shape wide{1, 4, 16, 16, 1, 16};
+  const cost::all_to_all_routes two = sm.expert_parallel_routes(wide);
+  REQUIRE(two.local == 8);
+  const cluster::route nic = two.across;
+  CHECK(nic.hop.bandwidth < nvlink.hop.bandwidth);
+  const double in = 7.0 / 16.0 * message / (nvlink.hop.bandwidth.value() * nvlink.efficiency.send_recv);
+  const double out = 8.0 / 16.0 * message / (nic.hop.bandwidth.value() * nic.efficiency.send_recv);
+  CHECK(out > in);
+  CHECK(cost::all_to_all_time(phaze::bytes{message}, 16, two).value() ==
+        Approx(out + 15.0 * std::max(nic.hop.latency.value(), nvlink.hop.latency.value())));
+  // The whole step: experts spread over 8 ranks cut the optimizer's memory; the exchange costs time.
+  const sched::schedule_cache cache;
+  const auto e1 = train::estimate_step(m, c, dense_plan, k, cache);
+  const auto e8 = train::estimate_step(m, c, ep_plan, k, cache);
+  CHECK(e8.peak_memory < e1.peak_memory);
+  CHECK(e8.breakdown.tp_comm > e1.breakdown.tp_comm);
+}
+
+TEST_CASE("expert parallelism refuses what Megatron-Core would not run", "[moe]") {
+  const model::model mixtral = zoo::get("mixtral-8x7b");
+  train::training_knobs k;
+  k.global_batch = 48;
+  k.microbatch = 1;
+  k.fused_attention = true;
+  CHECK_THAT(input_error_of([&] {
+               train::validate(mixtral, train::parallelism{1, 1, 6, 1, 3}, k, 6);
+             }),
+             Catch::Contains("divide the number of routed experts"));
+  CHECK_THAT(input_error_of([&] {
+               train::validate(mixtral, train::parallelism{1, 1, 4, 1, 8}, k, 4);
+             }),
+             Catch::Contains("divide the data-parallel size"));
+  CHECK_THAT(input_error_of([&] {
+               train::validate(zoo::get("llama3-8b"), train::parallelism{1, 1, 8, 1, 8}, k, 8);
+             }),
+             Catch::Contains("mixture-of-experts model"));
+  CHECK_THAT(input_error_of([&] {
+               train::validate(mixtral, train::parallelism{2, 1, 4, 1, 1}, k, 8);
+             }),
+             Catch::Contains("sequence parallelism"));
+  k.sequence_parallel = true;
+  CHECK_NOTHROW(train::validate(mixtral, train::parallelism{2, 1, 4, 1, 4}, k, 8));
+}
