@@ -359,3 +359,32 @@ TEST_CASE("fused attention on the Hopper presets follows the measured kernels fr
               << "% with the sequence-2048 fit)");
   }
 }
+
+TEST_CASE("the grouped expert GEMMs of Qwen3-30B-A3B and Mixtral 8x7B are costed as measured on an H100",
+          "[gpu_calibration][moe]") {
+  // tests/data/gpu/h100-sxm-moe-gemm.csv (tools/gpu/measure_moe.py): each rank's experts at ep 4-16 as one
+  // grouped GEMM (torch._grouped_mm, what Transformer Engine's and Megatron-Core's grouped GEMMs run) and as
+  // a batched GEMM. phaze costs a rank's experts as one batched GEMM (cost::datasheet_gemm with the experts
+  // as the batch); nothing was fitted to these shapes.
+  const auto d = preset("h100-sxm");
+  double grouped_sum = 0.0, grouped_worst = 0.0;
+  int grouped = 0;
+  for (const auto& r : read_csv("h100-sxm-moe-gemm.csv")) {
+    const model::gemm_dims g{std::stoll(r.at("experts")), std::stoll(r.at("m")), std::stoll(r.at("k")),
+                             std::stoll(r.at("n"))};
+    const double measured = std::stod(r.at("seconds"));
+    const double e = std::abs(phaze::cost::datasheet_gemm(g, d).value() - measured) / measured;
+    CAPTURE(r.at("label"), r.at("variant"), e);
+    CHECK(e < 0.25);
+    if (r.at("variant") != "grouped_mm") continue;
+    grouped_sum += e;
+    grouped_worst = std::max(grouped_worst, e);
+    ++grouped;
+  }
+  REQUIRE(grouped == 16);
+  // Measured at this commit: mean 5.9%, max 14.4% against the grouped GEMMs.
+  CHECK(grouped_sum / grouped < 0.08);
+  CHECK(grouped_worst < 0.16);
+  WARN("MoE grouped GEMMs on h100-sxm: mean " << 100 * grouped_sum / grouped << "%, max "
+                                              << 100 * grouped_worst << "%");
+}
