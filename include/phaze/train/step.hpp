@@ -116,6 +116,13 @@ class step_model {
     return knobs_.schedule == pipeline_schedule::interleaved ? std::max(knobs_.virtual_stages, 1) : 1;
   }
 
+  /// Devices in the largest node of the cluster (the most ranks a group can keep inside one node).
+  [[nodiscard]] int largest_node() const {
+    int node = 1;
+    for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
+    return node;
+  }
+
   /// The route of the tensor-parallel groups of width `tp` (what a layer's collectives run over).
   [[nodiscard]] cluster::route tensor_parallel_route(int tp) const {
     return cluster_.ring({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
@@ -133,9 +140,7 @@ class step_model {
   /// between ranks a node's worth apart: its own interface, or its share of a shared one).
   [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s) const {
     const int n = std::max(s.ep, 1);
-    int node = 1;
-    for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
-    int local = std::max(1, std::min(n, node / std::max(s.tp, 1)));
+    int local = std::max(1, std::min(n, largest_node() / std::max(s.tp, 1)));
     while (n % local != 0) --local;
     cost::all_to_all_routes r;
     r.local = local;
@@ -287,8 +292,7 @@ class step_model {
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
     const bytes gradients{parameters * per.gradients};
     seconds best = cost::all_reduce_time(gradients, n, cluster_.ring({n, stride}, s.devices()));
-    int node = 1;
-    for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
+    const int node = largest_node();
     for (int k = 2; k < n && k * stride <= node; ++k) {
       if (n % k != 0) continue;
       const cluster::route inside = cluster_.ring({k, stride}, s.devices());
