@@ -66,6 +66,16 @@ inline constexpr auto state_bytes_per_parameter =
   return {static_cast<double>(activation_element_bytes(p)), 4.0, 4.0 + moments, fp8_copies};
 };
 
+/// Optimizer-state elements' bytes one rank holds for `parameters` per rank of which `expert` are routed
+/// experts' (ZeRO stage 1 / Megatron's distributed optimizer when `sharded`): the others' state over
+/// `ranks` data-parallel ranks, the experts' over `expert_ranks` (the expert-data-parallel ranks).
+constexpr double optimizer_state_bytes(double parameters, double expert, const bytes_per_parameter& per,
+                                       bool sharded, int ranks, int expert_ranks) {
+  const double shard = sharded ? static_cast<double>(std::max(ranks, 1)) : 1.0;
+  const double expert_shard = sharded ? static_cast<double>(std::max(expert_ranks, 1)) : 1.0;
+  return (parameters - expert) * per.optimizer / shard + expert * per.optimizer / expert_shard;
+}
+
 /// The layers one device holds for a pipeline stage: a number of body nodes (a transformer's blocks; over
 /// all its model chunks when the schedule is interleaved), and whether it holds the input layer (the
 /// embedding) and the output layer (the head). Stages hold consecutive nodes in pipeline order, so a split
@@ -208,12 +218,8 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
   const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
   r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
   r.gradients = bytes{parameters * per.gradients};
-  // The distributed optimizer shards the dense parameters' state over the dp ranks and the routed experts'
-  // over the expert-data-parallel ranks (dp / ep).
-  const double shard = k.distributed_optimizer ? static_cast<double>(dp) : 1.0;
-  const double expert_shard =
-      k.distributed_optimizer ? static_cast<double>(std::max(dp / std::max(ep, 1), 1)) : 1.0;
-  r.optimizer = bytes{(parameters - expert) * per.optimizer / shard + expert * per.optimizer / expert_shard};
+  r.optimizer = bytes{
+      optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer, dp, dp / std::max(ep, 1))};
   r.activations =
       activations * microbatches_in_flight(k.schedule, stage, stages, microbatches, k.virtual_stages) +
       working_set;
