@@ -234,6 +234,11 @@ inline transformer_config opt(const reader& r) {
   return c;
 }
 
+/// Whether from_hf_config imports a `model_type`'s experts (hf::experts): Mixtral, Qwen2-MoE and DeepSeekMoE.
+inline bool carries_experts(std::string_view model_type) {
+  return model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "deepseek";
+}
+
 /// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
 /// refused naming it, never imported as if it were absent.
 inline void refuse_unmodelled(const reader& r) {
@@ -241,8 +246,7 @@ inline void refuse_unmodelled(const reader& r) {
     if (r.get(latent) != nullptr)
       field_error(latent, "is set: multi-head latent attention (DeepSeek-V2/V3), which phaze does not model");
   }
-  const bool moe_type =
-      r.model_type() == "mixtral" || r.model_type() == "qwen2_moe" || r.model_type() == "deepseek";
+  const bool moe_type = carries_experts(r.model_type());
   for (const std::string_view experts : {"num_local_experts", "num_experts", "n_routed_experts"}) {
     if (const auto* v = r.get(experts);
         !moe_type && v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
@@ -454,7 +458,7 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::opt(r);
     } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
       c = hf::llama(r);
-    } else if (type == "mixtral" || type == "qwen2_moe" || type == "deepseek") {
+    } else if (hf::carries_experts(type)) {
       c = hf::llama(r);
       hf::experts(r, c);
     } else if (type == "falcon") {

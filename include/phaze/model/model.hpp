@@ -197,14 +197,9 @@ inline constexpr auto build_kind =
   switch (k.recipe) {
     case layer_recipe::transformer:
       if (k.dense_mlp) {
-        transformer_config dense = architecture_of(m, k);
-        dense.experts = 0;
-        dense.top_k = 0;
-        dense.shared_expert_ffn = 0;
-        dense.dense_layers = 0;
         layer_shape own = shape_of_kind(k, shape);
         own.ep = 1;  // no experts to spread
-        return make_layer(dense, k.role, own);
+        return make_layer(architecture_of(m, k).without_experts(), k.role, own);
       }
       return make_layer(architecture_of(m, k), k.role, shape_of_kind(k, shape));
     case layer_recipe::dense: {

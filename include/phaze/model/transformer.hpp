@@ -119,6 +119,16 @@ struct transformer_config {
   [[nodiscard]] constexpr std::int64_t expert_ffn_or_default() const {
     return expert_ffn > 0 ? expert_ffn : ffn;
   }
+  /// The same architecture with a dense MLP of ffn in every block (DeepSeekMoE's first blocks).
+  [[nodiscard]] constexpr transformer_config without_experts() const {
+    transformer_config c = *this;
+    c.experts = c.top_k = c.shared_expert_ffn = c.dense_layers = 0;
+    return c;
+  }
+  /// The factor token slots are padded by: capacity_factor, or 1 when dropless (0).
+  [[nodiscard]] constexpr double capacity_factor_or_one() const {
+    return capacity_factor > 0.0 ? capacity_factor : 1.0;
+  }
   friend constexpr bool operator==(const transformer_config&, const transformer_config&) = default;
 };
 
@@ -421,7 +431,7 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
 /// (tokens, sequence-gathered) times top_k, over the experts, for each of the ep ranks sending to it
 /// (balanced routing), times the capacity factor when one pads to it.
 constexpr std::int64_t tokens_per_expert(const transformer_config& c, const split_sizes& z) {
-  const double cf = c.capacity_factor > 0.0 ? c.capacity_factor : 1.0;
+  const double cf = c.capacity_factor_or_one();
   const double slots = static_cast<double>(z.tokens) * static_cast<double>(c.top_k) *
                        static_cast<double>(z.ep) / static_cast<double>(c.experts) * cf;
   const auto whole = static_cast<std::int64_t>(slots);
@@ -440,7 +450,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   const std::int64_t k = c.top_k;
   const std::int64_t f = c.expert_ffn_or_default() / z.t;
   const std::int64_t local_experts = c.experts / z.ep;
-  const double cf = c.capacity_factor > 0.0 ? c.capacity_factor : 1.0;
+  const double cf = c.capacity_factor_or_one();
   const std::int64_t m = tokens_per_expert(c, z);
   // Token slots a rank sends in the dispatch: its tokens x top_k (x the capacity factor when padded).
   const auto sent = static_cast<std::int64_t>(static_cast<double>(z.local_tokens * k) * cf + 0.5);
