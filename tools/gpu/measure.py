@@ -35,6 +35,17 @@ def smi(query):
         return f"nvidia-smi failed: {e}"
 
 
+def environment():
+    """The lines every measurement's env file starts with: date, versions, the GPU and its state."""
+    props = torch.cuda.get_device_properties(0)
+    return [f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+            f"torch: {torch.__version__} cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}",
+            f"device: {props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.1f} GiB, "
+            f"L2 {getattr(props, 'L2_cache_size', 0) / 2**20:.0f} MiB, cc {props.major}.{props.minor}",
+            "nvidia-smi (before): " + smi("name,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,"
+                                          "power.draw,power.limit,temperature.gpu")]
+
+
 class Timer:
     """Times a callable: warm-ups, then `reps` runs each after an L2 flush, median of event times."""
 
@@ -260,13 +271,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True  # PyTorch's default
-    props = torch.cuda.get_device_properties(0)
-    env = [f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-           f"torch: {torch.__version__} cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}",
-           f"device: {props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.1f} GiB, "
-           f"L2 {getattr(props, 'L2_cache_size', 0) / 2**20:.0f} MiB, cc {props.major}.{props.minor}",
-           "nvidia-smi (before): " + smi("name,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm,"
-                                         "power.draw,power.limit,temperature.gpu")]
+    env = environment()
     print("\n".join(env), flush=True)
     timer = Timer()
     # sanity: bf16 GEMM agrees with a float32 reference

@@ -23,7 +23,6 @@ Run: python3 tools/gpu/measure_hopper.py --out "$OUT"   (about 2 minutes on an H
 """
 import argparse
 import csv
-import math
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import DEV, DT, Timer, randn, smi  # noqa: E402
+from measure import DEV, DT, Timer, environment, randn, smi  # noqa: E402
 
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
@@ -69,7 +68,6 @@ def block_shapes():
 
 def run_fp8_gemms(timer, out):
     path = os.path.join(out, "fp8-gemm.csv")
-    one = torch.ones((), device=DEV)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["label", "m", "n", "k", "variant", "seconds", "tflops"])
@@ -86,7 +84,6 @@ def run_fp8_gemms(timer, out):
                 w.writerow([label, m, n, k, variant, f"{sec:.6e}", f"{2.0 * m * n * k / sec / 1e12:.2f}"])
             del a, b, a8, b8
         f.flush()
-    del one
     torch.cuda.empty_cache()
 
 
@@ -276,12 +273,7 @@ def main():
     ap.add_argument("--only", default="fp8,quantize,attention,overlap")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    props = torch.cuda.get_device_properties(0)
-    env = [f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-           f"torch: {torch.__version__} cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}",
-           f"device: {props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.1f} GiB",
-           "nvidia-smi (before): " + smi("name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,"
-                                         "temperature.gpu")]
+    env = environment()
     print("\n".join(env), flush=True)
     env.append(f"fp8 e4m3 GEMM relative error vs float64 reference: {fp8_check():.2e}")
     print(env[-1], flush=True)

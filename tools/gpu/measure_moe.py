@@ -19,12 +19,11 @@ import argparse
 import csv
 import os
 import sys
-import time
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import DEV, DT, Timer, randn, smi  # noqa: E402
+from measure import DEV, DT, Timer, environment, randn, smi  # noqa: E402
 
 
 def gemm_cases():
@@ -102,12 +101,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu-out"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    props = torch.cuda.get_device_properties(0)
-    env = [f"date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
-           f"torch: {torch.__version__} cuda {torch.version.cuda}",
-           f"device: {props.name}, {props.multi_processor_count} SMs",
-           "nvidia-smi (before): " + smi("clocks.sm,power.draw,temperature.gpu"),
-           f"torch._grouped_mm available: {hasattr(torch, '_grouped_mm')}"]
+    env = environment() + [f"torch._grouped_mm available: {hasattr(torch, '_grouped_mm')}"]
     timer = Timer()
     gemms = run_gemms(timer, args.out)
     perm = run_permute(timer, args.out)
