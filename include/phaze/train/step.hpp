@@ -621,17 +621,18 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   }
   r.t.backward += regather;
   r.tp_backward += regather;
-  auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
+  // Context parallelism's ring and expert parallelism's all-to-alls, each outside the layer's op costs.
+  const auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
   const auto [exchange_forward, exchange_backward] = expert_parallel_exposed(l, ep);
-  ring_forward += exchange_forward;
-  ring_backward += exchange_backward;
-  r.t.forward += ring_forward;
-  r.tp_forward += ring_forward;
-  r.t.backward += ring_backward;
-  r.tp_backward += ring_backward;
+  const seconds exposed_forward = ring_forward + exchange_forward;
+  const seconds exposed_backward = ring_backward + exchange_backward;
+  r.t.forward += exposed_forward;
+  r.tp_forward += exposed_forward;
+  r.t.backward += exposed_backward;
+  r.tp_backward += exposed_backward;
   if (mode == model::recompute::full) {
-    r.t.recompute_full += ring_forward;
-    r.tp_recompute += ring_forward;
+    r.t.recompute_full += exposed_forward;
+    r.tp_recompute += exposed_forward;
   }
   return r;
 }
