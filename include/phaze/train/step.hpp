@@ -373,10 +373,9 @@ class step_model {
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
                                        double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
-    const double state_bytes =
-        parameters * (per.weights + per.gradients) +
-        optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer, s.gradient_ranks(),
-                              s.expert_gradient_ranks());
+    const double state_bytes = parameters * (per.weights + per.gradients) +
+                               optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer,
+                                                     s.gradient_ranks(), s.expert_gradient_ranks());
     return seconds{2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value()};
   }
 
