@@ -46,6 +46,15 @@ def environment():
                                           "power.draw,power.limit,temperature.gpu")]
 
 
+def write_bandwidth_csv(path, rows):
+    """Memory-bound kernels as op,elements,bytes,seconds,gbps from (op, elements, bytes, seconds) rows."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["op", "elements", "bytes", "seconds", "gbps"])
+        for op, n, by, sec in rows:
+            w.writerow([op, n, by, f"{sec:.6e}", f"{by / sec / 1e9:.1f}"])
+
+
 class Timer:
     """Times a callable: warm-ups, then `reps` runs each after an L2 flush, median of event times."""
 
@@ -256,11 +265,7 @@ def run_membound(timer, out):
         n = sc.numel()
         rows.append((f"softmax.scores.bh{bh}", n, 2 * n * e, timer(lambda: torch.softmax(sc, dim=-1))))
         del sc
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["op", "elements", "bytes", "seconds", "gbps"])
-        for op, n, by, sec in rows:
-            w.writerow([op, n, by, f"{sec:.6e}", f"{by / sec / 1e9:.1f}"])
+    write_bandwidth_csv(path, rows)
     return rows
 
 

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import DEV, DT, Timer, environment, randn, smi  # noqa: E402
+from measure import DEV, DT, Timer, environment, randn, smi, write_bandwidth_csv  # noqa: E402
 
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
@@ -113,11 +113,7 @@ def run_quantize(timer, out):
         # what TE's fused cast-transpose must move: read 2 B, write 1 B twice = 4 B per element
         rows.append((f"cast+transpose.{tokens}x{h}", n, 4 * n, timer(cast_t)))
         del x
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["op", "elements", "bytes", "seconds", "gbps"])
-        for op, n, by, sec in rows:
-            w.writerow([op, n, by, f"{sec:.6e}", f"{by / sec / 1e9:.1f}"])
+    write_bandwidth_csv(path, rows)
     return rows
 
 
