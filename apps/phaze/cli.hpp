@@ -71,12 +71,16 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
 /// Engine's userbuffers) on request.
 struct step_options {
   std::string attention = "auto";
-  std::string overlap = "grad,param";
+  std::string overlap = "grad,param,pp";
   double memory_headroom = 0.10;
   int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
+  bool grad_reduce_in_bf16 = false;
+  bool fp8_param_gather = false;
+  std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
 };
 
-/// Adds `--attention fused|unfused` and `--overlap LIST` (grad, param, tp, or none).
+/// Adds `--attention fused|unfused`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
+/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather` and `--bf16-blocks`.
 inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option("--attention", o.attention,
                  "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored), unfused (score "
@@ -84,11 +88,12 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "and later), else unfused")
       ->check(CLI::IsMember({"auto", "fused", "unfused"}))
       ->default_str("auto");
-  app.add_option("--overlap", o.overlap,
-                 "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
-                 "reduction), param (the distributed optimizer's parameter gather), tp (tensor-parallel "
-                 "collectives, with sequence parallelism), or none")
-      ->default_str("grad,param");
+  app.add_option(
+         "--overlap", o.overlap,
+         "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
+         "reduction), param (the distributed optimizer's parameter gather), tp (tensor-parallel "
+         "collectives, with sequence parallelism), pp (pipeline sends, interleaved schedule), or none")
+      ->default_str("grad,param,pp");
   app.add_option("--memory-headroom", o.memory_headroom,
                  "share of each device's memory a plan leaves free for the allocator's cache, the CUDA "
                  "context and communication buffers, in [0, 1)")
@@ -99,6 +104,32 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "(1: a multiple of tp only)")
       ->check(CLI::PositiveNumber)
       ->default_str("128");
+  app.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
+               "keep, accumulate and reduce gradients in bf16 instead of fp32 (Megatron-Core's "
+               "--grad-reduce-in-bf16; Megatron-Bridge's performance recipes): half the gradient memory and "
+               "data-parallel traffic");
+  app.add_flag(
+      "--fp8-param-gather", o.fp8_param_gather,
+      "with --precision fp8: keep the weights in FP8 only and all-gather them in FP8 (Megatron-Core's "
+      "--fp8-param-gather)");
+  app.add_option("--bf16-blocks", o.bf16_blocks,
+                 "with --precision fp8: START,END blocks at the start and the end of the model that stay in "
+                 "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")
+      ->delimiter(',')
+      ->expected(2);
+}
+
+/// The model the step options make of `m`: with --bf16-blocks START,END (FP8 training only) its first START
+/// and last END blocks as bf16 kinds of their own (model::with_bf16_blocks).
+inline model::model apply_model_options(const step_options& o, model::model m,
+                                        const train::training_knobs& k) {
+  if (o.bf16_blocks.empty()) return m;
+  if (k.precision != hw::precision::fp8) {
+    throw input_error(
+        "--bf16-blocks keeps some blocks out of FP8 training; give --precision fp8 with it, or drop "
+        "--bf16-blocks");
+  }
+  return model::with_bf16_blocks(std::move(m), o.bf16_blocks.at(0), o.bf16_blocks.at(1));
 }
 
 /// The device types of a cluster, each once.
@@ -129,7 +160,9 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   k.vocab_padding = o.vocab_padding;
-  k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = false;
+  k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
+  k.fp8_param_gather = o.fp8_param_gather;
+  k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
   std::string_view rest = o.overlap;
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -140,9 +173,12 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
       k.overlap_param_gather = true;
     } else if (item == "tp") {
       k.tp_comm_overlap = true;
+    } else if (item == "pp") {
+      k.overlap_p2p = true;
     } else if (item != "none") {
       throw input_error(fmt::format(
-          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param and tp, or none", item));
+          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param, tp and pp, or none",
+          item));
     }
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }

@@ -2,7 +2,8 @@
 // [--dp D] [--cp C] [--vp V]
 // --global-batch B --microbatch M [--seq S] [--vocab V] [--recompute none|selective|full]
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
-// [--precision bf16|fp16|fp32|fp8] [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
+// [--recompute-layers N] [--precision bf16|fp16|fp32|fp8] [--bf16-blocks START,END] [--grad-reduce-in-bf16]
+// [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
 // [--stage-blocks B0,B1,...] [--format table|json]`: the time, throughput, MFU and memory of one fully given
 // training plan (DESIGN.md section 9; docs/step-time.md).
 #include <algorithm>
@@ -38,6 +39,7 @@ struct estimate_options {
   std::int64_t sequence = 0;
   std::int64_t vocab = 0;
   std::string recompute = "none";
+  int recompute_layers = 0;
   std::string schedule = "1f1b";
   bool sequence_parallel = false;
   std::string optimizer = "adam";
@@ -65,11 +67,13 @@ int run_estimate(const estimate_options& o) {
   k.precision = train::parse_precision(o.precision);
   k.opt = train::parse_optimizer(o.optimizer);
   k.recompute = train::parse_recompute(o.recompute);
+  k.recompute_layers = o.recompute_layers;
   k.schedule = train::parse_pipeline_schedule(o.schedule);
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
   k.distributed_optimizer = o.distributed_optimizer;
   k.virtual_stages = o.vp;
   apply_step_options(o.step, k, device_types(c));
+  m = apply_model_options(o.step, std::move(m), k);
   train::validate(m, p, k, c.devices());
 
   const sched::schedule_cache cache = schedule_cache_for(o.solver);
@@ -124,6 +128,13 @@ command add_estimate_command(CLI::App& root) {
   parser->add_option("--recompute", o->recompute, "activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}))
       ->default_str("none");
+  parser
+      ->add_option(
+          "--recompute-layers", o->recompute_layers,
+          "with --recompute full: recompute only the first N blocks of each model chunk and keep the "
+          "others' activations (Megatron-LM's --recompute-method block --recompute-num-layers N); "
+          "0: every block")
+      ->default_str("0");
   parser->add_option("--schedule", o->schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
       ->default_str("1f1b");

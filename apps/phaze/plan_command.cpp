@@ -150,6 +150,11 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.schedule == train::pipeline_schedule::gpipe)
     return "Megatron-LM has no GPipe schedule (all forwards, then all backwards); use --schedule 1f1b or "
            "interleaved";
+  if (k.grad_reduce_in_bf16)
+    return "--grad-reduce-in-bf16 came after Megatron-LM core_r0.11.0, which reduces bf16 gradients in fp32";
+  for (const auto& kind : m.kinds)
+    if (kind.bf16)
+      return "blocks kept in bf16 under FP8 (--first-last-layers-bf16) came after Megatron-LM core_r0.11.0";
   if (c.mlp == model::mlp_kind::relu) return "its MLP is ReLU, which Megatron-LM's GPT has no flag for";
   if (c.mlp == model::mlp_kind::geglu) return "its MLP is GeGLU, which Megatron-LM's GPT has no flag for";
   if (c.norm == model::norm_kind::pixelnorm) return "its norm is PixelNorm";
@@ -225,12 +230,16 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (k.overlap_grad_reduce) out += " --overlap-grad-reduce";
   if (k.overlap_param_gather && k.distributed_optimizer) out += " --overlap-param-gather";
   if (k.tp_comm_overlap && k.sequence_parallel) out += " --tp-comm-overlap";
+  // core_r0.11.0 overlaps the interleaved schedule's sends by default; say when a plan was costed without.
+  if (k.schedule == train::pipeline_schedule::interleaved && !k.overlap_p2p)
+    out += " --no-overlap-p2p-communication";
   // FP8 as Transformer Engine runs it under Megatron-LM: bf16 outside the FP8 GEMMs, e4m3 forward and e5m2
   // backward ("hybrid"), delayed scaling over Megatron's documented amax history.
   if (k.precision == hw::precision::fp8)
     out +=
         " --bf16 --transformer-impl transformer_engine --fp8-format hybrid --fp8-amax-history-len 1024"
         " --fp8-amax-compute-algo max";
+  if (k.fp8_param_gather) out += " --fp8-param-gather";
   if (k.precision == hw::precision::bf16) out += " --bf16";
   if (k.precision == hw::precision::fp16) out += " --fp16";
   if (k.opt == train::optimizer::sgd) out += " --optimizer sgd";
@@ -293,7 +302,10 @@ int run_plan(const plan_options& o) {
   if (o.emit == "megatron" && !o.model.empty()) {
     train::training_knobs asked;
     asked.schedule = train::parse_pipeline_schedule(o.schedule);
-    if (const auto why = megatron_cannot_run(io::load_model(o.model), asked)) {
+    asked.grad_reduce_in_bf16 = o.step.grad_reduce_in_bf16;
+    asked.precision = train::parse_precision(o.precision);
+    if (const auto why =
+            megatron_cannot_run(apply_model_options(o.step, io::load_model(o.model), asked), asked)) {
       throw input_error(
           "--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as "
           "phaze would cost it: " +
@@ -323,6 +335,7 @@ int run_plan(const plan_options& o) {
   base.virtual_stages = o.vp;
   base.distributed_optimizer = o.distributed_optimizer;
   apply_step_options(o.step, base, device_types(c));
+  m = apply_model_options(o.step, std::move(m), base);
   place::plan_choices fixed;
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);

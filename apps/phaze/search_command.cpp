@@ -220,6 +220,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   std::vector<hw::device> offered;
   for (const auto& offer : space.value.devices) offered.push_back(offer.device);
   apply_step_options(o.step, base, offered);
+  m = apply_model_options(o.step, std::move(m), base);
   place::plan_choices choices;
   choices.placement = place::stage_placement::uneven;
   for (const std::int64_t mb : o.microbatches) {
@@ -532,7 +533,8 @@ command add_search_command(CLI::App& root) {
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {
             if (o->cluster_space.empty()) {
-              for (const char* name : {"--attention", "--overlap", "--memory-headroom", "--vocab-padding"}) {
+              for (const char* name : {"--attention", "--overlap", "--memory-headroom", "--vocab-padding",
+                                       "--grad-reduce-in-bf16", "--fp8-param-gather", "--bf16-blocks"}) {
                 if (parser->get_option(name)->count() > 0) {
                   throw input_error(fmt::format(
                       "{} applies to GPU clusters (--cluster-space); a design search's training step is "

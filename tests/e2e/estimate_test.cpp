@@ -3,6 +3,8 @@
 #include "run_phaze.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 using phaze::e2e::contains;
 using phaze::e2e::run_json;
@@ -96,6 +98,41 @@ TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate
     const auto empty = run_phaze(plan + " --stage-blocks 48,0,24,24");
     CHECK(empty.status == 2);
     CHECK(contains(empty.err, "interior stages need at least one block"));
+  }
+}
+
+TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report and the JSON; misuse is exit 2",
+          "[e2e][estimate]") {
+  const std::string llama =
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 1 "
+      "--seq 4096 --distributed-optimizer";
+  const auto j =
+      run_json(llama +
+               " --precision fp8 --fp8-param-gather --grad-reduce-in-bf16 --bf16-blocks 1,1 --recompute "
+               "full --recompute-layers 4");
+  const auto& plan = j["plan"];
+  CHECK(plan["recompute_layers"] == 4);
+  CHECK(plan["bf16_blocks"] == 2);
+  CHECK(plan["grad_reduce_in_bf16"] == true);
+  CHECK(plan["fp8_param_gather"] == true);
+  CHECK(plan["precision"] == "fp8");
+  const auto table =
+      run_phaze(llama + " --precision fp8 --fp8-param-gather --bf16-blocks 1,1 --grad-reduce-in-bf16");
+  CHECK(table.status == 0);
+  CHECK(contains(table.out, "(2 blocks in bf16)"));
+  CHECK(contains(table.out, "FP8 weights, bf16 gradients"));
+  // Each knob where it does not apply, named.
+  for (const auto& [args, named] : std::vector<std::pair<std::string, std::string>>{
+           {" --bf16-blocks 1,1", "--bf16-blocks"},
+           {" --precision fp8 --bf16-blocks 20,20", "--bf16-blocks"},
+           {" --fp8-param-gather", "--fp8-param-gather"},
+           {" --recompute-layers 2", "--recompute-layers"},
+           {" --precision fp32 --grad-reduce-in-bf16", "--grad-reduce-in-bf16"},
+           {" --overlap grad,pipeline", "pp"}}) {
+    INFO(args);
+    const auto r = run_phaze(llama + args);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, named));
   }
 }
 

@@ -179,6 +179,12 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       {"plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
        "interleaved --vp 3 --placer uniform",
        {"--num-layers-per-virtual-pipeline-stage"}},
+      {"plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
+       "interleaved --vp 3 --placer uniform --overlap grad,param",
+       {"--num-layers-per-virtual-pipeline-stage", "--no-overlap-p2p-communication"}},
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8 "
+       "--distributed-optimizer --fp8-param-gather",
+       {"--fp8-format", "--fp8-param-gather", "--use-distributed-optimizer"}},
       {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
            "/hf/deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
        {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-token-dispatcher-type",
@@ -229,4 +235,15 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
                 "/hf/gemma-7b.json --device h100-sxm --devices 8 --global-batch 16 --emit megatron");
   CHECK(gemma.status == 2);
   CHECK(contains(gemma.err, "GeGLU"));
+  // Knobs of later Megatron-LM releases than the one phaze emits for.
+  const auto bf16_grads = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --grad-reduce-in-bf16 --emit "
+      "megatron");
+  CHECK(bf16_grads.status == 2);
+  CHECK(contains(bf16_grads.err, "--grad-reduce-in-bf16"));
+  const auto edges = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8 --bf16-blocks 1,1 "
+      "--emit megatron");
+  CHECK(edges.status == 2);
+  CHECK(contains(edges.err, "--first-last-layers-bf16"));
 }

@@ -279,12 +279,15 @@ TEST_CASE("fused attention keeps no s x s tensor: its activations are the unfuse
 // docs/source/performance/performance_summary.md, NeMo 24.07, and NVIDIA-NeMo/Megatron-Bridge's
 // docs/performance-summary-archive.md, 25.09 to 26.06), dense models of 5B to 405B parameters in FP8 with
 // tensor, pipeline (interleaved), context and data parallelism. Each row is estimated with exactly its
-// published degrees, microbatch, sequence and batch, and the features the recipes of those releases turn
-// on (tests/data/validation/nemo-h100-models.md): FP8 (Transformer Engine), fused attention, the distributed
-// optimizer with overlapped gradient reduction and parameter gather, sequence parallelism and
-// tensor-parallel overlap where tp > 1, no recomputation. Nothing is chosen or fitted per row; the tokens
-// per second per GPU are compared (the TFLOP/s columns count attention two ways across the sources). Rows
-// whose FSDP column is set are costed with the distributed optimizer (ZeRO-1), which shards less.
+// published degrees, microbatch, sequence and batch, and the settings the recipes of its release turn on
+// (tests/data/validation/nemo-h100-models.md, recipe_of below): FP8 (Transformer Engine), fused attention,
+// the distributed optimizer with overlapped gradient reduction and parameter gather, sequence parallelism
+// where tp > 1, tensor-parallel overlap where the recipe has it, overlapped pipeline sends under
+// interleaving, recomputation where the recipe asks for it, and for Megatron-Bridge bf16 gradients and FP8
+// weights (plus the first and last blocks in bf16 for its FP8 current-scaling rows). Nothing is chosen or
+// fitted per row; the tokens per second per GPU are compared (the TFLOP/s columns count attention two ways
+// across the sources). Rows whose FSDP column is set are costed with the distributed optimizer (ZeRO-1),
+// which shards less.
 
 namespace {
 
@@ -384,12 +387,45 @@ struct outcome {
   [[nodiscard]] double error() const { return (predicted - measured) / measured; }
 };
 
+/// What the recipe of a row's release turns on beside its published layout (nemo-h100-models.md).
+struct recipe {
+  bool tp_overlap = false;
+  model::recompute recompute = model::recompute::none;
+  int recompute_layers = 0;
+  bool bf16_gradients = false;
+  bool fp8_weights = false;
+  int bf16_edge_blocks = 0;
+};
+
+recipe recipe_of(const nemo_row& r) {
+  recipe out;
+  const bool bridge = r.release >= "25.09";  // Megatron-Bridge's tables; NeMo's are 24.07 and 25.02
+  const bool nemotron_340b = r.model == "Nemotron-340B";
+  // Userbuffers tensor-parallel overlap: on in every tp > 1 recipe but GPT3-175B's and Nemotron-340B's 24.07
+  // launcher configs.
+  out.tp_overlap = r.tp > 1 && !((r.model == "GPT3-175B" && r.release == "24.07") || nemotron_340b);
+  if (nemotron_340b) out.recompute = model::recompute::selective;
+  if ((r.model == "LLAMA3_8B") && r.release == "25.11") {
+    out.recompute = model::recompute::full;  // recompute_granularity full, method block, 5 layers
+    out.recompute_layers = 5;
+  }
+  // Megatron-Bridge's performance overrides reduce gradients in bf16 (grad_reduce_in_fp32 off) and its FP8
+  // recipes gather FP8 weights (fp8_param_gather); Nemotron-340B's 24.07 config syncs gradients in bf16.
+  out.bf16_gradients = bridge || nemotron_340b;
+  out.fp8_weights = bridge;
+  // bf16_with_fp8_current_scaling_mixed: the first and the last block in bf16.
+  if (r.precision == "FP8-CS") out.bf16_edge_blocks = 1;
+  return out;
+}
+
 outcome estimate(const nemo_row& r, const model::transformer_config& config,
                  const sched::schedule_cache& cache) {
   model::transformer_config c = config;
   c.sequence = r.seq;
   c.max_positions = std::max(c.max_positions, r.seq);
-  const model::model m = model::make_model(c);
+  const recipe how = recipe_of(r);
+  model::model m = model::make_model(c);
+  if (how.bf16_edge_blocks > 0) m = model::with_bf16_blocks(m, how.bf16_edge_blocks, how.bf16_edge_blocks);
   train::parallelism par{r.tp, r.pp, r.gpus / (r.tp * r.pp * r.cp), r.cp};
   REQUIRE(par.devices() == r.gpus);
   train::training_knobs k;
@@ -398,12 +434,19 @@ outcome estimate(const nemo_row& r, const model::transformer_config& config,
   k.precision = hw::precision::fp8;
   k.fused_attention = true;
   k.sequence_parallel = r.tp > 1;
-  k.tp_comm_overlap = r.tp > 1;
+  k.tp_comm_overlap = how.tp_overlap;
   k.distributed_optimizer = true;  // FSDP rows: sharded like ZeRO-1 here (not modelled further)
   k.overlap_grad_reduce = k.overlap_param_gather = true;
+  k.recompute = how.recompute;
+  k.recompute_layers = how.recompute_layers;
+  k.grad_reduce_in_bf16 = how.bf16_gradients;
+  k.fp8_param_gather = how.fp8_weights;
   if (r.vp > 1) {
     k.schedule = train::pipeline_schedule::interleaved;
     k.virtual_stages = r.vp;
+    // NeMo-Launcher's interleaved configs (overlap_p2p_comm: true) and Megatron-Bridge's comm-overlap
+    // defaults (on whenever vp > 1) overlap the pipeline sends.
+    k.overlap_p2p = true;
   }
   const auto cluster = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), par);
   train::validate(m, par, k, r.gpus);
@@ -447,9 +490,13 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
   const double mean = sum / compared;
   std::printf("%d runs: mean absolute error %.1f%%, max %.1f%%\n", compared, 100.0 * mean, 100.0 * worst);
   CHECK(compared >= 20);
-  // Measured at this commit: 21 runs, mean 12.0%, max 28.2%, all but one predicted too fast (the goal is 8% /
-  // 15%); the Megatron-Bridge Llama 3 70B runs within 6%, the NeMo 24.07 runs of small models and the CP runs
-  // furthest off (docs/step-time.md). These bounds guard against regressions.
-  CHECK(mean <= 0.125);
+  // Measured at this commit: 21 runs, mean 13.7%, max 28.2%, all but two predicted too fast (the goal is 8% /
+  // 15%). Each row now carries its recipe's settings (recipe_of); the one that moved the error most is the
+  // interleaved schedule's overlapped pipeline sends (on in every interleaved recipe), which phaze hides in
+  // the steady state as Megatron-Core's schedule does: the interleaved NeMo 24.07 rows went from +5..+20% to
+  // +17..+24%, the mean from 12.0% to 13.7%. The Megatron-Bridge rows are within 4.6-10.2% but for the
+  // FSDP one (+15.2%), the NeMo 24.07 rows 17-28% too fast but for GPT3-175B and Nemotron-340B
+  // (docs/step-time.md). These bounds guard against regressions.
+  CHECK(mean <= 0.14);
   CHECK(worst <= 0.30);
 }

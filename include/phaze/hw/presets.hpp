@@ -118,6 +118,13 @@ inline constexpr double h200_fp8_max_fraction = 0.685;
 // reaches half (start and drain of each unit's pipeline), by tools/gpu/fit_attention.cpp minimizing the mean
 // relative error over the 78 kernels of each card: H100 4.3% (max 23%), H200 4.1% (max 21%). Without the key
 // tile term (fitted on sequence 2048 alone) the model was 25-68% slow at sequences of 4096 and more.
+// Memory as CUDA hands it to a program (cudaDeviceProp::totalGlobalMem, what the caching allocator can fill),
+// read on the cards measured here: H100 SXM 85,017,493,504 bytes (79.2 GiB; tests/data/gpu/
+// h100-sxm-train-step-env.txt), H200 139.8 GiB (tests/data/gpu/h200-env.txt; nvidia-smi 143,771 MiB). The
+// datasheets' "80 GB" and "141 GB" count in binary units (the H100's five 16 GiB HBM3 stacks): read as 80e9
+// and 141e9 bytes they left plans about 6% less memory than the cards give a program.
+inline constexpr bytes h100_sxm_memory{85017493504.0};
+inline constexpr bytes h200_memory{139.8 * 1073741824.0};
 inline constexpr attention_efficiency h100_attention{0.8175, 0.55, 0.7375, 0.5125, 86.0, 3.0};
 inline constexpr attention_efficiency h200_attention{0.8025, 0.585, 0.7275, 0.5325, 84.0, 2.75};
 constexpr device with_attention(device d, attention_efficiency a) {
@@ -177,21 +184,25 @@ inline constexpr std::array presets{
     preset{"h100-sxm",
            "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
            "HBM3 at "
-           "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs",
-           detail::hopper("h100-sxm", bytes{80e9}, bytes_per_second{3.35e12}, detail::h100_max_fraction,
-                          detail::h100_k_half, detail::h100_fp8_max_fraction, detail::h100_attention)},
+           "3.35 TB/s, NVLink4 900 GB/s (450 per direction), 132 SMs; DGX H100: 8 x 400 Gb/s NDR per 8 GPUs; "
+           "memory as CUDA reports it on an H100 SXM (79.2 GiB)",
+           detail::hopper("h100-sxm", detail::h100_sxm_memory, bytes_per_second{3.35e12},
+                          detail::h100_max_fraction, detail::h100_k_half, detail::h100_fp8_max_fraction,
+                          detail::h100_attention)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
            "2.0 TB/s, PCIe Gen5 128 GB/s (64 per direction), 114 SMs; 400 Gb/s network per GPU assumed",
            detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12},
                        detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114))},
-    preset{"h200",
-           "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
-           "TB/s, "
-           "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU",
-           detail::hopper("h200", bytes{141e9}, bytes_per_second{4.8e12}, detail::h200_max_fraction,
-                          detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_attention)},
+    preset{
+        "h200",
+        "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
+        "TB/s, "
+        "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU; memory as CUDA reports "
+        "it on an H200 (139.8 GiB)",
+        detail::hopper("h200", detail::h200_memory, bytes_per_second{4.8e12}, detail::h200_max_fraction,
+                       detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_attention)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

@@ -18,12 +18,20 @@
 
 namespace phaze::io {
 
+/// The blocks of `m` kept in bf16 under FP8 training (model::with_bf16_blocks).
+inline std::int64_t bf16_block_count(const model::model& m) {
+  std::int64_t n = 0;
+  for (std::size_t v = 0; v < m.size(); ++v) n += m.kind_at(v).bf16 ? 1 : 0;
+  return n;
+}
+
 /// The communication a plan overlaps with computation, as `--overlap` names it (empty: none).
 inline std::vector<std::string> overlap_names(const train::training_knobs& k) {
   std::vector<std::string> out;
   if (k.overlap_grad_reduce) out.emplace_back("grad");
   if (k.overlap_param_gather && k.distributed_optimizer) out.emplace_back("param");
   if (k.tp_comm_overlap && k.sequence_parallel) out.emplace_back("tp");
+  if (k.overlap_p2p && k.schedule == train::pipeline_schedule::interleaved) out.emplace_back("pp");
   return out;
 }
 
@@ -86,11 +94,15 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"microbatch", k.microbatch},
             {"microbatches", e.microbatches},
             {"recompute", std::string{model::to_string(k.recompute)}},
+            {"recompute_layers", k.recompute_layers},
             {"schedule", std::string{train::to_string(k.schedule)}},
             {"sequence_parallel", k.sequence_parallel},
             {"optimizer", std::string{train::to_string(k.opt)}},
             {"distributed_optimizer", k.distributed_optimizer},
             {"precision", std::string{hw::to_string(k.precision)}},
+            {"bf16_blocks", bf16_block_count(m)},
+            {"grad_reduce_in_bf16", k.grad_reduce_in_bf16},
+            {"fp8_param_gather", k.fp8_param_gather},
             {"attention", k.fused_attention ? "fused" : "unfused"},
             {"overlap", overlap_names(k)},
             {"stages", stages}}},
@@ -110,6 +122,9 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
 inline std::string step_summary(const model::model& m, const train::training_knobs& k) {
   std::string out = fmt::format("sequence {}, {}, {} attention", train::sequence_of(m, k),
                                 hw::to_string(k.precision), k.fused_attention ? "fused" : "unfused");
+  if (const std::int64_t n = bf16_block_count(m); n > 0) out += fmt::format(" ({} blocks in bf16)", n);
+  if (k.fp8_param_gather) out += ", FP8 weights";
+  if (k.grad_reduce_in_bf16) out += ", bf16 gradients";
   if (k.distributed_optimizer) out += ", distributed optimizer";
   const auto overlap = overlap_names(k);
   out += overlap.empty() ? ", nothing overlapped" : ", overlap " + fmt::format("{}", fmt::join(overlap, "+"));
@@ -126,7 +141,11 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
       m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp,
       (p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}) +
           (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}),
-      k.virtual_stages, k.microbatch, e.microbatches, model::to_string(k.recompute),
+      k.virtual_stages, k.microbatch, e.microbatches,
+      std::string{model::to_string(k.recompute)} +
+          (k.recompute == model::recompute::full && k.recompute_layers > 0
+               ? fmt::format(" (first {} blocks of each chunk)", k.recompute_layers)
+               : std::string{}),
       train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});

@@ -54,6 +54,10 @@ struct layer_spec {
   /// transformer block of a mixture-of-experts model that keeps a dense MLP of the model's ffn
   /// (transformer_config::dense_layers)
   bool dense_mlp = false;
+  /// transformer block kept in bf16 under FP8 training (layer_shape::fp8 off for it): Megatron-Core's
+  /// --first-last-layers-bf16, which Megatron-Bridge's FP8 current-scaling recipe turns on for the first and
+  /// the last block (with_bf16_blocks)
+  bool bf16 = false;
   friend constexpr bool operator==(const layer_spec&, const layer_spec&) = default;
 };
 
@@ -195,13 +199,15 @@ inline constexpr auto build_kind =
     [](const model& m, const layer_spec& k, const layer_shape& shape) constexpr -> layer {
   const std::int64_t b = shape.microbatch;
   switch (k.recipe) {
-    case layer_recipe::transformer:
+    case layer_recipe::transformer: {
+      layer_shape own = shape_of_kind(k, shape);
+      if (k.bf16) own.fp8 = false;
       if (k.dense_mlp) {
-        layer_shape own = shape_of_kind(k, shape);
         own.ep = 1;  // no experts to spread
         return make_layer(architecture_of(m, k).without_experts(), k.role, own);
       }
-      return make_layer(architecture_of(m, k), k.role, shape_of_kind(k, shape));
+      return make_layer(architecture_of(m, k), k.role, own);
+    }
     case layer_recipe::dense: {
       layer_builder lb{k.name.view(), k.role, shape, b * k.rows * k.in};
       lb.matmul(k.name.view(), lb.input(), {1, b * k.rows, k.in, k.out}, tp_split::replicated, k.bias);
@@ -322,6 +328,52 @@ inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constex
     m.config.max_positions = sequence;
   }
   validate(m.config);
+  return m;
+};
+
+namespace rules {
+[[noreturn]] inline void bf16_blocks_exceed_the_blocks_of_the_model() {
+  throw input_error(
+      "--bf16-blocks asks for more blocks in bf16 at the start and the end than the model has blocks; give "
+      "START,END with START + END at most the block count");
+}
+[[noreturn]] inline void bf16_blocks_must_not_be_negative() {
+  throw input_error("--bf16-blocks counts blocks: give START,END with both >= 0");
+}
+}  // namespace rules
+
+/// A copy of `m` whose first `start` and last `end` transformer blocks (body nodes of the block role) stay
+/// in bf16 under FP8 training: each of them takes a copy of its kind marked layer_spec::bf16 (named with a
+/// `_bf16` suffix), so every consumer (step model, memory, placers) sees them as layers of their own.
+/// Megatron-Core's --first-last-layers-bf16 --num-layers-at-start-in-bf16 START --num-layers-at-end-in-bf16
+/// END (megatron/core/fp8_utils.py); Megatron-Bridge's FP8 current-scaling recipe uses 1 and 1
+/// (bf16_with_fp8_current_scaling_mixed).
+inline constexpr auto with_bf16_blocks =
+    [](model m, std::int64_t start, std::int64_t end) constexpr -> model {
+  if (start < 0 || end < 0) rules::bf16_blocks_must_not_be_negative();
+  static_vector<std::size_t, max_model_layers> blocks;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m.role_at(i) == layer_role::block) blocks.push_back(i);
+  if (start + end > static_cast<std::int64_t>(blocks.size()))
+    rules::bf16_blocks_exceed_the_blocks_of_the_model();
+  auto keep_in_bf16 = [&](std::size_t node) {
+    const layer_spec& k = m.kind_at(node);
+    if (k.bf16) return;
+    // The bf16 twin of this kind, added once.
+    layer_spec t = k;
+    t.bf16 = true;
+    t.name = fixed_string<32>{k.name.view().substr(0, 26), "_bf16"};
+    std::size_t twin = 0;
+    while (twin < m.kinds.size() && !(m.kinds[twin] == t)) ++twin;
+    if (twin == m.kinds.size()) {
+      if (m.kinds.size() == max_layer_kinds) rules::model_has_too_many_layer_kinds_raise_max_layer_kinds();
+      m.kinds.push_back(t);
+    }
+    m.nodes[node] = static_cast<std::uint8_t>(twin);
+  };
+  for (std::int64_t i = 0; i < start; ++i) keep_in_bf16(blocks[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < end; ++i)
+    keep_in_bf16(blocks[blocks.size() - 1 - static_cast<std::size_t>(i)]);
   return m;
 };
 

@@ -142,7 +142,7 @@ constexpr placement_settings model_settings(const hw::device& d, const cluster::
   s.memory_per_device = train::usable_memory(d, k);
   s.microbatches = k.global_batch / (k.microbatch > 0 ? k.microbatch : 1);
   s.weight_bytes_per_parameter = static_cast<double>(train::activation_element_bytes(k.precision));
-  s.state_bytes_per_parameter = train::state_bytes_per_parameter(k.precision, k.opt).total();
+  s.state_bytes_per_parameter = train::state_bytes_of(k).total();
   s.p2p_bandwidth = node.network_share(1);
   s.dp_bandwidth = s.p2p_bandwidth;
   s.schedule = k.schedule;

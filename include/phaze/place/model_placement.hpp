@@ -116,14 +116,15 @@ struct step_policy {
   /// A stage's time per microbatch: its work plus the pipeline sends of its cuts (the bytes of the edges
   /// entering and leaving it; step_model::stage_time). A load without boundaries (a bound's) pays the least
   /// cut of the width, width_terms::boundary.
-  [[nodiscard]] double stage_time_s(const placement_settings& s, const stage_load& l,
+  [[nodiscard]] double stage_time_s(const placement_settings&, const stage_load& l,
                                     const stage_context& c) const {
     if (c.stages <= 1) return l.work_s;
     const double least = terms(c.tp).boundary.value();
     const bool bare = !(l.boundary_in_bytes > 0.0) && !(l.boundary_bytes > 0.0);
-    const auto [forward, backward] = train::step_model::cuts_waited_for(
-        bytes{bare ? least : l.boundary_in_bytes}, bytes{bare ? least : l.boundary_bytes});
-    return l.work_s + cut_s(s, forward.value(), c) + cut_s(s, backward.value(), c);
+    return model
+        .stage_time(seconds{l.work_s}, bytes{bare ? least : l.boundary_in_bytes},
+                    bytes{bare ? least : l.boundary_bytes}, shape_of(c))
+        .value();
   }
   [[nodiscard]] double allreduce_s(const placement_settings& s, double parameter_bytes,
                                    const stage_context& c) const {

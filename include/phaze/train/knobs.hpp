@@ -132,6 +132,14 @@ struct training_knobs {
   /// Transformer Engine's --tp-comm-overlap (sequence parallelism only): each tensor-parallel all-gather and
   /// reduce-scatter is split into chunks that run under the GEMM beside it (detail::tp_overlap_savings).
   bool tp_comm_overlap = false;
+  /// Megatron-Core's --overlap-p2p-communication (on by default in core_r0.11.0, interleaved schedule only):
+  /// pipeline sends and receives run under the model chunks' computation (step_model::pipeline_sends); it
+  /// also lets the interleaved schedule run on two pipeline stages.
+  bool overlap_p2p = false;
+  /// Megatron-Core's --fp8-param-gather (FP8 training): the weights the GEMMs read are kept in FP8 only (1
+  /// byte, plus the transposed copy Hopper's FP8 GEMMs need) instead of bf16 plus FP8 copies, and the
+  /// distributed optimizer all-gathers them in FP8 (Megatron-Bridge's FP8 recipes turn it on).
+  bool fp8_param_gather = false;
   /// The share of each device's memory a plan leaves free for what phaze does not count (the allocator's
   /// cached blocks, the CUDA context, communication buffers): a plan fits when its memory stays within
   /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10
@@ -141,6 +149,14 @@ struct training_knobs {
   /// to a multiple of vocab_padding * tp (model::layer_shape::vocab_multiple). 1 here (a multiple of tp);
   /// the command line's default is Megatron-LM's, 128.
   int vocab_padding = 1;
+  /// Gradients kept, accumulated and reduced in bf16 instead of fp32 (Megatron-Core's --grad-reduce-in-bf16,
+  /// DistributedDataParallelConfig::grad_reduce_in_fp32 off, as Megatron-Bridge's performance recipes set
+  /// it): 2 bytes per gradient instead of 4, in memory and on the data-parallel rings. bf16 and fp8 only.
+  bool grad_reduce_in_bf16 = false;
+  /// With full recomputation: how many blocks of each model chunk (a stage's share of one virtual stage) are
+  /// recomputed, the first ones (Megatron-LM's --recompute-method block --recompute-num-layers N); the
+  /// others keep all their activations. 0: every block (--recompute-method uniform --recompute-num-layers 1).
+  int recompute_layers = 0;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -199,6 +215,29 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
 namespace rules {
 // Each rule is a function named after the mistake (the {fmt} technique of STYLE.md): in a constant
 // expression calling it stops compilation with its name; at run time it throws input_error saying how to fix.
+[[noreturn]] inline void bf16_gradients_need_bf16_or_fp8_training() {
+  throw input_error(
+      "--grad-reduce-in-bf16 keeps gradients in bf16, which mixed-precision bf16 or fp8 training does; give "
+      "--precision bf16 or fp8, or drop --grad-reduce-in-bf16");
+}
+[[noreturn]] inline void fp8_param_gather_needs_fp8_training() {
+  throw input_error(
+      "--fp8-param-gather keeps the weights in FP8, which needs FP8 training; give --precision fp8, or drop "
+      "--fp8-param-gather");
+}
+[[noreturn]] inline void fp8_param_gather_needs_the_distributed_optimizer() {
+  throw input_error(
+      "--fp8-param-gather all-gathers the FP8 weights through the distributed optimizer (Megatron-LM "
+      "supports it only there); add --distributed-optimizer, or drop --fp8-param-gather");
+}
+[[noreturn]] inline void recompute_layers_must_not_be_negative() {
+  throw input_error("--recompute-layers counts blocks per model chunk: give N >= 1 (or 0 for every block)");
+}
+[[noreturn]] inline void recompute_layers_need_full_recomputation() {
+  throw input_error(
+      "--recompute-layers says how many blocks full recomputation recomputes; give --recompute full with it, "
+      "or drop --recompute-layers");
+}
 [[noreturn]] inline void device_count_must_be_positive() {
   throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
 }
@@ -257,8 +296,9 @@ namespace rules {
 }
 [[noreturn]] inline void interleaved_schedule_needs_more_than_two_pipeline_stages() {
   throw input_error(
-      "the interleaved schedule needs pp > 2 (Megatron-LM's rule); give --pp 3 or more, or use --schedule "
-      "1f1b");
+      "the interleaved schedule needs pp > 2, or pp = 2 with the pipeline sends overlapped (Megatron-LM's "
+      "rule; --overlap with pp, Megatron-Core's default); give --pp 3 or more, add pp to --overlap, or use "
+      "--schedule 1f1b");
 }
 [[noreturn]] inline void interleaved_schedule_needs_blocks_divisible_by_pp_times_v() {
   throw input_error(
@@ -318,6 +358,14 @@ struct validate_fn {
       rules::global_batch_must_be_divisible_by_microbatch_times_dp();
     if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_fp32_or_fp8();
     if (!(k.memory_headroom >= 0.0 && k.memory_headroom < 1.0)) rules::memory_headroom_must_lie_in_0_1();
+    if (k.grad_reduce_in_bf16 && k.precision != hw::precision::bf16 && k.precision != hw::precision::fp8)
+      rules::bf16_gradients_need_bf16_or_fp8_training();
+    if (k.recompute_layers < 0) rules::recompute_layers_must_not_be_negative();
+    if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
+    if (k.fp8_param_gather && !k.distributed_optimizer)
+      rules::fp8_param_gather_needs_the_distributed_optimizer();
+    if (k.recompute_layers > 0 && k.recompute != model::recompute::full)
+      rules::recompute_layers_need_full_recomputation();
     const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
     if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();
@@ -326,7 +374,8 @@ struct validate_fn {
     if (k.schedule == pipeline_schedule::interleaved) {
       if (model::composite(m)) rules::interleaved_schedule_needs_identical_blocks();
       if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
-      if (p.pp <= 2) rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
+      if (p.pp < 2 || (p.pp == 2 && !k.overlap_p2p))
+        rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
       if (blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
         rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
       if (microbatches_per_replica(p, k) % p.pp != 0)

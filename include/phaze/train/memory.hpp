@@ -66,6 +66,22 @@ inline constexpr auto state_bytes_per_parameter =
   return {static_cast<double>(activation_element_bytes(p)), 4.0, 4.0 + moments, fp8_copies};
 };
 
+/// state_bytes_per_parameter for the knobs `k`: with --grad-reduce-in-bf16 (training_knobs::
+/// grad_reduce_in_bf16) the gradients are 2-byte bf16 instead of fp32 main gradients (16 bytes in all for
+/// bf16 + Adam; the fp32 master weights and moments stay).
+/// With --fp8-param-gather (training_knobs::fp8_param_gather) the blocks' weights are FP8 tensors, 1 byte
+/// plus their 1-byte transposed copy, where they were a bf16 weight and its two FP8 copies; the embedding,
+/// output layer and norms stay bf16 (2 bytes): 2 bytes per parameter either way, as weights.
+constexpr bytes_per_parameter state_bytes_of(const training_knobs& k) {
+  bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  if (k.grad_reduce_in_bf16) per.gradients = 2.0;
+  if (k.fp8_param_gather && k.precision == hw::precision::fp8) {
+    per.weights = 2.0;
+    per.fp8_copies = 0.0;
+  }
+  return per;
+}
+
 /// Optimizer-state elements' bytes one rank holds for `parameters` per rank of which `expert` are routed
 /// experts' (ZeRO stage 1 / Megatron's distributed optimizer when `sharded`): the others' state over
 /// `ranks` data-parallel ranks, the experts' over `expert_ranks` (the expert-data-parallel ranks).
@@ -215,7 +231,7 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
                                                 int stage, int stages, int dp, std::int64_t microbatches,
                                                 const training_knobs& k, double expert = 0.0, int ep = 1) {
   memory_breakdown r;
-  const bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  const bytes_per_parameter per = state_bytes_of(k);
   r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
   r.gradients = bytes{parameters * per.gradients};
   r.optimizer = bytes{
@@ -265,12 +281,39 @@ constexpr model::recompute mode_of_node(model::layer_role role, model::recompute
   return role == model::layer_role::block || mode != model::recompute::full ? mode : model::recompute::none;
 }
 
-/// Activation bytes per microbatch of the nodes `r`.
+/// Whether full recomputation recomputes the block at position `index` (0-based) of the `blocks` blocks a
+/// stage holds in `chunks` model chunks, when it recomputes the first `layers` blocks of each chunk
+/// (training_knobs::recompute_layers; 0: every block).
+constexpr bool recomputes_block(std::int64_t index, std::int64_t blocks, int layers, int chunks) {
+  if (layers <= 0) return true;
+  const std::int64_t per_chunk = std::max<std::int64_t>(blocks / std::max(chunks, 1), 1);
+  return index % per_chunk < layers;
+}
+
+/// The blocks among the nodes `r`.
+constexpr std::int64_t blocks_in(const model::model& m, node_range r) {
+  std::int64_t n = 0;
+  for (std::size_t v = r.first; v < r.last; ++v) n += m.role_at(v) == model::layer_role::block ? 1 : 0;
+  return n;
+}
+
+/// Activation bytes per microbatch of the nodes `r` under recomputation `mode`; with full recomputation of
+/// the first `layers` blocks of each of `chunks` chunks only (recomputes_block), the other blocks keep all
+/// their activations.
 constexpr bytes stage_activations_per_microbatch(const model::model& m, const built_layers& l, node_range r,
-                                                 model::recompute mode) {
+                                                 model::recompute mode, int layers = 0, int chunks = 1) {
   bytes b{0.0};
-  for (std::size_t v = r.first; v < r.last; ++v)
-    b += model::activation_bytes(l.at(m, v), mode_of_node(m.role_at(v), mode));
+  const std::int64_t blocks = blocks_in(m, r);
+  std::int64_t index = 0;
+  for (std::size_t v = r.first; v < r.last; ++v) {
+    model::recompute node_mode = mode_of_node(m.role_at(v), mode);
+    if (m.role_at(v) == model::layer_role::block) {
+      if (mode == model::recompute::full && !recomputes_block(index, blocks, layers, chunks))
+        node_mode = model::recompute::none;
+      ++index;
+    }
+    b += model::activation_bytes(l.at(m, v), node_mode);
+  }
   return b;
 }
 
@@ -291,7 +334,8 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
                                            const training_knobs& k, node_range r, int stage) {
   return stage_memory_of_load(
-      static_cast<double>(stage_parameters(m, l, r)), stage_activations_per_microbatch(m, l, r, k.recompute),
+      static_cast<double>(stage_parameters(m, l, r)),
+      stage_activations_per_microbatch(m, l, r, k.recompute, k.recompute_layers, k.virtual_stages),
       recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k),
       k, static_cast<double>(stage_expert_parameters(m, l, r)), p.ep);
 }

@@ -180,18 +180,55 @@ class step_model {
     return {in.value() > 0.0 ? in : out, out.value() > 0.0 ? out : in};
   }
 
-  /// The pipeline sends on a stage's critical path per microbatch (cuts_waited_for, pipeline_cut).
-  [[nodiscard]] seconds pipeline_sends(bytes in, bytes out, const plan_shape& s) const {
+  /// The pipeline sends a stage whose layers take `work` per microbatch waits for, for input and output cuts
+  /// of `in` and `out` bytes per rank (cuts_waited_for, pipeline_cut): all of them, or under the interleaved
+  /// schedule with overlap_p2p (Megatron-Core's default --overlap-p2p-communication, core_r0.11.0) what the
+  /// chunks' computation does not hide in the steady state. There (schedules.py,
+  /// forward_backward_pipelining_with_interleaving) each forward step posts its send and the next step's
+  /// receive and waits for them only after the backward step that follows, and each backward step's
+  /// transfers wait through the next forward step: the v forward transfers hide under the backward passes
+  /// (two thirds of the work, Narayanan et al., SC'21, section 5.1), the v backward ones under the forward
+  /// passes (one third). The warm-up and cool-down transfers stay blocking (fill_drain_sends).
+  [[nodiscard]] seconds pipeline_sends(bytes in, bytes out, seconds work, const plan_shape& s) const {
+    if (s.pp <= 1) return seconds{0.0};
     const auto [forward, backward] = cuts_waited_for(in, out);
-    return pipeline_cut(forward, s) + pipeline_cut(backward, s);
+    const seconds f = pipeline_cut(forward, s);
+    const seconds b = pipeline_cut(backward, s);
+    if (!overlapped_sends()) return f + b;
+    const seconds none{0.0};
+    return std::max(none, f - work * (2.0 / 3.0)) + std::max(none, b - work / 3.0);
+  }
+
+  /// Whether the pipeline sends run under computation (overlap_p2p under the interleaved schedule).
+  [[nodiscard]] bool overlapped_sends() const {
+    return knobs_.overlap_p2p && knobs_.schedule == pipeline_schedule::interleaved;
+  }
+
+  /// With overlapped_sends, the sends of the pipeline's fill and drain, which Megatron-Core runs blocking
+  /// unless --overlap-p2p-communication-warmup-flush is given (off by default in core_r0.11.0): stage r runs
+  /// W_r = 2 (p - r - 1) + (v - 1) p warm-up forward chunks (num_warmup_microbatches in schedules.py, with
+  /// the default microbatch group of p; at most m v) and as many cool-down backward chunks, each waiting for
+  /// one transfer, W_r / v of a microbatch's `blocking` sends (pipeline_sends without overlap) in all. Stage
+  /// 0 waits longest; the largest over the stages, whose blocking sends are `blocking[r]`. 0 without
+  /// overlapped_sends (the sends are then in every stage's time).
+  [[nodiscard]] seconds fill_drain_sends(const std::vector<seconds>& blocking, std::int64_t microbatches,
+                                         const plan_shape& s) const {
+    if (!overlapped_sends() || s.pp <= 1) return seconds{0.0};
+    const std::int64_t v = chunks();
+    seconds most{0.0};
+    for (std::size_t r = 0; r < blocking.size(); ++r) {
+      const std::int64_t warmup = std::min<std::int64_t>(
+          2 * (s.pp - static_cast<std::int64_t>(r) - 1) + (v - 1) * s.pp, microbatches * v);
+      most = std::max(most, blocking[r] * (static_cast<double>(warmup) / static_cast<double>(v)));
+    }
+    return most;
   }
 
   /// A stage's time per microbatch: its layers' `work` (forward, backward, recomputation, TP collectives)
-  /// plus its pipeline sends for input and output cuts of `in` and `out` bytes (pipeline_sends).
+  /// plus the pipeline sends it waits for (pipeline_sends). Never less for more work, so the placers' bounds
+  /// hold.
   [[nodiscard]] seconds stage_time(seconds work, bytes in, bytes out, const plan_shape& s) const {
-    if (s.pp <= 1) return work;
-    const auto [forward, backward] = cuts_waited_for(in, out);
-    return work + pipeline_cut(forward, s) + pipeline_cut(backward, s);
+    return work + pipeline_sends(in, out, work, s);
   }
 
   /// The pipeline of one iteration (all microbatches through every stage, with fill and drain) when its
@@ -289,7 +326,7 @@ class step_model {
   /// gradient_sync of `parameters` over n ranks `stride` apart.
   [[nodiscard]] seconds ring_sync(double parameters, int n, int stride, const plan_shape& s) const {
     if (n <= 1 || !(parameters > 0.0)) return seconds{0.0};
-    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    const bytes_per_parameter per = state_bytes_of(knobs_);
     const bytes gradients{parameters * per.gradients};
     seconds best = cost::all_reduce_time(gradients, n, cluster_.ring({n, stride}, s.devices()));
     const int node = largest_node();
@@ -343,15 +380,18 @@ class step_model {
   }
 
   /// The distributed optimizer's all-gather of the updated weights (none without the distributed
-  /// optimizer): the other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16) where
-  /// the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16 gradients in fp32:
-  /// accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py); all of it, or with
+  /// optimizer): the other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16, 1 with
+  /// fp8_param_gather) where the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16 gradients
+  /// in fp32: accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py; bf16 ones with
+  /// grad_reduce_in_bf16); all of it, or with
   /// overlap_param_gather what the first microbatch's forward pass does not hide.
   [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s, seconds stage_time,
                                                  double expert = 0.0) const {
     if (!knobs_.distributed_optimizer) return seconds{0.0};
-    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
-    const seconds all = gradient_sync(parameters, s, expert) * (0.5 * per.weights / per.gradients);
+    const bytes_per_parameter per = state_bytes_of(knobs_);
+    // --fp8-param-gather: the blocks' weights travel as FP8 (1 byte; the embedding's in bf16, left out).
+    const double carried = knobs_.fp8_param_gather ? 1.0 : per.weights;
+    const seconds all = gradient_sync(parameters, s, expert) * (0.5 * carried / per.gradients);
     if (!knobs_.overlap_param_gather) return all;
     return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).first);
   }
@@ -372,7 +412,7 @@ class step_model {
   /// `expert` parameters' state sharded over the expert-data-parallel ranks).
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
                                        double expert = 0.0) const {
-    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    const bytes_per_parameter per = state_bytes_of(knobs_);
     const double state_bytes = parameters * (per.weights + per.gradients) +
                                optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer,
                                                      s.gradient_ranks(), s.expert_gradient_ranks());
@@ -401,7 +441,7 @@ class step_model {
   /// pipeline or a tie.
   [[nodiscard]] seconds embedding_sync(double tied_parameters, const plan_shape& s) const {
     if (s.pp <= 1 || !(tied_parameters > 0.0)) return seconds{0.0};
-    const bytes_per_parameter per = state_bytes_per_parameter(knobs_.precision, knobs_.opt);
+    const bytes_per_parameter per = state_bytes_of(knobs_);
     return cost::all_reduce_time(bytes{tied_parameters * per.gradients}, 2,
                                  cluster_.pairs((s.pp - 1) * s.stage_ranks(), s.devices()));
   }
@@ -704,6 +744,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   seconds t_max{0.0};
   std::vector<seconds> stage_times;
   std::vector<seconds> recompute_tp;
+  std::vector<seconds> blocking_sends;  // each stage's pipeline sends per microbatch, none overlapped
   double capacity_sum = 0.0;
   bool all_fit = true;
   for (int i = 0; i < p.pp; ++i) {
@@ -714,13 +755,17 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     st.layers = static_cast<std::int64_t>(r.size());
     st.devices = static_cast<std::int64_t>(where.stage_ranks());
     seconds tp_recompute{0.0};
+    const std::int64_t blocks = detail::blocks_in(run, r);
     for (std::size_t v = r.first; v < r.last; ++v) {
       const detail::timed_layer& t = l.kinds[run.nodes[v]];
       st.forward += t.t.forward;
       st.backward += t.t.backward;
       st.tp_comm += t.tp_forward + t.tp_backward;
       if (run.role_at(v) == model::layer_role::block) {
+        const bool again = k.recompute != model::recompute::full ||
+                           detail::recomputes_block(st.blocks, blocks, k.recompute_layers, k.virtual_stages);
         ++st.blocks;
+        if (!again) continue;
         st.recompute += t.t.recompute(k.recompute);
         st.tp_comm += t.tp_recompute;
         tp_recompute += t.tp_recompute;
@@ -729,7 +774,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     // The cuts: what the stage receives from the one before it and hands to the one after it.
     const bytes in = r.first > 0 ? l.kinds[run.nodes[r.first - 1]].t.boundary : bytes{0.0};
     const bytes out = r.last < run.size() ? l.kinds[run.nodes[r.last - 1]].t.boundary : bytes{0.0};
-    st.pp_comm = model.pipeline_sends(in, out, where);
+    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where);
+    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where));
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
     st.capacity = usable_memory(d, k);
@@ -766,14 +812,16 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   seconds stage_time_sum{0.0};
   for (const seconds t : stage_times) stage_time_sum += t;
   const auto expert = static_cast<double>(largest_expert);
-  e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where), stage_time_sum, params, tied,
-                                     where, largest_device, expert);
+  // The fill and drain's blocking sends under overlapped interleaving (step_model::fill_drain_sends).
+  const seconds fill_sends = model.fill_drain_sends(blocking_sends, mb, where);
+  e.time_per_batch = model.iteration(model.pipeline_time(stage_times, where) + fill_sends, stage_time_sum,
+                                     params, tied, where, largest_device, expert);
   step_breakdown& b = e.breakdown;
   b.tp_comm = worst.tp_comm * m_count;
   b.recompute = (worst.recompute - rec_tp) * m_count;
   b.compute = (worst.forward + worst.backward - (worst.tp_comm - rec_tp)) * m_count;
   b.pp_comm = worst.pp_comm * m_count;
-  b.bubble = model.bubble(stage_times, where);
+  b.bubble = model.bubble(stage_times, where) + fill_sends;
   b.dp_comm =
       model.exposed_data_parallel(params, where, stage_time_sum, expert) + model.embedding_sync(tied, where);
   b.optimizer = model.optimizer_step(params, where, largest_device, expert);
