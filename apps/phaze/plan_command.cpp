@@ -1,5 +1,5 @@
 // `phaze plan MODEL (--device DEV --devices N [--devices-per-node G] | --cluster FILE) --global-batch B
-// [--tp T] [--pp P] [--dp D]
+// [--tp T] [--pp P] [--dp D] [--cp LIST] [--ep E]
 // [--microbatch M] [--recompute none|selective|full] [--sequence-parallel|--no-sequence-parallel] [--seq S]
 // [--vocab V] [--schedule ...] [--vp V] [--optimizer ...] [--distributed-optimizer] [--precision ...]
 // [--top K] [--emit megatron] [--format table|json]`: the best Megatron-style plan for a model on a cluster
@@ -36,6 +36,7 @@ struct plan_options {
   std::string model;
   cluster_choice where;
   std::optional<int> tp, pp, dp, ep;
+  std::vector<int> cp;  // empty: 1
   std::optional<std::int64_t> microbatch;
   std::optional<std::string> recompute;
   bool sequence_parallel = false;
@@ -178,6 +179,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
       "--tensor-model-parallel-size {} --pipeline-model-parallel-size {}",
       c.layers, c.hidden, c.heads, c.ffn, train::sequence_of(m, k), std::max(c.position_rows(), c.sequence),
       k.microbatch, k.global_batch, r.parallel.tp, r.parallel.pp);
+  if (r.parallel.cp > 1) out += fmt::format(" --context-parallel-size {}", r.parallel.cp);
   if (c.kv_heads_or_default() != c.heads) {
     out += fmt::format(" --group-query-attention --num-query-groups {}", c.kv_heads_or_default());
   }
@@ -350,6 +352,17 @@ int run_plan(const plan_options& o) {
     }
     fixed.expert_parallel = {*o.ep};
   }
+  if (!o.cp.empty()) {
+    for (const int cp : o.cp) {
+      if (cp < 1) throw input_error("--cp: every context-parallel size must be a positive whole number");
+      if (cp > 1 && fixed.placement != place::stage_placement::uniform) {
+        throw input_error(
+            "--cp above 1 needs --placer uniform: the placers split stages without context parallelism, so "
+            "the plans with the sequence split over ranks are searched with Megatron-LM's uniform split");
+      }
+    }
+    fixed.context_parallel = o.cp;
+  }
   fixed.pp = o.pp;
   fixed.dp = o.dp;
   if (o.microbatch) fixed.microbatches = {*o.microbatch};
@@ -464,19 +477,41 @@ int run_plan(const plan_options& o) {
     print_json(j);
     return 0;
   }
-  io::text_table t{{"#", "tp", "pp", "dp", "microbatch", "recompute", "seq. par.", "blocks/stage",
-                    "time/batch", "samples/s", "MFU", "peak memory"},
-                   {io::align::right, io::align::right, io::align::right, io::align::right, io::align::right,
-                    io::align::left, io::align::left, io::align::left, io::align::right, io::align::right,
-                    io::align::right, io::align::right}};
+  // cp and ep columns only when a shown plan splits the sequence or spreads experts.
+  bool with_cp = false;
+  bool with_ep = false;
+  for (std::size_t i = 0; i < shown; ++i) {
+    with_cp = with_cp || found.feasible[i].parallel.cp > 1;
+    with_ep = with_ep || found.feasible[i].parallel.ep > 1;
+  }
+  std::vector<std::string> head{"#", "tp", "pp"};
+  std::vector<io::align> aligns(3, io::align::right);
+  if (with_cp) head.emplace_back("cp");
+  head.emplace_back("dp");
+  if (with_ep) head.emplace_back("ep");
+  aligns.resize(head.size(), io::align::right);
+  for (const char* name : {"microbatch", "recompute", "seq. par.", "blocks/stage", "time/batch", "samples/s",
+                           "MFU", "peak memory"})
+    head.emplace_back(name);
+  for (const io::align a : {io::align::right, io::align::left, io::align::left, io::align::left,
+                            io::align::right, io::align::right, io::align::right, io::align::right})
+    aligns.push_back(a);
+  io::text_table t{head, aligns};
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& r = found.feasible[i];
-    t.add_row({std::to_string(i + 1), std::to_string(r.parallel.tp), std::to_string(r.parallel.pp),
-               std::to_string(r.parallel.dp), std::to_string(r.knobs.microbatch),
-               std::string{model::to_string(r.knobs.recompute)}, r.knobs.sequence_parallel ? "yes" : "no",
-               blocks_per_stage(r), fmt::format("{:.4g} s", r.estimate.time_per_batch.value()),
-               fmt::format("{:.4g}", r.estimate.samples_per_s),
-               fmt::format("{:.1f}%", 100.0 * r.estimate.mfu), io::format_bytes(r.estimate.peak_memory)});
+    std::vector<std::string> row{std::to_string(i + 1), std::to_string(r.parallel.tp),
+                                 std::to_string(r.parallel.pp)};
+    if (with_cp) row.push_back(std::to_string(r.parallel.cp));
+    row.push_back(std::to_string(r.parallel.dp));
+    if (with_ep) row.push_back(std::to_string(r.parallel.ep));
+    for (std::string cell :
+         {std::to_string(r.knobs.microbatch), std::string{model::to_string(r.knobs.recompute)},
+          std::string{r.knobs.sequence_parallel ? "yes" : "no"}, blocks_per_stage(r),
+          fmt::format("{:.4g} s", r.estimate.time_per_batch.value()),
+          fmt::format("{:.4g}", r.estimate.samples_per_s), fmt::format("{:.1f}%", 100.0 * r.estimate.mfu),
+          io::format_bytes(r.estimate.peak_memory)})
+      row.push_back(std::move(cell));
+    t.add_row(row);
   }
   print_text(fmt::format(
       "{} on {}, {} stages: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(), chosen.label,
@@ -536,6 +571,11 @@ command add_plan_command(CLI::App& root) {
       ->add_option("--ep", o->ep,
                    "expert-parallel size (mixture-of-experts models; with --placer uniform when above 1)")
       ->check(positive_integer);
+  parser
+      ->add_option("--cp", o->cp,
+                   "context-parallel sizes to try, comma-separated (long sequences: each split over cp ranks "
+                   "with ring attention; with --placer uniform when above 1); default 1")
+      ->delimiter(',');
   parser->add_option("--microbatch", o->microbatch, "fix the microbatch size")->check(positive_integer);
   parser->add_option("--recompute", o->recompute, "fix the recomputation mode")
       ->check(CLI::IsMember({"none", "selective", "full"}));

@@ -44,6 +44,34 @@ TEST_CASE("phaze plan finds the best plan and ranks the others; estimate agrees"
         Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
 }
 
+TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed; estimate agrees",
+          "[e2e][plan]") {
+  const std::string model =
+      " llama3-8b --device h100-sxm --devices 64 --seq 131072 --global-batch 16 --distributed-optimizer";
+  const auto j = run_json("plan" + model + " --cp 1,2,4,8,16 --placer uniform");
+  const auto& plan = j.at("plan");
+  const int cp = plan.at("cp").get<int>();
+  CHECK(cp > 1);  // a 128K sequence fits without full recomputation only when split
+  CHECK(plan.at("tp").get<int>() * plan.at("pp").get<int>() * plan.at("dp").get<int>() * cp == 64);
+  // Never slower than the best plan without context parallelism.
+  const auto flat = run_json("plan" + model + " --placer uniform");
+  CHECK(j.at("time_per_batch_s").get<double>() <= flat.at("time_per_batch_s").get<double>());
+  std::string args = "estimate" + model + " --tp " + std::to_string(plan.at("tp").get<int>()) + " --pp " +
+                     std::to_string(plan.at("pp").get<int>()) + " --cp " + std::to_string(cp) +
+                     " --microbatch " + std::to_string(plan.at("microbatch").get<int>()) + " --recompute " +
+                     plan.at("recompute").get<std::string>();
+  if (plan.at("sequence_parallel").get<bool>()) args += " --sequence-parallel";
+  CHECK(run_json(args).at("time_per_batch_s").get<double>() ==
+        Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
+  const auto emitted = run_phaze("plan" + model + " --cp 8 --placer uniform --emit megatron");
+  CHECK(emitted.status == 0);
+  CHECK(contains(emitted.out, "--context-parallel-size 8"));
+  // The placers do not split stages under context parallelism.
+  const auto uneven = run_phaze("plan" + model + " --cp 8");
+  CHECK(uneven.status == 2);
+  CHECK(contains(uneven.err, "--placer uniform"));
+}
+
 TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM arguments", "[e2e][plan]") {
   const auto j = run_json(
       "plan llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --recompute none --top 3");

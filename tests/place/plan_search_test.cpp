@@ -121,3 +121,56 @@ TEST_CASE("Refined on ILP schedules, the best plans are those of a search on ILP
   }
   CHECK(improved > 0);  // the ILP changes the answer somewhere, so the comparison is not trivial
 }
+
+TEST_CASE("Context parallelism in the search: the best over the sizes tried, checked plan by plan",
+          "[place][plan_search]") {
+  // Llama 3 8B at 32K tokens on 16 H100s in FP8: the sizes tried are 1, 2 and 4.
+  model::model m = model::with_sequence(zoo::get("llama3-8b"), 32768);
+  const auto d = *hw::find_preset("h100-sxm");
+  const auto c = phaze::test::cluster_of(d, 16);
+  sched::schedule_cache cache;
+  train::training_knobs base = batch(16);
+  base.precision = hw::precision::fp8;
+  base.fused_attention = true;
+  base.distributed_optimizer = true;
+  place::plan_choices fixed;
+  fixed.context_parallel = {1, 2, 4};
+  fixed.microbatches = {1};
+  fixed.recompute = {model::recompute::none, model::recompute::full};
+  const auto found = place::search_plans(m, c, base, fixed, cache);
+  REQUIRE_FALSE(found.feasible.empty());
+  const double best = found.feasible.front().estimate.time_per_batch.value();
+  bool some_cp = false;
+  for (const auto& r : found.feasible) {
+    CHECK(r.parallel.devices() == 16);
+    some_cp = some_cp || r.parallel.cp > 1;
+  }
+  CHECK(some_cp);
+  // Every admissible plan with those sizes, evaluated on its own, is no faster than the best.
+  int checked = 0;
+  for (int cp : {1, 2, 4}) {
+    for (int tp : {1, 2, 4, 8}) {
+      for (int pp : {1, 2, 4}) {
+        if (16 % (tp * pp * cp) != 0) continue;
+        for (auto mode : {model::recompute::none, model::recompute::full}) {
+          for (bool sp : {false, true}) {
+            const train::parallelism p{tp, pp, 16 / (tp * pp * cp), cp};
+            auto k = base;
+            k.recompute = mode;
+            k.sequence_parallel = sp;
+            try {
+              train::validate(m, p, k, 16);
+            } catch (const input_error&) {
+              continue;
+            }
+            const auto e = train::estimate_step(m, c, p, k, cache);
+            if (!e.fits) continue;
+            CHECK(best <= e.time_per_batch.value() * (1 + 1e-12));
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 10);
+}

@@ -33,6 +33,9 @@ struct plan_choices {
   /// Expert-parallel sizes tried (mixture-of-experts models; each must divide dp): empty means 1. Only the
   /// uniform placement carries them (the placers split stages without expert parallelism).
   std::vector<int> expert_parallel;
+  /// Context-parallel sizes tried (the sequence split over cp ranks; cp multiplies the devices a replica
+  /// takes): empty means 1. Only the uniform placement carries them (the placers split stages without it).
+  std::vector<int> context_parallel;
   std::optional<int> pp;
   std::optional<int> dp;
   std::vector<std::int64_t> microbatches;   ///< empty: powers of two up to max_microbatch
@@ -192,24 +195,29 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
       });
       continue;
     }
-    for (int pp = 1; pp <= devices / tp && pp <= model::body_nodes(m); ++pp) {
-      if (fixed.pp && pp != *fixed.pp) continue;
-      if ((devices / tp) % pp != 0 && !fixed.dp) continue;
-      const int dp = fixed.dp ? *fixed.dp : devices / (tp * pp);
-      if (tp * pp * dp != devices) continue;
-      const std::vector<int> eps =
-          fixed.expert_parallel.empty() ? std::vector<int>{1} : fixed.expert_parallel;
-      for (const int ep : eps) {
-        if (ep < 1 || dp % ep != 0) continue;
-        for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
-          const train::parallelism p{tp, pp, dp, 1, ep};
-          try {
-            train::validate(m, p, k, devices);
-          } catch (const input_error&) {
-            return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
-          }
-          items.push_back({false, p, k});
-        });
+    const std::vector<int> cps =
+        fixed.context_parallel.empty() ? std::vector<int>{1} : fixed.context_parallel;
+    const std::vector<int> eps = fixed.expert_parallel.empty() ? std::vector<int>{1} : fixed.expert_parallel;
+    for (const int cp : cps) {
+      if (cp < 1 || devices % (tp * cp) != 0) continue;
+      const int replicas = devices / (tp * cp);  // devices per tp x cp group count: pp * dp
+      for (int pp = 1; pp <= replicas && pp <= model::body_nodes(m); ++pp) {
+        if (fixed.pp && pp != *fixed.pp) continue;
+        if (replicas % pp != 0 && !fixed.dp) continue;
+        const int dp = fixed.dp ? *fixed.dp : replicas / pp;
+        if (static_cast<std::int64_t>(tp) * pp * dp * cp != devices) continue;
+        for (const int ep : eps) {
+          if (ep < 1 || dp % ep != 0) continue;
+          for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+            const train::parallelism p{tp, pp, dp, cp, ep};
+            try {
+              train::validate(m, p, k, devices);
+            } catch (const input_error&) {
+              return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
+            }
+            items.push_back({false, p, k});
+          });
+        }
       }
     }
   }
