@@ -388,3 +388,36 @@ TEST_CASE("the grouped expert GEMMs of Qwen3-30B-A3B and Mixtral 8x7B are costed
   WARN("MoE grouped GEMMs on h100-sxm: mean " << 100 * grouped_sum / grouped << "%, max "
                                               << 100 * grouped_worst << "%");
 }
+
+TEST_CASE("the FP8 quantization pass runs at the share of HBM bandwidth the fused cast kernels reached",
+          "[gpu_calibration]") {
+  for (const auto& [name, file] :
+       {std::pair{"h100-sxm", "h100-sxm-fused.csv"}, std::pair{"h200", "h200-fused.csv"}}) {
+    INFO(name);
+    const hw::device d = *hw::find_preset(name);
+    // The median over the cast + transpose kernels of 2^25 elements or more (smaller ones wait on launch).
+    std::vector<double> rates;
+    double others_min = 1.0;
+    for (const auto& r : read_csv(file)) {
+      const std::string& op = r.at("op");
+      if (std::stod(r.at("elements")) < 33554432.0) continue;
+      const double share = std::stod(r.at("gbps")) * 1e9 / d.hbm_bandwidth.value();
+      if (op.rfind("cast_transpose.", 0) == 0) rates.push_back(share);
+      // The other fused kernels (norm, SwiGLU, RoPE, residual) reached 0.48 of the peak or more, all
+      // faster than the casts.
+      if (op.rfind("rmsnorm", 0) == 0 || op.rfind("swiglu", 0) == 0 || op.rfind("rope", 0) == 0 ||
+          op.rfind("residual", 0) == 0)
+        others_min = std::min(others_min, share);
+    }
+    REQUIRE(rates.size() == 5);
+    std::sort(rates.begin(), rates.end());
+    CHECK(d.sheet.gemm.fp8_quantize_fraction == Approx(rates[2]).margin(0.001));
+    CHECK(others_min > 0.45);
+    CHECK(others_min > rates.back());
+    CHECK(hw::fp8_quantize_bandwidth(d).value() == Approx(rates[2] * d.hbm_bandwidth.value()).epsilon(0.01));
+    CHECK(hw::fp8_quantize_bandwidth(d) < hw::achievable_hbm_bandwidth(d));
+  }
+  // Without a measurement, the quantization runs at the device's achievable bandwidth.
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  CHECK(hw::fp8_quantize_bandwidth(a100) == hw::achievable_hbm_bandwidth(a100));
+}

@@ -100,7 +100,8 @@ TEST_CASE("FP8 quantization: one bf16 read and two FP8 writes of what a GEMM tak
   for (const model::op& o : model::backward(l)) {
     if (!o.fp8) continue;
     const double gemm = cost::datasheet_gemm_in(o.gemm, h100, hw::precision::fp8).value();
-    const double pass = static_cast<double>(o.in_elements) * 4.0 / hw::achievable_hbm_bandwidth(h100).value();
+    // At the measured quantization share of the H100's peak (0.454), not the 0.9 a copy reaches.
+    const double pass = static_cast<double>(o.in_elements) * 4.0 / (0.454 * 3.35e12);
     const double expected = o.phase == model::op_phase::backward_data ? gemm + pass : gemm;
     INFO(o.name.view());
     CHECK(cost::cost_of(o, h100, none).all_cores.value() == Approx(expected).epsilon(1e-12));

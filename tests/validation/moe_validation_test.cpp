@@ -65,6 +65,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
   double worst = 0.0;
   int compared = 0;
   int left_out = 0;
+  int shown = 0;
   std::printf("%-16s %-9s %5s %3s %3s %3s %3s %3s %10s %10s %8s\n", "model", "release", "gpus", "tp", "pp",
               "vp", "ep", "mb", "phaze", "published", "error");
   for (const auto& r : rows) {
@@ -78,10 +79,9 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     // Only Qwen3-30B-A3B is an architecture phaze models (DeepSeek-V3: latent attention; GPT-OSS: attention
     // sinks and alternating windows; Nemotron 3: Mamba layers; Qwen3-235B-A22B: ep 32 over dp 16, i.e.
     // expert tensor parallelism 1 under tp 2, which phaze does not model); token-dropping runs are left out.
-    // Rows that interleave over two stages are left out too: phaze keeps Megatron-LM's rule that the
-    // interleaved schedule needs more than two stages, which Megatron-Core has since relaxed.
-    if (r.at("model") != "Qwen3_30B_a3B" || dp % ep != 0 || r.at("tokens_per_s_per_gpu") == "n/a" ||
-        (vp > 1 && pp <= 2)) {
+    // Rows that interleave over two stages are compared: with the pipeline sends overlapped (Megatron-Core's
+    // default) the interleaved schedule runs on two stages.
+    if (r.at("model") != "Qwen3_30B_a3B" || dp % ep != 0 || r.at("tokens_per_s_per_gpu") == "n/a") {
       ++left_out;
       continue;
     }
@@ -98,6 +98,11 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     k.tp_comm_overlap = tp > 1;
     k.distributed_optimizer = true;
     k.overlap_grad_reduce = k.overlap_param_gather = true;
+    // Megatron-Bridge's performance overrides and FP8 recipes (tests/data/validation/nemo-h100-models.md):
+    // bf16 gradients, FP8 weights, overlapped pipeline sends under interleaving.
+    k.grad_reduce_in_bf16 = true;
+    k.fp8_param_gather = true;
+    k.overlap_p2p = true;
     if (vp > 1) {
       k.schedule = train::pipeline_schedule::interleaved;
       k.virtual_stages = vp;
@@ -110,19 +115,30 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
                              static_cast<double>(gpus);
     const double measured = std::stod(r.at("tokens_per_s_per_gpu"));
     const double error = (predicted - measured) / measured;
-    std::printf("%-16s %-9s %5d %3d %3d %3d %3d %3lld %10.0f %10.0f %+7.1f%%%s\n", r.at("model").c_str(),
+    // The runs that interleave over two stages with ep 8 are shown but kept out of the bound: phaze puts them
+    // 66-194% too fast (the three releases' published numbers for them differ by 77% among themselves), an
+    // open failure of the mixture-of-experts model (docs/step-time.md).
+    const bool shown_only = pp > 1;
+    std::printf("%-16s %-9s %5d %3d %3d %3d %3d %3lld %10.0f %10.0f %+7.1f%%%s%s\n", r.at("model").c_str(),
                 r.at("release").c_str(), gpus, tp, pp, vp, ep, static_cast<long long>(k.microbatch),
-                predicted, measured, 100.0 * error, e.fits ? "" : " (no fit)");
+                predicted, measured, 100.0 * error, e.fits ? "" : " (no fit)",
+                shown_only ? " (shown only)" : "");
+    if (shown_only) {
+      ++shown;
+      continue;
+    }
     sum += std::abs(error);
     worst = std::max(worst, std::abs(error));
     ++compared;
   }
   const double mean = sum / std::max(compared, 1);
-  std::printf("%d runs compared (%d left out): mean absolute error %.1f%%, max %.1f%%\n", compared, left_out,
-              100.0 * mean, 100.0 * worst);
+  std::printf("%d runs compared, %d shown only (%d left out): mean absolute error %.1f%%, max %.1f%%\n",
+              compared, shown, left_out, 100.0 * mean, 100.0 * worst);
   CHECK(compared >= 3);
-  // Measured at this commit: 3 runs (one configuration, three releases), mean 0.7%, max 1.4%
-  // (docs/step-time.md). Regression guard.
-  CHECK(mean <= 0.03);
-  CHECK(worst <= 0.05);
+  CHECK(shown >= 3);
+  // Measured at this commit: 3 runs (one configuration, three releases), mean 4.0%, max 4.7%, too slow
+  // (docs/step-time.md; 0.7% / 1.4% before the FP8 quantization passes were costed at their measured
+  // bandwidth). Regression guard.
+  CHECK(mean <= 0.05);
+  CHECK(worst <= 0.06);
 }

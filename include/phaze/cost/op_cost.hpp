@@ -31,7 +31,8 @@ struct op_cost {
 /// memory-bound pass that reads it (elem_bytes) and writes it in FP8 twice, as is and transposed (Hopper's
 /// FP8 GEMMs take only the TN layout, so the backward GEMMs need the transposed copies; cuBLASLt's FP8
 /// requirements): the forward input unless a norm wrote it in FP8 already (op::fp8_cast), and the output
-/// gradient before the input-gradient GEMM (the weight-gradient GEMM reuses both). The weights are cast
+/// gradient before the input-gradient GEMM (the weight-gradient GEMM reuses both), at the device's
+/// quantization bandwidth (hw::fp8_quantize_bandwidth: measured on the Hopper presets). The weights are cast
 /// once per iteration and cached over the microbatches (not charged here).
 inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const seconds gemm = datasheet_gemm_in(o.gemm, d, hw::precision::fp8);
@@ -39,7 +40,7 @@ inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::devi
       o.phase == model::op_phase::backward_data || (o.phase == model::op_phase::forward && o.fp8_cast);
   if (!casts) return gemm;
   const bytes pass{static_cast<double>(o.in_elements) * (static_cast<double>(o.elem_bytes) + 2.0)};
-  return gemm + pass / hw::achievable_hbm_bandwidth(d);
+  return gemm + pass / hw::fp8_quantize_bandwidth(d);
 };
 
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper

@@ -83,6 +83,9 @@ struct gemm_efficiency {
   double k_half = 0.0;    ///< reduction length at which the per-tile overhead halves throughput
   /// max_fraction of FP8 GEMMs (Transformer Engine's linear layers under --precision fp8); 0: max_fraction.
   double fp8_max_fraction = 0.0;
+  /// Share of the HBM bandwidth the FP8 quantization passes reach (the scaled cast of a GEMM input and its
+  /// transposed copy, hw::fp8_quantize_bandwidth); 0: the device's memory_efficiency.
+  double fp8_quantize_fraction = 0.0;
   friend constexpr bool operator==(const gemm_efficiency&, const gemm_efficiency&) = default;
 };
 
@@ -173,8 +176,8 @@ namespace rules {
 }
 [[noreturn]] inline void gemm_efficiency_must_lie_in_0_1() {
   throw input_error(
-      "gemm max_fraction and memory_efficiency must lie in (0, 1], and fp8_max_fraction in [0, 1] (0: as "
-      "max_fraction)");
+      "gemm max_fraction and memory_efficiency must lie in (0, 1], fp8_max_fraction in [0, 1] (0: as "
+      "max_fraction) and fp8_quantize_fraction in [0, 1] (0: as memory_efficiency)");
 }
 [[noreturn]] inline void vector_rate_must_be_positive() {
   throw input_error("a datasheet device needs a positive vector rate");
@@ -205,6 +208,14 @@ constexpr flops_per_second matrix_peak(const datasheet_spec& s, precision p) {
 /// STREAM-like copy), the systolic template's peak.
 constexpr bytes_per_second achievable_hbm_bandwidth(const device& d) {
   return d.kind == device_kind::datasheet ? d.hbm_bandwidth * d.sheet.memory_efficiency : d.hbm_bandwidth;
+}
+
+/// The bandwidth of an FP8 quantization pass (cast and transposed copy of a GEMM input): the datasheet's
+/// gemm.fp8_quantize_fraction share of the peak where it is measured, else achievable_hbm_bandwidth.
+constexpr bytes_per_second fp8_quantize_bandwidth(const device& d) {
+  if (d.kind == device_kind::datasheet && d.sheet.gemm.fp8_quantize_fraction > 0.0)
+    return d.hbm_bandwidth * d.sheet.gemm.fp8_quantize_fraction;
+  return achievable_hbm_bandwidth(d);
 }
 
 /// Peak dense matrix rate of a device in its compute format: for the systolic template,
@@ -254,6 +265,7 @@ constexpr void validate(const device& d) {
     }
     if (!(g.max_fraction > 0 && g.max_fraction <= 1) ||
         !(g.fp8_max_fraction >= 0 && g.fp8_max_fraction <= 1) ||
+        !(g.fp8_quantize_fraction >= 0 && g.fp8_quantize_fraction <= 1) ||
         !(d.sheet.memory_efficiency > 0 && d.sheet.memory_efficiency <= 1)) {
       rules::gemm_efficiency_must_lie_in_0_1();
     }

@@ -109,6 +109,16 @@ inline constexpr double h200_k_half = 116.0;
 // than our card (1408).
 inline constexpr double h100_fp8_max_fraction = 0.7075;
 inline constexpr double h200_fp8_max_fraction = 0.685;
+// FP8 quantization passes (a bf16 GEMM input scaled, cast to e4m3 and copied transposed, with its amax):
+// fused Triton kernels that TorchInductor generates from the plain PyTorch of tools/gpu/measure_fused.py, at
+// 8192 tokens and the widths of Llama 3 8B and 70B layers (tp 1 and 4; tests/data/gpu/*-fused.csv,
+// docs/gpu-measurements.md). Median over the five shapes of 2^25 elements or more, counting the 4 bytes per
+// element a fused pass moves: H100 1522 GB/s, 0.454 of 3.35 TB/s; H200 1814 GB/s, 0.378 of 4.8 TB/s. The
+// other fused memory-bound kernels measured there (RMSNorm, SwiGLU, RoPE, residual add) reached a median
+// 0.85 (H100) and 0.68 (H200) of the peak, memory_efficiency 0.9 on both kept. Transformer Engine's own
+// kernels were not available to measure.
+inline constexpr double h100_fp8_quantize_fraction = 0.454;
+inline constexpr double h200_fp8_quantize_fraction = 0.378;
 // Fused attention (cuDNN's fused SDPA through PyTorch 2.11, bf16, head_dim 128; GPT-3 shapes at sequence 2048
 // with 12 to 384 heads per kernel, causal and not, and Llama 3 shapes at sequences 2048 to 65536 with 8 and
 // 32 heads plus context-parallel shapes of 4096-8192 queries against 32768-131072 keys;
@@ -138,12 +148,14 @@ inline constexpr int hopper_tile_n = 128;
 /// An SXM Hopper (GH100: 132 SMs; 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32) with its memory
 /// and its calibrated GEMM and fused-attention efficiency.
 constexpr device hopper(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double max_fraction,
-                        double k_half, double fp8_max_fraction, attention_efficiency attention) {
+                        double k_half, double fp8_max_fraction, double fp8_quantize_fraction,
+                        attention_efficiency attention) {
   device d = with_attention(
       gpu(name, hbm, hbm_bw,
           sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m, hopper_tile_n, 132, k_half)),
       attention);
   d.sheet.gemm.fp8_max_fraction = fp8_max_fraction;
+  d.sheet.gemm.fp8_quantize_fraction = fp8_quantize_fraction;
   return d;
 }
 
@@ -188,7 +200,7 @@ inline constexpr std::array presets{
            "memory as CUDA reports it on an H100 SXM (79.2 GiB)",
            detail::hopper("h100-sxm", detail::h100_sxm_memory, bytes_per_second{3.35e12},
                           detail::h100_max_fraction, detail::h100_k_half, detail::h100_fp8_max_fraction,
-                          detail::h100_attention)},
+                          detail::h100_fp8_quantize_fraction, detail::h100_attention)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
@@ -202,7 +214,8 @@ inline constexpr std::array presets{
         "NVLink4 900 GB/s (450 per direction), 132 SMs (GH100); 400 Gb/s NDR per GPU; memory as CUDA reports "
         "it on an H200 (139.8 GiB)",
         detail::hopper("h200", detail::h200_memory, bytes_per_second{4.8e12}, detail::h200_max_fraction,
-                       detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_attention)},
+                       detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_fp8_quantize_fraction,
+                       detail::h200_attention)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

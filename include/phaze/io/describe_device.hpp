@@ -106,6 +106,9 @@ void to_json(Json& j, const device_summary& s) {
     gemm["tile_n"] = sheet.gemm.tile_n;
     gemm["compute_units"] = sheet.gemm.compute_units;
     gemm["k_half"] = sheet.gemm.k_half;
+    if (sheet.gemm.fp8_max_fraction > 0) gemm["fp8_max_fraction"] = sheet.gemm.fp8_max_fraction;
+    if (sheet.gemm.fp8_quantize_fraction > 0)
+      gemm["fp8_quantize_fraction"] = sheet.gemm.fp8_quantize_fraction;
     ds["gemm_efficiency"] = gemm;
     ds["memory_efficiency"] = sheet.memory_efficiency;
     j["systolic"] = nullptr;
@@ -205,6 +208,10 @@ inline std::string to_table(const device_summary& s) {
     t.add_row({"  compute units (SMs)", fmt::format("{}", sheet.gemm.compute_units)});
     t.add_row({"  GEMM k_half", detail::format_plain(sheet.gemm.k_half)});
     t.add_row({"  HBM efficiency", detail::format_plain(sheet.memory_efficiency)});
+    if (sheet.gemm.fp8_max_fraction > 0)
+      t.add_row({"  FP8 GEMM max fraction", detail::format_plain(sheet.gemm.fp8_max_fraction)});
+    if (sheet.gemm.fp8_quantize_fraction > 0)
+      t.add_row({"  FP8 quantization share of HBM", detail::format_plain(sheet.gemm.fp8_quantize_fraction)});
   }
 
   t.add_section("Node (links per direction)");

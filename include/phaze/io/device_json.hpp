@@ -364,7 +364,8 @@ class reader {
     quantity(*s, vector_rate, sheet.vector, true);
 
     if (const auto g = s->child("gemm_efficiency")) {
-      g->check_keys({"max_fraction", "tile_m", "tile_n", "compute_units", "k_half", "fp8_max_fraction"},
+      g->check_keys({"max_fraction", "tile_m", "tile_n", "compute_units", "k_half", "fp8_max_fraction",
+                     "fp8_quantize_fraction"},
                     "gemm_efficiency");
       auto& e = sheet.gemm;
       if (const auto v = g->fraction("max_fraction")) e.max_fraction = *v;
@@ -373,6 +374,7 @@ class reader {
       if (const auto v = g->count("compute_units")) e.compute_units = *v;
       if (const auto v = g->number("k_half", true)) e.k_half = *v;
       if (const auto v = g->fraction("fp8_max_fraction")) e.fp8_max_fraction = *v;
+      if (const auto v = g->fraction("fp8_quantize_fraction")) e.fp8_quantize_fraction = *v;
     }
     if (const auto v = s->fraction("memory_efficiency")) sheet.memory_efficiency = *v;
     if (const auto a = s->child("attention_efficiency")) {
@@ -619,6 +621,7 @@ inline constexpr auto device_to_json = [](const hw::device& d,
                             {"compute_units", g.compute_units},
                             {"k_half", number_json(g.k_half)}};
     if (g.fp8_max_fraction > 0) s["gemm_efficiency"]["fp8_max_fraction"] = g.fp8_max_fraction;
+    if (g.fp8_quantize_fraction > 0) s["gemm_efficiency"]["fp8_quantize_fraction"] = g.fp8_quantize_fraction;
     s["memory_efficiency"] = sheet.memory_efficiency;
     if (sheet.attention.measured()) {
       const auto& a = sheet.attention;
