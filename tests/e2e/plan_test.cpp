@@ -13,6 +13,25 @@
 
 using namespace phaze::e2e;
 
+namespace {
+/// The `phaze estimate` arguments of the plan a `phaze plan --format json` printed (its "plan" object): its
+/// degrees, microbatch, recomputation, sequence parallelism and stage split, after `model` (MODEL and the
+/// options both commands share).
+std::string estimate_args_of(const std::string& model, const nlohmann::json& plan) {
+  std::string args = "estimate" + model + " --tp " + std::to_string(plan.at("tp").get<int>()) + " --pp " +
+                     std::to_string(plan.at("pp").get<int>()) + " --cp " +
+                     std::to_string(plan.at("cp").get<int>()) + " --microbatch " +
+                     std::to_string(plan.at("microbatch").get<int>()) + " --recompute " +
+                     plan.at("recompute").get<std::string>();
+  if (plan.at("sequence_parallel").get<bool>()) args += " --sequence-parallel";
+  std::string blocks;
+  for (const auto& stage : plan.at("stages")) {
+    blocks += (blocks.empty() ? "" : ",") + std::to_string(stage.at("blocks").get<int>());
+  }
+  return args + " --stage-blocks " + blocks;
+}
+}  // namespace
+
 TEST_CASE("phaze plan finds the best plan and ranks the others; estimate agrees", "[e2e][plan]") {
   const auto j =
       run_json("plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --top 4");
@@ -25,21 +44,9 @@ TEST_CASE("phaze plan finds the best plan and ranks the others; estimate agrees"
   }
   CHECK(j.at("time_per_batch_s") == j.at("top")[0].at("time_per_batch_s"));
   CHECK(j.at("plans_feasible").get<int>() >= 4);
-  // The same plan through `phaze estimate` gives the same time.
-  const auto& plan = j.at("plan");
-  std::string args = "estimate gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200";
-  args += " --tp " + std::to_string(plan.at("tp").get<int>()) + " --pp " +
-          std::to_string(plan.at("pp").get<int>());
-  args += " --microbatch " + std::to_string(plan.at("microbatch").get<int>());
-  args += " --recompute " + plan.at("recompute").get<std::string>();
-  if (plan.at("sequence_parallel").get<bool>()) args += " --sequence-parallel";
-  // The plan's stages may be uneven: give estimate the same split.
-  std::string blocks;
-  for (const auto& stage : plan.at("stages")) {
-    blocks += (blocks.empty() ? "" : ",") + std::to_string(stage.at("blocks").get<int>());
-  }
-  args += " --stage-blocks " + blocks;
-  const auto e = run_json(args);
+  // The same plan through `phaze estimate` gives the same time (its stages may be uneven: the same split).
+  const auto e = run_json(estimate_args_of(
+      " gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200", j.at("plan")));
   CHECK(e.at("time_per_batch_s").get<double>() ==
         Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
 }
@@ -56,12 +63,7 @@ TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed;
   // Never slower than the best plan without context parallelism.
   const auto flat = run_json("plan" + model + " --placer uniform");
   CHECK(j.at("time_per_batch_s").get<double>() <= flat.at("time_per_batch_s").get<double>());
-  std::string args = "estimate" + model + " --tp " + std::to_string(plan.at("tp").get<int>()) + " --pp " +
-                     std::to_string(plan.at("pp").get<int>()) + " --cp " + std::to_string(cp) +
-                     " --microbatch " + std::to_string(plan.at("microbatch").get<int>()) + " --recompute " +
-                     plan.at("recompute").get<std::string>();
-  if (plan.at("sequence_parallel").get<bool>()) args += " --sequence-parallel";
-  CHECK(run_json(args).at("time_per_batch_s").get<double>() ==
+  CHECK(run_json(estimate_args_of(model, plan)).at("time_per_batch_s").get<double>() ==
         Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
   const auto emitted = run_phaze("plan" + model + " --cp 8 --placer uniform --emit megatron");
   CHECK(emitted.status == 0);
