@@ -20,6 +20,7 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/cost/attention.hpp"
+#include "phaze/io/schema.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/sched/scheduler.hpp"
 #include "phaze/train/knobs.hpp"
@@ -237,10 +238,10 @@ inline const CLI::Validator positive_integer{
     },
     "POSITIVE"};
 
-/// Prints one JSON value on stdout, the only thing a `--format json` command writes there.
-template <class Json>
-void print_json(const Json& value) {
-  fmt::print("{}\n", value.dump(2));
+/// Prints one JSON document on stdout, the only thing a `--format json` command writes there, its schema
+/// name and version first (io/schema.hpp).
+inline void print_json(const io::schema& schema, const nlohmann::ordered_json& value) {
+  fmt::print("{}\n", io::with_schema(schema, value).dump(2));
 }
 
 /// Prints already formatted text on stdout.

@@ -24,7 +24,7 @@ struct cluster_options {
 int run_cluster(const cluster_options& o) {
   const io::cluster_description d = io::read_cluster_file(std::filesystem::path{o.file});
   if (parse_format(o.format) == output_format::json) {
-    print_json(io::describe_cluster_json(d));
+    print_json(io::schemas::cluster_description, io::describe_cluster_json(d));
   } else {
     print_text(io::describe_cluster_table(d));
   }

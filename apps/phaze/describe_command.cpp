@@ -33,7 +33,7 @@ int run_describe(const describe_options& options) {
                                          : options.model;
   const auto summary = io::describe(m, source);
   if (parse_format(options.format) == output_format::json) {
-    print_json(nlohmann::ordered_json(summary));
+    print_json(io::schemas::model_description, nlohmann::ordered_json(summary));
   } else {
     print_text(io::to_table(summary));
   }

@@ -25,7 +25,7 @@ int run_devices(const devices_options& options) {
     if (json) {
       auto list = nlohmann::ordered_json::array();
       for (const auto& d : devices) list.push_back(nlohmann::ordered_json(d));
-      print_json(nlohmann::ordered_json{{"devices", list}});
+      print_json(io::schemas::devices, nlohmann::ordered_json{{"devices", list}});
     } else {
       print_text(io::to_table(devices));
     }
@@ -35,8 +35,9 @@ int run_devices(const devices_options& options) {
   const auto summary = io::describe_device(resolved.spec, resolved.node, resolved.source);
   if (json) {
     nlohmann::ordered_json j(summary);
-    j["definition"] = io::device_to_json(resolved.spec, resolved.node);  // the device file that gives them
-    print_json(j);
+    // The device file that gives them.
+    j["definition"] = io::with_schema(io::schemas::device, io::device_to_json(resolved.spec, resolved.node));
+    print_json(io::schemas::device_description, j);
   } else {
     print_text(io::to_table(summary));
   }

@@ -85,7 +85,7 @@ int run_estimate(const estimate_options& o) {
     auto j = io::estimate_json(m, c, p, k, e);
     j["scheduler"] = std::string{cache.scheduler()};
     j["schedule_gap"] = cache.worst_gap();
-    print_json(j);
+    print_json(io::schemas::estimate, j);
   } else {
     print_text(io::estimate_table(m, c, p, k, e));
     print_text(fmt::format("\nlayer times: {}\n", schedules_text(cache.scheduler(), cache.worst_gap())));

@@ -19,7 +19,7 @@ int run_models(const models_options& options) {
   if (parse_format(options.format) == output_format::json) {
     auto list = nlohmann::ordered_json::array();
     for (const auto& m : models) list.push_back(nlohmann::ordered_json(m));
-    print_json(nlohmann::ordered_json{{"models", list}});
+    print_json(io::schemas::models, nlohmann::ordered_json{{"models", list}});
   } else {
     print_text(io::to_table(models));
   }

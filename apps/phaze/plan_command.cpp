@@ -106,7 +106,8 @@ int run_on_layer_table(const plan_options& o) {
                         {"memory_bytes", st.memory.value()},
                         {"microbatches_in_flight", st.microbatches_in_flight}});
     }
-    print_json(nlohmann::ordered_json{{"placer", o.placer},
+    print_json(io::schemas::table_plan,
+               nlohmann::ordered_json{{"placer", o.placer},
                                       {"time_per_batch_s", best.time_per_batch.value()},
                                       {"peak_memory_bytes", best.peak_memory.value()},
                                       {"fits", true},
@@ -474,7 +475,7 @@ int run_plan(const plan_options& o) {
       top.push_back(entry);
     }
     j["top"] = top;
-    print_json(j);
+    print_json(io::schemas::plan, j);
     return 0;
   }
   // cp and ep columns only when a shown plan splits the sequence or spreads experts.

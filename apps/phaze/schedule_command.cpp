@@ -78,7 +78,7 @@ int run_schedule(const schedule_options& o) {
                              {"sequence", m.config.sequence},
                              {"sequence_parallel", o.sequence_parallel},
                              {"passes", reports}};
-    print_json(j);
+    print_json(io::schemas::schedule, j);
     return 0;
   }
   print_text(fmt::format("{} layer {} ({}) on {}: microbatch {}, sequence {}, tp {}{}\n\n",

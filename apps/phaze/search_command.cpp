@@ -278,7 +278,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
     written = fmt::format("\nfront.json and front.svg in {}/\n", dir.string());
   }
   if (parse_format(o.format) == output_format::json) {
-    print_json(json);
+    print_json(io::schemas::cluster_front, json);
     return 0;
   }
   double worst = 0.0;
@@ -326,7 +326,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   const std::filesystem::path dir = o.out;
   const auto results_file = dir / "results.jsonl";
   const auto spec_file = dir / "spec.json";
-  nlohmann::ordered_json spec_json = io::spec_to_json(s);
+  nlohmann::ordered_json spec_json = io::with_schema(io::schemas::search_run, io::spec_to_json(s));
   spec_json["exhaustive"] = o.exhaustive;  // a resume must prune and refine as the run it continues
   spec_json["solver"] = o.solver;
   if (o.placer != "chain") spec_json["placer"] = o.placer;
@@ -374,7 +374,10 @@ int search_with(const search_options& o, mpi_session& mpi) {
     const std::lock_guard lock(writing);
     results << line << '\n' << std::flush;
   };
-  auto write = [&](const search::design_result& r) { write_line(io::result_json(r).dump()); };
+  auto line_of = [](const search::design_result& r) {
+    return io::with_schema(io::schemas::search_result, io::result_json(r)).dump();
+  };
+  auto write = [&](const search::design_result& r) { write_line(line_of(r)); };
   const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
 
   search::hooks h;
@@ -393,7 +396,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
                                 [&](std::size_t t) { out[mine[t]] = f(mine[t]); });
       if (!mpi.active()) return out;
       std::vector<std::string> lines;
-      for (const std::size_t i : mine) lines.push_back(io::result_json(out[i]).dump());
+      for (const std::size_t i : mine) lines.push_back(line_of(out[i]));
       const auto all = mpi.all_gather(lines);
       // Positions of rank q's results: q, q + size, ... in order; `all` lists rank 0's, then rank 1's, ...
       std::size_t k = 0;
@@ -440,10 +443,11 @@ int search_with(const search_options& o, mpi_session& mpi) {
   results.flush();
   if (!results) throw error("cannot write '" + results_file.string() + "' (disk full or not writable?)");
   write_atomically(dir / "best.json", io::best_json(s, sum).dump(2) + '\n');
+  write_atomically(dir / "best-device.json", io::best_device_json(s, sum).dump(2) + '\n');
   io::write_search_report(dir, sum);
 
   if (parse_format(o.format) == output_format::json) {
-    print_json(io::best_json(s, sum));
+    print_json(io::schemas::search_best, io::best_json(s, sum));
     return 0;
   }
   io::text_table t{{"#", "design", "area mm2", "plan", "samples/s", "MFU", "vs tpuv4-like"},
@@ -482,10 +486,12 @@ int search_with(const search_options& o, mpi_session& mpi) {
                         sum.refined, schedules_text("ilp", worst))
           : fmt::format("layer times: {}\n", schedules_text(sum.scheduler, worst)));
   print_text(t.render());
-  print_text(
-      fmt::format("\nreports in {}/ (best.json, results.jsonl, pareto.csv, report.md, report.html, "
-                  "pareto.svg, timeline.svg)\n",
-                  dir.string()));
+  print_text(fmt::format("\nthe best plan again, on the best design as a device file:\n  {}\n",
+                         io::best_estimate_command(s, sum, (dir / "best-device.json").string())));
+  print_text(fmt::format(
+      "\nreports in {}/ (best.json, best-device.json, results.jsonl, pareto.csv, report.md, report.html, "
+      "pareto.svg, timeline.svg)\n",
+      dir.string()));
   return 0;
 }
 }  // namespace

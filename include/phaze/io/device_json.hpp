@@ -411,7 +411,8 @@ inline hw::precision parse_precision(const section& top, std::string_view k, con
 }
 
 inline std::vector<std::string> top_level_keys() {
-  std::vector<std::string> keys{"name", "kind", "base", "precision", "source", "comment"};
+  std::vector<std::string> keys{"schema", "version",   "name",   "kind",
+                                "base",   "precision", "source", "comment"};
   add_keys(keys, hbm_capacity);
   add_keys(keys, hbm_rate);
   keys.insert(keys.end(), {"links", "systolic", "datasheet"});
@@ -507,6 +508,15 @@ inline constexpr auto device_and_node_from_json = [](const nlohmann::json& j,
                            std::string{hw::to_string(d.kind)} + "\")");
   }
 
+  // A device file phaze wrote (best-device.json, `phaze devices DEV --format json`'s definition) says what it
+  // is.
+  if (const auto schema = top.text("schema"); schema && *schema != "phaze.device") {
+    field_error("schema", "must be \"phaze.device\" (a device file), got \"" + *schema + "\"");
+  }
+  if (const auto version = top.count("version"); version && *version != 1) {
+    field_error("version",
+                "must be 1 (the only version of the device file), got " + std::to_string(*version));
+  }
   (void)top.text("source");  // free text: where the numbers come from
   (void)top.text("comment");
   if (const auto name = top.text("name")) {

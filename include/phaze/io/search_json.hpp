@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,8 +21,10 @@
 #include "phaze/hw/area.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/space.hpp"
+#include "phaze/io/device_json.hpp"
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/model_source.hpp"
+#include "phaze/io/schema.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
 #include "phaze/train/knob_space.hpp"
@@ -378,6 +381,55 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
   }
 }
 
+/// The `phaze estimate` command that times a search's best plan again on its design written as a device file
+/// (`device_file`, best-device.json): every knob the search fixed is spelled out (the search's step, memory
+/// headroom and vocabulary padding are not `estimate`'s defaults), so it prints the time best.json holds.
+/// MODEL is the model's name: a zoo name, or for a HuggingFace config the name phaze gave it (give the
+/// config's path instead).
+inline std::string best_estimate_command(const search::spec& s, const search::summary& sum,
+                                         const std::string& device_file) {
+  const auto& b = sum.best;
+  const auto& k = b.knobs;
+  const auto& c = search::model_of(s).config;
+  std::string cmd = "phaze estimate " + std::string{c.name.view()} + " --device " + device_file +
+                    " --devices " + std::to_string(s.devices) + " --tp " + std::to_string(b.parallel.tp) +
+                    " --pp " + std::to_string(b.parallel.pp) + " --dp " + std::to_string(b.parallel.dp);
+  if (b.parallel.cp > 1) cmd += " --cp " + std::to_string(b.parallel.cp);
+  if (b.parallel.ep > 1) cmd += " --ep " + std::to_string(b.parallel.ep);
+  cmd += " --global-batch " + std::to_string(s.global_batch) + " --microbatch " +
+         std::to_string(k.microbatch) + " --seq " + std::to_string(c.sequence) + " --vocab " +
+         std::to_string(c.vocab) + " --recompute " + std::string{model::to_string(k.recompute)};
+  if (k.recompute_layers > 0) cmd += " --recompute-layers " + std::to_string(k.recompute_layers);
+  cmd += " --schedule " + std::string{train::to_string(k.schedule)};
+  if (k.virtual_stages > 1) cmd += " --vp " + std::to_string(k.virtual_stages);
+  if (k.sequence_parallel) cmd += " --sequence-parallel";
+  cmd += " --optimizer " + std::string{train::to_string(k.opt)};
+  if (k.distributed_optimizer) cmd += " --distributed-optimizer";
+  cmd += " --precision " + std::string{hw::to_string(k.precision)} + " --attention " +
+         (k.fused_attention ? "fused" : "unfused");
+  std::string overlap;
+  auto add = [&](bool on, const char* name) {
+    if (on) overlap += (overlap.empty() ? "" : ",") + std::string{name};
+  };
+  add(k.overlap_grad_reduce, "grad");
+  add(k.overlap_param_gather, "param");
+  add(k.tp_comm_overlap, "tp");
+  add(k.overlap_p2p, "pp");
+  cmd += " --overlap " + (overlap.empty() ? std::string{"none"} : overlap);
+  std::array<char, 32> headroom{};
+  std::snprintf(headroom.data(), headroom.size(), "%g", k.memory_headroom);
+  cmd += " --memory-headroom " + std::string{headroom.data()} + " --vocab-padding " +
+         std::to_string(k.vocab_padding);
+  if (k.grad_reduce_in_bf16) cmd += " --grad-reduce-in-bf16";
+  if (k.fp8_param_gather) cmd += " --fp8-param-gather";
+  if (!b.split.empty()) {
+    std::string blocks;
+    for (const auto& st : b.split) blocks += (blocks.empty() ? "" : ",") + std::to_string(st.blocks);
+    cmd += " --stage-blocks " + blocks;
+  }
+  return cmd;
+}
+
 /// best.json: the best design, its plan and metrics (the fields of `phaze plan`), and `baselines` (name ->
 /// design, plan, throughput_samples_per_s), the Pareto front's size and the search's counts.
 inline nlohmann::ordered_json best_json(const search::spec& s, const search::summary& sum) {
@@ -404,6 +456,7 @@ inline nlohmann::ordered_json best_json(const search::spec& s, const search::sum
     base[x.name] = e;
   }
   j["baselines"] = base;
+  j["estimate_command"] = best_estimate_command(s, sum, "best-device.json");
   j["search"] = {{"designs", sum.designs},
                  {"evaluated", sum.evaluated},
                  {"pruned", sum.pruned},
@@ -412,7 +465,26 @@ inline nlohmann::ordered_json best_json(const search::spec& s, const search::sum
                  {"space", sum.space},
                  {"scheduler", sum.scheduler},
                  {"refined", sum.refined}};
-  return j;
+  return with_schema(schemas::search_best, j);
+}
+
+/// best-device.json: the best design of a search as a device file (docs/devices.md) in the spec's node, named
+/// `design-INDEX` after its place in the space's enumeration, with a `source` saying where it came from, so
+/// `phaze devices`, `phaze estimate --device` and `phaze plan --device` read it back as the same device.
+inline nlohmann::ordered_json best_device_json(const search::spec& s, const search::summary& sum) {
+  hw::device d = sum.best.device;
+  d.name = fixed_string<32>{"design-" + std::to_string(sum.best.index)};
+  nlohmann::ordered_json j = device_to_json(d, s.node);
+  nlohmann::ordered_json out = with_schema(schemas::device, {});
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    out[it.key()] = it.value();
+    if (it.key() == "name") {
+      out["source"] = "phaze search: the best design for " + sum.model + " on " +
+                      std::to_string(sum.devices) + " devices, global batch " +
+                      std::to_string(sum.global_batch) + " (" + sum.space + ")";
+    }
+  }
+  return out;
 }
 
 }  // namespace phaze::io
