@@ -92,6 +92,17 @@ int main(int argc, char** argv) {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+      // CLI11 checks required options before it looks for arguments it does not know; a misspelled option
+      // is the mistake to name first (adding the "missing" one would not fix it).
+      const std::vector<std::string> unknown = app.remaining(true);
+      if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && !unknown.empty()) {
+        std::string list;
+        for (const auto& a : unknown) list += (list.empty() ? "" : " ") + a;
+        print_error(fmt::format("The following argument{} not expected: {}",
+                                unknown.size() > 1 ? "s were" : " was", list));
+        fmt::print(stderr, "{}\n", help_hint(app));
+        return usage_exit;
+      }
       print_error(e.what());
       fmt::print(stderr, "{}\n", help_hint(app));
       return usage_exit;

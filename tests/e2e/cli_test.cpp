@@ -157,6 +157,16 @@ TEST_CASE("bad input exits 2 with a message naming the problem", "[e2e]") {
     CHECK(contains(r.err, "phaze: error: unknown model 'gpt5'"));
     CHECK(contains(r.err, "gpt2"));
   }
+  SECTION("an unknown option is named before a missing required one") {
+    const auto r = run_phaze("estimate gpt2 --device h100-sxm --devices 8 --tpp 1");
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "not expected: --tpp"));
+    CHECK_FALSE(contains(r.err, "is required"));
+    // With every option known, the missing one is named.
+    const auto missing = run_phaze("estimate gpt2 --device h100-sxm --devices 8 --pp 1");
+    CHECK(missing.status == 2);
+    CHECK(contains(missing.err, "--tp is required"));
+  }
   SECTION("malformed JSON file") {
     const auto path = write_temp("malformed.json", "{\"model_type\": \"llama\", \"hidden_size\": ");
     const auto r = run_phaze("describe '" + path.string() + "'");

@@ -177,7 +177,7 @@ TEST_CASE("phaze estimate: how the step runs is stated, fused attention only whe
   // Asked for, it is what was asked; the table says it with the sequence.
   const auto forced = run_phaze("estimate gpt2 --device v100-16gb --precision fp16 --attention fused" + plan);
   CHECK(forced.status == 0);
-  CHECK(contains(forced.out, "sequence 1024, fp16, fused attention"));
+  CHECK(contains(forced.out, "sequence 1024, vocabulary 50257 (padded to 50432), fp16, fused attention"));
   // The fused plan keeps no s x s scores: less memory than the unfused one on the same devices.
   const auto unfused = run_json("estimate gpt2 --device h100-sxm --attention unfused" + plan);
   CHECK(h100.at("peak_memory_bytes").get<double>() < unfused.at("peak_memory_bytes").get<double>());

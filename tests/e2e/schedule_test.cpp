@@ -40,6 +40,17 @@ TEST_CASE("phaze schedule: the list solver, one pass, the table form and the LP 
   REQUIRE(list.at("passes").size() == 1);
   CHECK(list.at("passes")[0].at("pass") == "backward");
   CHECK(list.at("passes")[0].at("solver") == "list");
+  // The list schedule states the lower bound it is measured against: its gap is never above what the bound
+  // allows, and where it meets the critical path (GPT-2's forward pass on the reference design, one chain of
+  // ops) it is proven optimal with a zero gap.
+  const auto& pass = list.at("passes")[0];
+  CHECK(pass.at("lower_bound_s").get<double>() > 0.0);
+  CHECK(pass.at("gap").get<double>() ==
+        Approx((pass.at("makespan_s").get<double>() - pass.at("lower_bound_s").get<double>()) /
+               pass.at("makespan_s").get<double>()));
+  const auto chain = run_json("schedule gpt2 --device tpuv4-like --pass forward --solver list");
+  CHECK(chain.at("passes")[0].at("status") == "optimal");
+  CHECK(chain.at("passes")[0].at("gap").get<double>() == 0.0);
 
   const auto table = run_phaze("schedule bert-large --device tpuv4-like --layer 0");
   CHECK(table.status == 0);

@@ -70,8 +70,8 @@ constexpr datasheet_spec sheet(double tf32, double bf16, double fp16, double fp8
 // A100 GEMM efficiency, calibrated on measured training runs: the eight iterations of Korthikanti et al.
 // 2022, Table 5 (GPT models of 22B to 1T parameters on Selene's A100-80GB, TP 8) through `phaze estimate`, by
 // a grid search over (max_fraction, k_half) minimizing mean + max / 4 of the relative errors. On those eight
-// runs: MAE 1.26%, max 2.45%; leave-one-out (fit on seven, predict the eighth): MAE 1.65%, max 3.26%
-// (tests/place/step_time_test.cpp re-checks both). The large-GEMM fraction 0.91 (284 TFLOP/s) is what cuBLAS
+// runs: MAE 1.12%, max 2.12%; leave-one-out (fit on seven, predict the eighth): MAE 1.45%, max 2.68%
+// (tests/train/step_test.cpp re-checks both). The large-GEMM fraction 0.91 (284 TFLOP/s) is what cuBLAS
 // reaches on big fp16 GEMMs; the large k_half also absorbs per-kernel overheads the model does not itemize.
 inline constexpr double a100_max_fraction = 0.91;
 inline constexpr double a100_k_half = 768.0;

@@ -116,11 +116,19 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"optimizer_s", b.optimizer.value()}}}};
 }
 
-/// How the step runs, for a report's headline: sequence, precision, attention, distributed optimizer and the
-/// overlapped communication ("sequence 2048, bf16, fused attention, distributed optimizer, overlap
-/// grad+param").
-inline std::string step_summary(const model::model& m, const train::training_knobs& k) {
-  std::string out = fmt::format("sequence {}, {}, {} attention", train::sequence_of(m, k),
+/// How the step runs, for a report's headline: sequence, vocabulary (and the rows Megatron-LM pads it to at
+/// tensor-parallel width `tp`), precision, attention, distributed optimizer and the overlapped communication
+/// ("sequence 2048, vocabulary 50257 (padded to 50304), bf16, fused attention, distributed optimizer, overlap
+/// grad+param"). A model without a vocabulary (a composite one) says so.
+inline std::string step_summary(const model::model& m, const train::training_knobs& k, int tp = 1) {
+  const std::int64_t vocab = m.config.vocab;
+  const std::int64_t multiple = static_cast<std::int64_t>(std::max(k.vocab_padding, 1)) * std::max(tp, 1);
+  const std::int64_t padded = vocab > 0 ? (vocab + multiple - 1) / multiple * multiple : 0;
+  const std::string vocabulary = vocab <= 0 ? "no vocabulary"
+                                 : padded == vocab
+                                     ? fmt::format("vocabulary {}", vocab)
+                                     : fmt::format("vocabulary {} (padded to {})", vocab, padded);
+  std::string out = fmt::format("sequence {}, {}, {}, {} attention", train::sequence_of(m, k), vocabulary,
                                 hw::to_string(k.precision), k.fused_attention ? "fused" : "unfused");
   if (const std::int64_t n = bf16_block_count(m); n > 0) out += fmt::format(" ({} blocks in bf16)", n);
   if (k.fp8_param_gather) out += ", FP8 weights";
@@ -146,7 +154,8 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
           (k.recompute == model::recompute::full && k.recompute_layers > 0
                ? fmt::format(" (first {} blocks of each chunk)", k.recompute_layers)
                : std::string{}),
-      train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k));
+      train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "",
+      step_summary(m, k, p.tp));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});
   summary.add_row({"throughput", fmt::format("{:.4g} samples/s", e.samples_per_s)});
