@@ -169,6 +169,13 @@ TEST_CASE("phaze search: a spec with a mistake exits 2 with a clear message", "[
   const auto tiny = run_spec(R"({"model": "gpt2", "space": {"area_budget_mm2": 50}})");
   CHECK(tiny.status == 2);
   CHECK(contains(tiny.err, "holds no design"));
+  // The co-search places uneven stages, which the interleaved schedule cannot use: said at once, not as "no
+  // design fits" after the search.
+  const auto interleaved = run_spec(
+      R"({"model": "gpt2", "devices": 48, "global_batch": 96, "knobs": {"schedule": "interleaved", "virtual_stages": 2}})");
+  CHECK(interleaved.status == 2);
+  CHECK(contains(interleaved.err, "interleaved"));
+  CHECK(contains(interleaved.err, "--placer uniform"));
   const auto model = run_phaze("search gpt5 --quiet --out '" + out.string() + "'");
   CHECK(model.status == 2);
   CHECK(contains(model.err, "did you mean"));

@@ -54,6 +54,14 @@ namespace rules {
       "the space holds no design: the area budget (and minimum area) exclude every point; raise the budget, "
       "lower the minimum or widen the dimensions");
 }
+[[noreturn]] inline void the_co_search_cannot_place_the_interleaved_schedule() {
+  throw input_error(
+      "the co-search places uneven pipeline stages (the chain, downset or brute placer), and the interleaved "
+      "schedule's chunks cannot be placed that way; drop \"schedule\": \"interleaved\" from the knobs, or "
+      "time "
+      "an interleaved plan on a design with `phaze plan --device FILE --schedule interleaved --placer "
+      "uniform`");
+}
 }  // namespace rules
 
 /// Checks a spec; throws input_error saying what to fix.
@@ -61,6 +69,8 @@ inline void validate(const spec& s) {
   if (s.devices < 1 || s.global_batch < 1) rules::search_needs_devices_and_a_batch();
   cluster::validate(s.node);
   train::validate(s.knobs);
+  if (s.knobs.schedule == train::pipeline_schedule::interleaved)
+    rules::the_co_search_cannot_place_the_interleaved_schedule();
   const auto& mbs = s.knobs.microbatches;
   if (std::none_of(mbs.begin(), mbs.end(), [&](std::int64_t mb) { return s.global_batch % mb == 0; }))
     rules::microbatches_must_divide_the_batch();
