@@ -7,6 +7,7 @@ packages=(
   build-essential cmake clang-format
   libboost-dev librange-v3-dev liblemon-dev libglpk-dev catch2 libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libtbb-dev libopenmpi-dev openmpi-bin libtinyxml2-dev
+  chromium  # the tests open the HTML reports in headless Chromium (tests/docs/reports_in_browser.sh)
 )
 
 missing=()
