@@ -15,7 +15,7 @@ namespace dsl = phaze::dsl;
 constexpr auto knobs = dsl::training_for(
     phaze::zoo::gpt3_175b(), dsl::devices = 1024, dsl::global_batch = 1536, dsl::microbatch = dsl::pow2(1, 8),
     dsl::recompute = dsl::one_of(phaze::selective, phaze::full), dsl::tensor_parallel = dsl::pow2(2, 8),
-    dsl::schedule = phaze::interleaved, dsl::virtual_stages = 2, dsl::distributed_optimizer = true);
+    dsl::schedule = phaze::gpipe, dsl::distributed_optimizer = true);
 static_assert(knobs.knobs.microbatches.size() == 4 && knobs.knobs.tensor_parallel.size() == 3);
 
 // A run fixed in every knob gives its training_knobs, ready for train::validate and the step model.
