@@ -193,6 +193,8 @@ TEST_CASE("phaze search shows progress on a terminal only, and not with --quiet"
   const std::string shown = on_terminal("");
   CHECK(contains(shown, "designs]"));
   CHECK(contains(shown, "designs/s, ETA"));
+  // The ETA counts only the designs the bound does not rule out yet (docs/search-report.md).
+  CHECK(contains(shown, "to go, "));
   CHECK_FALSE(contains(on_terminal(" --quiet"), "designs/s, ETA"));
   // Not a terminal: no progress.
   const auto piped = run_phaze("search --spec '" + spec.string() + "' --threads 1 --no-baselines --out '" +
