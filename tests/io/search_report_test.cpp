@@ -27,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../support/input_error_of.hpp"
@@ -366,4 +367,53 @@ TEST_CASE("search report: an unwritable directory is an input error", "[search_r
   CHECK(message.find("cannot create the report directory") != std::string::npos);
   CHECK(message.find((file / "report").string()) != std::string::npos);
   fs::remove_all(dir);
+}
+
+namespace {
+
+// The rectangles of timeline.svg's stage rows.
+std::vector<const tinyxml2::XMLElement*> stage_rects(const tinyxml2::XMLDocument& doc) {
+  std::vector<const tinyxml2::XMLElement*> rects;
+  for (const auto* row : find_all(doc, "g", "stage")) collect(row, "rect", "", rects);
+  return rects;
+}
+
+}  // namespace
+
+TEST_CASE("search report: no timeline rectangle is narrower than the merge width, whatever the batch",
+          "[search_report]") {
+  const model::model m = zoo::get("llama2-7b");
+  sched::schedule_cache cache;
+  // 16384 microbatches per replica on 4 stages; 32 stages of 256 microbatches.
+  for (const auto& [par, batch] : {std::pair{train::parallelism{2, 4, 4}, std::int64_t{65536}},
+                                   std::pair{train::parallelism{1, 32, 1}, std::int64_t{256}}}) {
+    search::summary s = summary();
+    s.best.parallel = par;
+    s.best.knobs.global_batch = batch;
+    s.global_batch = batch;
+    s.best.estimate =
+        train::estimate_step(m, phaze::test::cluster_of(s.best.device, par), par, s.best.knobs, cache);
+    s.best.samples_per_s = s.best.estimate.samples_per_s;
+    const std::string text = io::timeline_svg(s);
+    tinyxml2::XMLDocument doc;
+    parse(doc, text);
+    // The merge width the drawing used: at least a unit, and every rectangle as wide.
+    const double min_width = doc.RootElement()->DoubleAttribute("data-min-width");
+    CHECK(min_width >= 1.0);
+    const auto rects = stage_rects(doc);
+    INFO("pp " << par.pp << ", " << s.best.estimate.microbatches << " microbatches, " << rects.size()
+               << " rectangles, " << text.size() << " bytes");
+    CHECK(s.best.estimate.microbatches >= 256);
+    CHECK(rects.size() <= io::timeline_rectangles);
+    CHECK(rects.size() >= static_cast<std::size_t>(par.pp));
+    for (const auto* r : rects) {
+      CHECK(r->DoubleAttribute("width") >= min_width - 0.01);  // written with two decimals
+      // Every rectangle keeps a tooltip with its times.
+      const auto* title = r->FirstChildElement("title");
+      REQUIRE(title != nullptr);
+      CHECK(std::string_view{title->GetText()}.find(" s") != std::string_view::npos);
+    }
+    // docs/search-report.md: at most timeline_rectangles rectangles, under 400 kB.
+    CHECK(text.size() < 400'000);
+  }
 }

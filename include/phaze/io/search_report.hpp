@@ -25,6 +25,7 @@
 #include "phaze/hw/space.hpp"
 #include "phaze/io/svg.hpp"
 #include "phaze/io/table.hpp"
+#include "phaze/io/timeline_boxes.hpp"
 #include "phaze/model/layer.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/train/knobs.hpp"
@@ -65,6 +66,10 @@ inline std::string plan_text(const search::design_result& r) {
   return fmt::format("tp {}, pp {}, dp {}, mb {}, {}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
                      r.knobs.microbatch, recompute_text(r));
 }
+
+/// At most this many segment rectangles in timeline.svg, whatever the microbatches (or seven per stage, with
+/// more than 142 stages).
+inline constexpr std::size_t timeline_rectangles = 1000;
 
 namespace detail::report {
 
@@ -162,7 +167,71 @@ inline std::string_view colour_of(train::segment_kind k) {
   return "#000000";
 }
 
+/// A mixed box's band is drawn when its kind takes at least a unit of the row's height.
+constexpr double timeline_band_share(double row_height) {
+  return 1.0 / row_height;
+}
+
+/// The boxes of every row of a timeline, and the minimum width they were made with.
+struct timeline_layout {
+  std::vector<std::vector<timeline_box>> rows;
+  double min_width = 1.0;
+  std::size_t rectangles = 0;
+};
+
+/// The rows' boxes (io::timeline_boxes) at x = origin + scale * t, at least `min_width` units wide: 1,
+/// doubled until the rectangles drawn (one per pure box, one per band of a mixed box) number at most
+/// timeline_rectangles, or until a box spans the plot's whole width (then each row is one box: at most
+/// seven rectangles a row).
+inline timeline_layout lay_out_timeline(const train::pipeline_timeline& t, double origin, double scale,
+                                        double plot_width, double row_height) {
+  timeline_layout out;
+  for (;; out.min_width *= 2.0) {
+    out.rows.clear();
+    out.rectangles = 0;
+    for (const auto& row : t.stages) {
+      out.rows.push_back(phaze::io::timeline_boxes(row, origin, scale, out.min_width));
+      for (const timeline_box& b : out.rows.back()) {
+        out.rectangles += timeline_bands(b, timeline_band_share(row_height)).size();
+      }
+    }
+    if (out.rectangles <= timeline_rectangles || out.min_width >= plot_width) return out;
+  }
+}
+
+/// A timeline rectangle's tooltip: the segment with its microbatch and times, or, for a box of several, their
+/// count, times and each kind's share of the time with its microbatches.
+inline std::string box_tooltip(const std::vector<train::timeline_segment>& row, const timeline_box& b) {
+  const train::timeline_segment& first = row[b.first];
+  const train::timeline_segment& last = row[b.last - 1];
+  if (b.segments() == 1) {
+    return fmt::format("{}{}: {:.6f}-{:.6f} s", train::to_string(first.kind),
+                       first.microbatch >= 0 ? fmt::format(" microbatch {}", first.microbatch) : "",
+                       first.start.value(), first.end.value());
+  }
+  const double total = (last.end - first.start).value();
+  std::string tip =
+      fmt::format("{} segments, {:.6f}-{:.6f} s:", b.segments(), first.start.value(), last.end.value());
+  const char* separator = " ";
+  for (std::size_t k = 0; k < b.shares.size(); ++k) {
+    const timeline_share& share = b.shares[k];
+    if (!(share.seconds > 0.0)) continue;
+    const double percent = total > 0.0 ? 100.0 * share.seconds / total : 0.0;
+    tip += separator;
+    tip += std::string{train::to_string(train::all_segment_kinds[k])} + " " +
+           (percent < 0.5 ? std::string{"<1%"} : fmt::format("{:.0f}%", percent));
+    if (share.first_microbatch >= 0) {
+      tip += share.first_microbatch == share.last_microbatch
+                 ? fmt::format(" (microbatch {})", share.first_microbatch)
+                 : fmt::format(" (microbatches {}-{})", share.first_microbatch, share.last_microbatch);
+    }
+    separator = ", ";
+  }
+  return tip;
+}
+
 inline constexpr std::array<std::string_view, 4> baseline_colours{"#d62728", "#9467bd", "#8c564b", "#17becf"};
+
 
 /// Baseline symbols, cycled: square, triangle, diamond, inverted triangle.
 inline void baseline_symbol(svg::drawing& d, std::size_t i, double x, double y, const svg::attributes& a,
@@ -385,8 +454,8 @@ inline std::string pareto_svg(const search::summary& s) {
 /// The drawing of timeline.svg: the best plan's pipeline (train::build_timeline) with one row per stage (a
 /// group of class "stage" with data-stage and data-end-s, the end of its last segment), a colour per segment
 /// kind with a legend, a time axis in seconds and a dashed line (class "estimate") at the estimate's time
-/// per batch. Segments narrower than a pixel are merged into one rectangle coloured by the kind that takes
-/// most of it.
+/// per batch. Segments are drawn as io::timeline_boxes (mixed ones as bands) of at least `data-min-width`
+/// units (on the root): 1, doubled until at most timeline_rectangles rectangles remain; each has a tooltip.
 inline svg::drawing timeline_drawing(const search::summary& s) {
   namespace r = detail::report;
   constexpr double width = 1000.0;
@@ -408,19 +477,20 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   const auto stages = static_cast<double>(t.stages.size());
   const double plot_h = stages * (row_h + row_gap);
   const double height = top + plot_h + 100.0;
-  svg::drawing d(width, height, {{"class", "phaze-timeline"}});
-  d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
-  d.text(width / 2, 28,
-         fmt::format("{}: best design's iteration ({}, {} stages, {} microbatches per replica)", s.model,
-                     train::to_string(t.schedule), t.stages.size(), t.microbatches),
-         r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
-
   const double estimate = best.estimate.time_per_batch.value();
   // The axis spans the iteration plus 2%, with 1-2-5 ticks inside it.
   const double span = std::max(t.makespan.value(), estimate) * 1.02;
   const r::axis_ticks xt = r::nice_ticks(span);
   auto px = [&](double time) { return left + plot_w * time / span; };
+  const r::timeline_layout boxes = r::lay_out_timeline(t, left, plot_w / span, plot_w, row_h);
 
+  svg::drawing d(width, height,
+                 {{"class", "phaze-timeline"}, {"data-min-width", svg::number(boxes.min_width)}});
+  d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
+  d.text(width / 2, 28,
+         fmt::format("{}: best design's iteration ({}, {} stages, {} microbatches per replica)", s.model,
+                     train::to_string(t.schedule), t.stages.size(), t.microbatches),
+         r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
   for (double v = 0.0; v <= span; v += xt.step) {
     d.line(px(v), top - 4, px(v), top + plot_h, r::grid_style);
     d.line(px(v), top + plot_h, px(v), top + plot_h + 5, r::axis_style);
@@ -431,9 +501,6 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   d.text(left + plot_w / 2, top + plot_h + 36, "time (s)",
          r::with(r::label_style, {{"text-anchor", "middle"}}));
 
-  std::size_t segments = 0;
-  for (const auto& row : t.stages) segments += row.size();
-  const bool tooltips = segments <= 4000;
   std::array<bool, train::all_segment_kinds.size()> used{};
   for (std::size_t si = 0; si < t.stages.size(); ++si) {
     const auto& row = t.stages[si];
@@ -443,49 +510,18 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
     d.open_group({{"class", "stage"},
                   {"data-stage", fmt::format("{}", si)},
                   {"data-end-s", fmt::format("{:.12e}", row.empty() ? 0.0 : row.back().end.value())}});
-    // A run of segments each narrower than a pixel becomes one rectangle.
-    std::size_t run_begin = 0;
-    std::size_t run_end = 0;
-    auto flush = [&] {
-      if (run_end == run_begin) return;
-      std::array<double, train::all_segment_kinds.size()> share{};
-      for (std::size_t i = run_begin; i < run_end; ++i) {
-        share[static_cast<std::size_t>(row[i].kind)] += row[i].duration().value();
+    for (const timeline_box& b : boxes.rows[si]) {
+      const std::string tip = r::box_tooltip(row, b);
+      double band_y = y;
+      for (const timeline_band& band : timeline_bands(b, r::timeline_band_share(row_h))) {
+        used[static_cast<std::size_t>(band.kind)] = true;
+        svg::attributes a{{"class", std::string{train::to_string(band.kind)}},
+                          {"fill", std::string{r::colour_of(band.kind)}}};
+        if (b.mixed) a.push_back({"data-mixed", "true"});
+        d.rect(b.x0, band_y, b.width(), row_h * band.height_share, a, tip);
+        band_y += row_h * band.height_share;
       }
-      const auto kind_index =
-          static_cast<std::size_t>(std::max_element(share.begin(), share.end()) - share.begin());
-      const auto kind = train::all_segment_kinds[kind_index];
-      used[kind_index] = true;
-      const double x0 = px(row[run_begin].start.value());
-      const double x1 = px(row[run_end - 1].end.value());
-      std::string tip;
-      if (tooltips) {
-        const auto& first = row[run_begin];
-        tip = run_end - run_begin == 1
-                  ? fmt::format("{}{}: {:.6f}-{:.6f} s", train::to_string(first.kind),
-                                first.microbatch >= 0 ? fmt::format(" microbatch {}", first.microbatch) : "",
-                                first.start.value(), first.end.value())
-                  : fmt::format("{} segments: {:.6f}-{:.6f} s", run_end - run_begin, first.start.value(),
-                                row[run_end - 1].end.value());
-      }
-      d.rect(x0, y, x1 - x0, row_h,
-             {{"class", std::string{train::to_string(kind)}}, {"fill", std::string{r::colour_of(kind)}}},
-             tip);
-      run_begin = run_end;
-    };
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      const double w = px(row[i].end.value()) - px(row[i].start.value());
-      if (w >= 1.0) {
-        flush();
-        run_begin = i;
-        run_end = i + 1;
-        flush();
-        continue;
-      }
-      run_end = i + 1;
-      if (px(row[i].end.value()) - px(row[run_begin].start.value()) >= 1.0) flush();
     }
-    flush();
     d.close_group();
   }
   d.line(px(estimate), top - 6, px(estimate), top + plot_h,
