@@ -417,3 +417,111 @@ TEST_CASE("search report: no timeline rectangle is narrower than the merge width
     CHECK(text.size() < 400'000);
   }
 }
+
+namespace {
+
+struct label_box {
+  std::string text;
+  double x0, y0, x1, y1;
+};
+bool meet(const label_box& a, const label_box& b) {
+  return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+}
+
+// A text's box from its font size and characters: 0.6 em per character, 0.8 em above the baseline and 0.25
+// em below (generous for sans-serif; text-anchor start, end or middle).
+label_box text_box_of(const tinyxml2::XMLElement* t) {
+  const std::string text = t->GetText();
+  const double size = t->DoubleAttribute("font-size");
+  std::size_t chars = 0;
+  for (const char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  const double w = 0.6 * size * static_cast<double>(chars);
+  const char* anchor = t->Attribute("text-anchor");
+  double x = t->DoubleAttribute("x");
+  if (anchor != nullptr && std::string_view{anchor} == "end") x -= w;
+  if (anchor != nullptr && std::string_view{anchor} == "middle") x -= w / 2;
+  const double y = t->DoubleAttribute("y");
+  return {text, x, y - 0.8 * size, x + w, y + 0.25 * size};
+}
+
+// The box of a marker: a circle, a baseline's square or polygon.
+label_box marker_box(const tinyxml2::XMLElement* e) {
+  const std::string_view name = e->Name();
+  if (name == "circle") {
+    const double r = e->DoubleAttribute("r");
+    return {"circle", e->DoubleAttribute("cx") - r, e->DoubleAttribute("cy") - r,
+            e->DoubleAttribute("cx") + r, e->DoubleAttribute("cy") + r};
+  }
+  if (name == "rect") {
+    return {"rect", e->DoubleAttribute("x"), e->DoubleAttribute("y"),
+            e->DoubleAttribute("x") + e->DoubleAttribute("width"),
+            e->DoubleAttribute("y") + e->DoubleAttribute("height")};
+  }
+  label_box b{"polygon", 1e9, 1e9, -1e9, -1e9};
+  std::istringstream points(e->Attribute("points"));
+  for (std::string p; points >> p;) {
+    const auto comma = p.find(',');
+    const double x = std::stod(p.substr(0, comma));
+    const double y = std::stod(p.substr(comma + 1));
+    b.x0 = std::min(b.x0, x);
+    b.x1 = std::max(b.x1, x);
+    b.y0 = std::min(b.y0, y);
+    b.y1 = std::max(b.y1, y);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("search report: baseline labels on the Pareto chart overlap neither each other nor the markers",
+          "[search_report]") {
+  search::summary crowded = summary();
+  // Four baselines on the best design's very point, one next to the front's last point, and two datasheet
+  // devices (dashed lines) at one throughput: every label's first choice is taken.
+  const search::design_result datasheet = crowded.baselines[1].result;
+  crowded.baselines.clear();
+  for (const char* name : {"same-as-best", "also-the-best", "the-best-again", "best-with-a-long-name"}) {
+    crowded.baselines.push_back({name, "on the best design", crowded.best});
+  }
+  search::design_result near = crowded.pareto.back();
+  near.samples_per_s *= 0.97;
+  crowded.baselines.push_back({"near-the-front", "next to the front's last point", near});
+  crowded.baselines.push_back({"gpu-a", "a datasheet device", datasheet});
+  crowded.baselines.push_back({"gpu-b", "another at the same throughput", datasheet});
+
+  for (const search::summary* s : {&summary(), static_cast<const search::summary*>(&crowded)}) {
+    tinyxml2::XMLDocument doc;
+    parse(doc, io::pareto_svg(*s));
+    const auto areas = find_all(doc, "rect", "plot-area");
+    REQUIRE(areas.size() == 1);
+    const label_box plot = marker_box(areas[0]);
+    std::vector<label_box> labels;
+    for (const auto* t : find_all(doc, "text", "baseline-label")) labels.push_back(text_box_of(t));
+    std::size_t placed_baselines = 0;
+    for (const auto& b : s->baselines) placed_baselines += io::placed(b.result) ? 1 : 0;
+    REQUIRE(labels.size() == placed_baselines);
+    std::vector<label_box> markers;
+    for (const char* cls : {"pareto", "top"}) {
+      for (const auto* c : find_all(doc, "circle", cls)) markers.push_back(marker_box(c));
+    }
+    for (const char* name : {"rect", "polygon"}) {
+      for (const auto* e : find_all(doc, name, "baseline")) markers.push_back(marker_box(e));
+    }
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      const label_box& a = labels[i];
+      INFO(a.text << " at " << a.x0 << ", " << a.y0 << " - " << a.x1 << ", " << a.y1);
+      CHECK(a.x0 >= plot.x0);
+      CHECK(a.x1 <= plot.x1);
+      CHECK(a.y0 >= plot.y0);
+      CHECK(a.y1 <= plot.y1);
+      for (std::size_t j = i + 1; j < labels.size(); ++j) {
+        INFO("and " << labels[j].text);
+        CHECK_FALSE(meet(a, labels[j]));
+      }
+      for (const auto& m : markers) {
+        INFO("and a " << m.text << " at " << m.x0 << ", " << m.y0);
+        CHECK_FALSE(meet(a, m));
+      }
+    }
+  }
+}

@@ -23,6 +23,7 @@
 #include "phaze/hw/area.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/space.hpp"
+#include "phaze/io/label_layout.hpp"
 #include "phaze/io/svg.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/io/timeline_boxes.hpp"
@@ -232,6 +233,8 @@ inline std::string box_tooltip(const std::vector<train::timeline_segment>& row, 
 
 inline constexpr std::array<std::string_view, 4> baseline_colours{"#d62728", "#9467bd", "#8c564b", "#17becf"};
 
+/// Half the width and height of the box around any baseline symbol (the diamond's, 1.3 x 6, and its stroke).
+inline constexpr double baseline_symbol_half_size = 8.5;
 
 /// Baseline symbols, cycled: square, triangle, diamond, inverted triangle.
 inline void baseline_symbol(svg::drawing& d, std::size_t i, double x, double y, const svg::attributes& a,
@@ -255,6 +258,7 @@ inline void baseline_symbol(svg::drawing& d, std::size_t i, double x, double y, 
 
 inline const svg::attributes axis_style{{"stroke", "#333333"}, {"stroke-width", "1"}};
 inline const svg::attributes grid_style{{"stroke", "#dddddd"}, {"stroke-width", "1"}};
+inline constexpr double label_font_size = 12.0;
 inline const svg::attributes label_style{
     {"font-family", "sans-serif"}, {"font-size", "12"}, {"fill", "#222222"}};
 
@@ -307,6 +311,45 @@ void draw_chart_frame(svg::drawing& d, const plot_area& a, const axis_ticks& xt,
   if (nothing_plotted) {
     d.text(a.left + a.width / 2, a.top + a.height / 2, std::string{empty},
            with(label_style, {{"text-anchor", "middle"}}));
+  }
+}
+
+/// The baselines' names on the Pareto chart, after every marker: each where it meets no box of `taken` (the
+/// markers and dashed lines, then the names placed before it) inside `plot` (io::pick_label), next to its
+/// symbol or, farther out, with a leader line; a datasheet baseline's name along its dashed line.
+template <class Px, class Py>
+void draw_baseline_labels(svg::drawing& d, const search::summary& s, const box& plot, Px px, Py py,
+                          std::vector<box> taken) {
+  for (std::size_t i = 0; i < s.baselines.size(); ++i) {
+    const auto& b = s.baselines[i];
+    if (!placed(b.result)) continue;
+    const double y = py(b.result.samples_per_s);
+    const bool on_chart = b.result.die_area.value() > 0.0;
+    const std::string text = on_chart ? b.name : b.name + " (no die area)";
+    const box extent = text_box(0.0, 0.0, text, label_font_size);
+    std::vector<label_candidate> candidates;
+    double x = 0.0;
+    if (on_chart) {
+      x = px(b.result.die_area.value());
+      candidates = around_point(x, y, baseline_symbol_half_size, extent.width(), extent.height());
+      const auto rest = anywhere(plot, x, y, extent.width(), extent.height());
+      candidates.insert(candidates.end(), rest.begin(), rest.end());
+    } else {
+      candidates = along_line(plot.x0, plot.x1, y, extent.width(), extent.height());
+    }
+    const label_candidate& c = candidates[pick_label(candidates, taken, plot)];
+    const std::string colour{baseline_colours[i % baseline_colours.size()]};
+    if (c.leader) {
+      // From the symbol's edge to the nearest point of the name.
+      const double tx = std::clamp(x, c.bounds.x0, c.bounds.x1);
+      const double ty = std::clamp(y, c.bounds.y0, c.bounds.y1);
+      const double from = baseline_symbol_half_size / std::max(std::hypot(tx - x, ty - y), 1e-9);
+      d.line(x + (tx - x) * from, y + (ty - y) * from, tx, ty,
+             {{"class", "baseline-leader"}, {"stroke", colour}, {"stroke-width", "0.8"}});
+    }
+    d.text(c.bounds.x0, c.bounds.y0 - extent.y0, text,
+           with(label_style, {{"class", "baseline-label"}, {"fill", colour}}));
+    taken.push_back(c.bounds);
   }
 }
 
@@ -377,15 +420,24 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
   r::draw_chart_frame(d, {left, top, plot_w, plot_h, height}, xt, yt, px, py, "die area (mm²)",
                       "throughput (samples/s)", x_max <= 0.0 || y_max <= 0.0, "no feasible design");
 
-  // Top designs under the front.
+  // Markers first, each also an obstacle for the labels: the top designs under the front, the front as a
+  // step line (the best throughput reachable within a die area) and its points, the baselines.
+  const box plot{left, top, left + plot_w, top + plot_h};
+  d.rect(plot.x0, plot.y0, plot.width(), plot.height(),
+         {{"class", "plot-area"}, {"fill", "none"}, {"stroke", "none"}});
+  std::vector<box> taken;
+  auto marker = [&](double x, double y, double half) {
+    taken.push_back({x - half, y - half, x + half, y + half});
+  };
   for (const auto& t : s.top) {
     if (!placed(t)) continue;
-    d.circle(px(t.die_area.value()), py(t.samples_per_s), 4.5,
-             {{"class", "top"}, {"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}},
+    const double x = px(t.die_area.value());
+    const double y = py(t.samples_per_s);
+    d.circle(x, y, 4.5, {{"class", "top"}, {"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}},
              fmt::format("#{} {}: {} mm², {}", t.index, design_text(t.device),
                          r::fixed(t.die_area.value(), 1), r::throughput(t.samples_per_s)));
+    marker(x, y, 5.25);
   }
-  // The front: a step line (the best throughput reachable within a die area), then its points.
   std::vector<svg::point> steps;
   for (std::size_t i = 0; i < s.pareto.size(); ++i) {
     const auto& p = s.pareto[i];
@@ -398,31 +450,32 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
                {{"class", "pareto-front"}, {"fill", "none"}, {"stroke", "#4e79a7"}, {"stroke-width", "1.5"}});
   }
   for (const auto& p : s.pareto) {
-    d.circle(px(p.die_area.value()), py(p.samples_per_s), 4.0,
+    const double x = px(p.die_area.value());
+    const double y = py(p.samples_per_s);
+    d.circle(x, y, 4.0,
              {{"class", "pareto"}, {"fill", "#4e79a7"}, {"stroke", "#ffffff"}, {"stroke-width", "0.5"}},
              fmt::format("#{} {}: {} mm², {}", p.index, design_text(p.device),
                          r::fixed(p.die_area.value(), 1), r::throughput(p.samples_per_s)));
+    marker(x, y, 4.25);
   }
-  // Baselines.
   for (std::size_t i = 0; i < s.baselines.size(); ++i) {
     const auto& b = s.baselines[i];
     if (!placed(b.result)) continue;
-    const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
     const double y = py(b.result.samples_per_s);
-    const std::string tip = b.name + ": " + r::throughput(b.result.samples_per_s);
+    const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
     if (b.result.die_area.value() > 0.0) {
       const double x = px(b.result.die_area.value());
-      r::baseline_symbol(d, i, x, y, {{"class", "baseline"}, {"fill", colour}, {"stroke", "#222222"}}, tip);
-      d.text(x + 9, y - 8, b.name, r::with(r::label_style, {{"class", "baseline-label"}, {"fill", colour}}));
+      r::baseline_symbol(d, i, x, y, {{"class", "baseline"}, {"fill", colour}, {"stroke", "#222222"}},
+                         b.name + ": " + r::throughput(b.result.samples_per_s));
+      marker(x, y, r::baseline_symbol_half_size);
     } else {
       d.line(
           left, y, left + plot_w, y,
           {{"class", "baseline"}, {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "6 4"}});
-      d.text(
-          left + plot_w - 4, y - 5, b.name + " (no die area)",
-          r::with(r::label_style, {{"class", "baseline-label"}, {"fill", colour}, {"text-anchor", "end"}}));
+      taken.push_back({left, y - 1.0, left + plot_w, y + 1.0});
     }
   }
+  r::draw_baseline_labels(d, s, plot, px, py, std::move(taken));
 
   // Legend.
   const double lx = left + plot_w + 20;
