@@ -418,6 +418,53 @@ TEST_CASE("search report: no timeline rectangle is narrower than the merge width
   }
 }
 
+TEST_CASE("search report: designs that differ only in HBM share a row of the top list", "[search_report]") {
+  search::summary s = summary();
+  // The best design with 32, 64 and 80 GiB: the same plan and throughput.
+  std::vector<search::design_result> top;
+  std::uint64_t index = 900000;
+  for (const double gib : {64.0, 32.0, 80.0}) {
+    search::design_result r = s.best;
+    r.index = index++;
+    r.device.hbm = bytes{gib * 1024 * 1024 * 1024};
+    r.device.name = hw::design_label(r.device.systolic, r.device.hbm);
+    top.push_back(r);
+  }
+  // The same design with another HBM size and another plan stays apart.
+  search::design_result other_plan = s.best;
+  other_plan.index = index++;
+  other_plan.device.hbm = bytes{16.0 * 1024 * 1024 * 1024};
+  other_plan.parallel.tp *= 2;
+  top.push_back(other_plan);
+  for (std::size_t i = 1; i < s.top.size(); ++i) top.push_back(s.top[i]);
+  s.top = top;
+
+  const auto groups = io::group_by_hbm(s.top);
+  REQUIRE(groups.size() == s.top.size() - 2);
+  CHECK(groups[0].members == std::vector<std::size_t>{0, 1, 2});
+  CHECK(io::group_design_text(s.top, groups[0]).ends_with(", HBM 32/64/80 GiB"));
+  for (std::size_t g = 1; g < groups.size(); ++g) CHECK(groups[g].members.size() == 1);
+
+  const std::string md = io::search_report_markdown(s);
+  const std::string label = hw::design_label(s.best.device.systolic, s.best.device.hbm).str();
+  const std::string stem = label.substr(0, label.rfind(' '));
+  CHECK(md.find("| 1-3 | 900000, 900001, 900002 | " + stem + ", HBM 32/64/80 GiB |") != std::string::npos);
+  CHECK(md.find("| 4 | 900003 |") != std::string::npos);
+  CHECK(md.find(fmt::format("{} designs in {} rows: 3 designs that differ only in HBM capacity", s.top.size(),
+                            groups.size())) != std::string::npos);
+
+  tinyxml2::XMLDocument doc;
+  parse(doc, io::search_report_html(s));
+  const auto* table = find_id(doc.RootElement(), "top");
+  REQUIRE(table != nullptr);
+  std::vector<const tinyxml2::XMLElement*> rows;
+  collect(table, "tr", "", rows);
+  CHECK(rows.size() == groups.size() + 1);
+
+  // No group: no note.
+  CHECK(io::search_report_markdown(summary()).find("differ only in HBM") == std::string::npos);
+}
+
 namespace {
 
 struct label_box {

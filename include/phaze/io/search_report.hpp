@@ -23,6 +23,7 @@
 #include "phaze/hw/area.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/space.hpp"
+#include "phaze/io/design_groups.hpp"
 #include "phaze/io/label_layout.hpp"
 #include "phaze/io/svg.hpp"
 #include "phaze/io/table.hpp"
@@ -45,14 +46,6 @@ struct search_report_options {
 /// Whether a design result holds a placed plan with its estimate.
 inline bool placed(const search::design_result& r) {
   return r.status == search::outcome::evaluated && !r.estimate.stages.empty();
-}
-
-/// "8x128x128 2x128 128M 32G" for a design of the template, the device's name otherwise.
-inline std::string design_text(const hw::device& d) {
-  if (d.kind == hw::device_kind::systolic && d.systolic.num_tc > 0) {
-    return hw::design_label(d.systolic, d.hbm).str();
-  }
-  return d.name.str();
 }
 
 inline std::string recompute_text(const search::design_result& r) {
@@ -719,6 +712,24 @@ inline std::vector<item> plan_items(const search::design_result& r) {
   };
 }
 
+/// Ranks (positions + 1) as "3", "1-3" when consecutive, else "1, 3, 5".
+inline std::string ranks_text(const std::vector<std::size_t>& positions) {
+  const bool consecutive = positions.back() - positions.front() + 1 == positions.size();
+  if (positions.size() > 1 && consecutive) {
+    return fmt::format("{}-{}", positions.front() + 1, positions.back() + 1);
+  }
+  std::string out;
+  for (const std::size_t p : positions) out += (out.empty() ? "" : ", ") + fmt::format("{}", p + 1);
+  return out;
+}
+
+inline std::string indices_text(const std::vector<search::design_result>& list,
+                                const std::vector<std::size_t>& positions) {
+  std::string out;
+  for (const std::size_t p : positions) out += (out.empty() ? "" : ", ") + fmt::format("{}", list[p].index);
+  return out;
+}
+
 inline std::string ratio(const search::design_result& best, const search::design_result& other) {
   if (!placed(best) || !placed(other) || !(other.samples_per_s > 0.0)) return "n/a";
   return fixed(best.samples_per_s / other.samples_per_s, 2) + "×";
@@ -785,15 +796,28 @@ inline document build(const search::summary& s, const search_report_options& o) 
            "time per batch", "throughput", "energy per sample"},
           {},
           "top"};
-  for (std::size_t i = 0; i < s.top.size(); ++i) {
-    const auto& r = s.top[i];
+  const std::vector<design_group> groups = group_by_hbm(s.top);
+  std::size_t grouped_rows = 0;
+  std::size_t grouped_designs = 0;
+  for (const design_group& g : groups) {
+    const auto& r = s.top[g.members.front()];
+    if (g.members.size() > 1) {
+      ++grouped_rows;
+      grouped_designs += g.members.size();
+    }
     t.rows.push_back(
-        {fmt::format("{}", i + 1), fmt::format("{}", r.index), design_text(r.device), area_text(r.die_area),
-         fmt::format("{}", r.parallel.tp), fmt::format("{}", r.parallel.pp), fmt::format("{}", r.parallel.dp),
-         fmt::format("{}", r.knobs.microbatch), recompute_text(r), duration(r.estimate.time_per_batch),
-         throughput(r.samples_per_s), energy_text(r.energy_per_sample)});
+        {ranks_text(g.members), indices_text(s.top, g.members), group_design_text(s.top, g),
+         area_text(r.die_area), fmt::format("{}", r.parallel.tp), fmt::format("{}", r.parallel.pp),
+         fmt::format("{}", r.parallel.dp), fmt::format("{}", r.knobs.microbatch), recompute_text(r),
+         duration(r.estimate.time_per_batch), throughput(r.samples_per_s), energy_text(r.energy_per_sample)});
   }
   top.blocks.push_back(grid(std::move(t)));
+  if (grouped_rows > 0) {
+    top.blocks.push_back(paragraph(fmt::format(
+        "{} designs in {} rows: {} designs that differ only in HBM capacity, with the same plan, time per "
+        "batch and throughput, are grouped into {} row{} (their HBM sizes, ranks and indices in the row).",
+        s.top.size(), groups.size(), grouped_designs, grouped_rows, grouped_rows == 1 ? "" : "s")));
+  }
   doc.sections.push_back(std::move(top));
 
   section front{"Pareto front", {}};
