@@ -75,6 +75,8 @@ search::summary make_summary() {
   s.devices = static_cast<int>(par.devices());
   s.global_batch = k.global_batch;
   s.sequence = m.config.sequence;
+  s.vocab = m.config.vocab;
+  s.precision = k.precision;
   s.space = "phaze default space: tensor cores 1..4096, arrays 2..256, GLB 2..128 MiB, HBM 32/64/80 GiB";
   std::vector<search::design_result> all;
   std::uint64_t index = 0;
@@ -269,6 +271,10 @@ TEST_CASE("search report: the files show the summary", "[search_report]") {
     CHECK(md.find("(pareto.svg)") != std::string::npos);
     CHECK(md.find("(timeline.svg)") != std::string::npos);
     CHECK(md.find("- **Configurations placed**: 123456\n") != std::string::npos);
+    // The workload's assumptions.
+    CHECK(md.find(fmt::format("- **Sequence length**: {} tokens\n", s.sequence)) != std::string::npos);
+    CHECK(md.find(fmt::format("- **Vocabulary**: {} tokens\n", s.vocab)) != std::string::npos);
+    CHECK(md.find("- **Precision**: bf16\n") != std::string::npos);
     const std::string ratio =
         fmt::format("{:.2f}×", s.best.samples_per_s / s.baselines[0].result.samples_per_s);
     CHECK(md.find("| " + ratio + " |") != std::string::npos);
@@ -278,6 +284,14 @@ TEST_CASE("search report: the files show the summary", "[search_report]") {
     const auto* cell = find_id(doc.RootElement(), "best-throughput");
     REQUIRE(cell != nullptr);
     CHECK(std::string_view{cell->GetText()} == throughput);
+    for (const auto& [id, value] :
+         {std::pair<std::string, std::string>{"sequence", fmt::format("{} tokens", s.sequence)},
+          {"vocabulary", fmt::format("{} tokens", s.vocab)},
+          {"precision", "bf16"}}) {
+      const auto* item = find_id(doc.RootElement(), id);
+      REQUIRE(item != nullptr);
+      CHECK(item->GetText() == value);
+    }
     CHECK(find_all(doc, "svg").size() == 2);
     CHECK(find_all(doc, "circle", "pareto").size() == s.pareto.size());
     const auto* baselines = find_id(doc.RootElement(), "baselines");

@@ -654,7 +654,10 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   out.model = std::string{s.model.config.name.view()};
   out.devices = s.devices;
   out.global_batch = s.global_batch;
-  out.sequence = model_of(s).config.sequence;
+  const model::model trained = model_of(s);
+  out.sequence = trained.config.sequence;
+  out.vocab = trained.config.vocab;
+  out.precision = s.knobs.precision;
   out.designs = order.size();
   std::vector<design_result> all;
   all.reserve(order.size());
