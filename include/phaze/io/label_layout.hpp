@@ -37,9 +37,9 @@ struct box {
   }
 };
 
-/// Text extents as a share of the font size: the widest average advance of sans-serif text (DejaVu Sans and
-/// Arial average about 0.55 em over mixed lower case), and the ascent and descent below and above the
-/// baseline.
+/// Text extents as a share of the font size: a character's advance, and the ascent and descent above and
+/// below the baseline. A rule of thumb, not a font's metrics: lower-case sans-serif letters are mostly
+/// narrower than 0.6 em, so a run of wide capitals ("MW") can run over.
 inline constexpr double text_advance_em = 0.6;
 inline constexpr double text_ascent_em = 0.8;
 inline constexpr double text_descent_em = 0.25;
