@@ -301,6 +301,23 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
 
 int search_with(const search_options& o, mpi_session& mpi);
 
+/// One progress line on stderr, rewritten in place (docs/search-report.md). The ETA is the designs still to
+/// evaluate at most (progress::open: those the pruning test does not rule out yet) at the mean time of the
+/// designs this run evaluated so far; pruned designs take no time and do not count.
+void print_progress(const search::progress& p) {
+  if (p.refining && p.total == 0) return;  // nothing to refine
+  const double rate = p.seconds > 0 ? static_cast<double>(p.placed) / p.seconds : 0.0;
+  const std::string eta =
+      rate > 0 ? fmt::format("{:.0f} s", static_cast<double>(p.open) / rate) : std::string{"unknown"};
+  const std::string line =
+      p.refining
+          ? fmt::format("[refining: {}/{} placed again] {:.1f} designs/s, ETA {}", p.done, p.total, rate, eta)
+          : fmt::format("[{}/{} designs] {} evaluated, at most {} to go, {:.1f} designs/s, ETA {}", p.done,
+                        p.total, p.placed, p.open, rate, eta);
+  std::fprintf(stderr, "\r%s\x1b[K", line.c_str());  // on a terminal only: erase what a longer line left
+  if (p.open == 0 && (p.refining || p.done == p.total)) std::fprintf(stderr, "\n");
+}
+
 int run_search(const search_options& o) {
   mpi_session mpi;
   if (!mpi.active()) return search_with(o, mpi);
@@ -415,14 +432,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   h.map = make_map(true);
   h.exchange = make_map(false);
   h.report = [&](const search::progress& p) {
-    if (!show) return;
-    const std::uint64_t fresh = p.done > resumed.size() ? p.done - resumed.size() : 0;
-    const double rate = p.seconds > 0 ? static_cast<double>(fresh) / p.seconds : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : 0.0;
-    std::fprintf(stderr, "\r[%llu/%llu designs] %llu configurations, %.1f designs/s, ETA %.0f s   ",
-                 static_cast<unsigned long long>(p.done), static_cast<unsigned long long>(p.total),
-                 static_cast<unsigned long long>(p.configurations), rate, eta);
-    if (p.done == p.total) std::fprintf(stderr, "\n");
+    if (show) print_progress(p);
   };
 
   search::options opt;

@@ -69,6 +69,27 @@ TEST_CASE("phaze search gives the same best.json for 1 thread, 2 threads and 2 M
                            "timeline.svg", "spec.json"}) {
     CHECK(fs::file_size(one / file) > 0);
   }
+  // The report states the workload it assumed, and an area rule the designs obey.
+  const std::string md = read_file(one / "report.md");
+  for (const char* item : {"- **Sequence length**: 1024 tokens\n", "- **Vocabulary**: 50257 tokens\n",
+                           "- **Precision**: bf16\n"}) {
+    CHECK(contains(md, item));
+  }
+  const auto space_line = md.find("- **Space**: ");
+  REQUIRE(space_line != std::string::npos);
+  const std::string space = md.substr(space_line, md.find('\n', space_line) - space_line);
+  const auto at_least = space.find("at least ");
+  REQUIRE(at_least != std::string::npos);
+  const double minimum = std::stod(space.substr(at_least + 9));
+  CHECK(minimum == 180.0);
+  const bool exempt = contains(space, "except designs of one tensor core and one vector core");
+  const auto csv = lines_of(one / "pareto.csv");
+  REQUIRE(csv.size() > 1);
+  for (std::size_t i = 1; i < csv.size(); ++i) {
+    const double area = std::stod(csv[i].substr(csv[i].find(',') + 1));
+    INFO(space << "\n" << csv[i]);
+    CHECK((area >= minimum || exempt));
+  }
   // The best design beats or equals the reference, and best.json names every baseline.
   const auto j = nlohmann::json::parse(best);
   for (const char* name : {"tpuv4-like", "spotlight-style", "megatron-uniform"}) {
@@ -200,6 +221,8 @@ TEST_CASE("phaze search shows progress on a terminal only, and not with --quiet"
   const std::string shown = on_terminal("");
   CHECK(contains(shown, "designs]"));
   CHECK(contains(shown, "designs/s, ETA"));
+  // The ETA counts only the designs the bound does not rule out yet (docs/search-report.md).
+  CHECK(contains(shown, "to go, "));
   CHECK_FALSE(contains(on_terminal(" --quiet"), "designs/s, ETA"));
   // Not a terminal: no progress.
   const auto piped = run_phaze("search --spec '" + spec.string() + "' --threads 1 --no-baselines --out '" +

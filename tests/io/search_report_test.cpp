@@ -27,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../support/input_error_of.hpp"
@@ -74,6 +75,8 @@ search::summary make_summary() {
   s.devices = static_cast<int>(par.devices());
   s.global_batch = k.global_batch;
   s.sequence = m.config.sequence;
+  s.vocab = m.config.vocab;
+  s.precision = k.precision;
   s.space = "phaze default space: tensor cores 1..4096, arrays 2..256, GLB 2..128 MiB, HBM 32/64/80 GiB";
   std::vector<search::design_result> all;
   std::uint64_t index = 0;
@@ -268,6 +271,10 @@ TEST_CASE("search report: the files show the summary", "[search_report]") {
     CHECK(md.find("(pareto.svg)") != std::string::npos);
     CHECK(md.find("(timeline.svg)") != std::string::npos);
     CHECK(md.find("- **Configurations placed**: 123456\n") != std::string::npos);
+    // The workload's assumptions.
+    CHECK(md.find(fmt::format("- **Sequence length**: {} tokens\n", s.sequence)) != std::string::npos);
+    CHECK(md.find(fmt::format("- **Vocabulary**: {} tokens\n", s.vocab)) != std::string::npos);
+    CHECK(md.find("- **Precision**: bf16\n") != std::string::npos);
     const std::string ratio =
         fmt::format("{:.2f}×", s.best.samples_per_s / s.baselines[0].result.samples_per_s);
     CHECK(md.find("| " + ratio + " |") != std::string::npos);
@@ -277,6 +284,14 @@ TEST_CASE("search report: the files show the summary", "[search_report]") {
     const auto* cell = find_id(doc.RootElement(), "best-throughput");
     REQUIRE(cell != nullptr);
     CHECK(std::string_view{cell->GetText()} == throughput);
+    for (const auto& [id, value] :
+         {std::pair<std::string, std::string>{"sequence", fmt::format("{} tokens", s.sequence)},
+          {"vocabulary", fmt::format("{} tokens", s.vocab)},
+          {"precision", "bf16"}}) {
+      const auto* item = find_id(doc.RootElement(), id);
+      REQUIRE(item != nullptr);
+      CHECK(item->GetText() == value);
+    }
     CHECK(find_all(doc, "svg").size() == 2);
     CHECK(find_all(doc, "circle", "pareto").size() == s.pareto.size());
     const auto* baselines = find_id(doc.RootElement(), "baselines");
@@ -366,4 +381,208 @@ TEST_CASE("search report: an unwritable directory is an input error", "[search_r
   CHECK(message.find("cannot create the report directory") != std::string::npos);
   CHECK(message.find((file / "report").string()) != std::string::npos);
   fs::remove_all(dir);
+}
+
+namespace {
+
+// The rectangles of timeline.svg's stage rows.
+std::vector<const tinyxml2::XMLElement*> stage_rects(const tinyxml2::XMLDocument& doc) {
+  std::vector<const tinyxml2::XMLElement*> rects;
+  for (const auto* row : find_all(doc, "g", "stage")) collect(row, "rect", "", rects);
+  return rects;
+}
+
+}  // namespace
+
+TEST_CASE("search report: no timeline rectangle is narrower than the merge width, whatever the batch",
+          "[search_report]") {
+  const model::model m = zoo::get("llama2-7b");
+  sched::schedule_cache cache;
+  // 16384 microbatches per replica on 4 stages; 32 stages of 256 microbatches.
+  for (const auto& [par, batch] : {std::pair{train::parallelism{2, 4, 4}, std::int64_t{65536}},
+                                   std::pair{train::parallelism{1, 32, 1}, std::int64_t{256}}}) {
+    search::summary s = summary();
+    s.best.parallel = par;
+    s.best.knobs.global_batch = batch;
+    s.global_batch = batch;
+    s.best.estimate =
+        train::estimate_step(m, phaze::test::cluster_of(s.best.device, par), par, s.best.knobs, cache);
+    s.best.samples_per_s = s.best.estimate.samples_per_s;
+    const std::string text = io::timeline_svg(s);
+    tinyxml2::XMLDocument doc;
+    parse(doc, text);
+    // The merge width the drawing used: at least a unit, and every rectangle as wide.
+    const double min_width = doc.RootElement()->DoubleAttribute("data-min-width");
+    CHECK(min_width >= 1.0);
+    const auto rects = stage_rects(doc);
+    INFO("pp " << par.pp << ", " << s.best.estimate.microbatches << " microbatches, " << rects.size()
+               << " rectangles, " << text.size() << " bytes");
+    CHECK(s.best.estimate.microbatches >= 256);
+    CHECK(rects.size() <= io::timeline_rectangles);
+    CHECK(rects.size() >= static_cast<std::size_t>(par.pp));
+    for (const auto* r : rects) {
+      CHECK(r->DoubleAttribute("width") >= min_width - 0.01);  // written with two decimals
+      // Every rectangle keeps a tooltip with its times.
+      const auto* title = r->FirstChildElement("title");
+      REQUIRE(title != nullptr);
+      CHECK(std::string_view{title->GetText()}.find(" s") != std::string_view::npos);
+    }
+    // docs/search-report.md: at most timeline_rectangles rectangles, under 400 kB.
+    CHECK(text.size() < 400'000);
+  }
+}
+
+TEST_CASE("search report: designs that differ only in HBM share a row of the top list", "[search_report]") {
+  search::summary s = summary();
+  // The best design with 32, 64 and 80 GiB: the same plan and throughput.
+  std::vector<search::design_result> top;
+  std::uint64_t index = 900000;
+  for (const double gib : {64.0, 32.0, 80.0}) {
+    search::design_result r = s.best;
+    r.index = index++;
+    r.device.hbm = bytes{gib * 1024 * 1024 * 1024};
+    r.device.name = hw::design_label(r.device.systolic, r.device.hbm);
+    top.push_back(r);
+  }
+  // The same design with another HBM size and another plan stays apart.
+  search::design_result other_plan = s.best;
+  other_plan.index = index++;
+  other_plan.device.hbm = bytes{16.0 * 1024 * 1024 * 1024};
+  other_plan.parallel.tp *= 2;
+  top.push_back(other_plan);
+  for (std::size_t i = 1; i < s.top.size(); ++i) top.push_back(s.top[i]);
+  s.top = top;
+
+  const auto groups = io::group_by_hbm(s.top);
+  REQUIRE(groups.size() == s.top.size() - 2);
+  CHECK(groups[0].members == std::vector<std::size_t>{0, 1, 2});
+  CHECK(io::group_design_text(s.top, groups[0]).ends_with(", HBM 32/64/80 GiB"));
+  for (std::size_t g = 1; g < groups.size(); ++g) CHECK(groups[g].members.size() == 1);
+
+  const std::string md = io::search_report_markdown(s);
+  const std::string label = hw::design_label(s.best.device.systolic, s.best.device.hbm).str();
+  const std::string stem = label.substr(0, label.rfind(' '));
+  CHECK(md.find("| 1-3 | 900000, 900001, 900002 | " + stem + ", HBM 32/64/80 GiB |") != std::string::npos);
+  CHECK(md.find("| 4 | 900003 |") != std::string::npos);
+  CHECK(md.find(fmt::format("{} designs in {} rows: 3 designs that differ only in HBM capacity", s.top.size(),
+                            groups.size())) != std::string::npos);
+
+  tinyxml2::XMLDocument doc;
+  parse(doc, io::search_report_html(s));
+  const auto* table = find_id(doc.RootElement(), "top");
+  REQUIRE(table != nullptr);
+  std::vector<const tinyxml2::XMLElement*> rows;
+  collect(table, "tr", "", rows);
+  CHECK(rows.size() == groups.size() + 1);
+
+  // No group: no note.
+  CHECK(io::search_report_markdown(summary()).find("differ only in HBM") == std::string::npos);
+}
+
+namespace {
+
+struct label_box {
+  std::string text;
+  double x0, y0, x1, y1;
+};
+bool meet(const label_box& a, const label_box& b) {
+  return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+}
+
+// A text's box from its font size and characters: 0.6 em per character, 0.8 em above the baseline and 0.25
+// em below (generous for sans-serif; text-anchor start, end or middle).
+label_box text_box_of(const tinyxml2::XMLElement* t) {
+  const std::string text = t->GetText();
+  const double size = t->DoubleAttribute("font-size");
+  std::size_t chars = 0;
+  for (const char c : text) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  const double w = 0.6 * size * static_cast<double>(chars);
+  const char* anchor = t->Attribute("text-anchor");
+  double x = t->DoubleAttribute("x");
+  if (anchor != nullptr && std::string_view{anchor} == "end") x -= w;
+  if (anchor != nullptr && std::string_view{anchor} == "middle") x -= w / 2;
+  const double y = t->DoubleAttribute("y");
+  return {text, x, y - 0.8 * size, x + w, y + 0.25 * size};
+}
+
+// The box of a marker: a circle, a baseline's square or polygon.
+label_box marker_box(const tinyxml2::XMLElement* e) {
+  const std::string_view name = e->Name();
+  if (name == "circle") {
+    const double r = e->DoubleAttribute("r");
+    return {"circle", e->DoubleAttribute("cx") - r, e->DoubleAttribute("cy") - r,
+            e->DoubleAttribute("cx") + r, e->DoubleAttribute("cy") + r};
+  }
+  if (name == "rect") {
+    return {"rect", e->DoubleAttribute("x"), e->DoubleAttribute("y"),
+            e->DoubleAttribute("x") + e->DoubleAttribute("width"),
+            e->DoubleAttribute("y") + e->DoubleAttribute("height")};
+  }
+  label_box b{"polygon", 1e9, 1e9, -1e9, -1e9};
+  std::istringstream points(e->Attribute("points"));
+  for (std::string p; points >> p;) {
+    const auto comma = p.find(',');
+    const double x = std::stod(p.substr(0, comma));
+    const double y = std::stod(p.substr(comma + 1));
+    b.x0 = std::min(b.x0, x);
+    b.x1 = std::max(b.x1, x);
+    b.y0 = std::min(b.y0, y);
+    b.y1 = std::max(b.y1, y);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("search report: baseline labels on the Pareto chart overlap neither each other nor the markers",
+          "[search_report]") {
+  search::summary crowded = summary();
+  // Four baselines on the best design's very point, one next to the front's last point, and two datasheet
+  // devices (dashed lines) at one throughput: every label's first choice is taken.
+  const search::design_result datasheet = crowded.baselines[1].result;
+  crowded.baselines.clear();
+  for (const char* name : {"same-as-best", "also-the-best", "the-best-again", "best-with-a-long-name"}) {
+    crowded.baselines.push_back({name, "on the best design", crowded.best});
+  }
+  search::design_result near = crowded.pareto.back();
+  near.samples_per_s *= 0.97;
+  crowded.baselines.push_back({"near-the-front", "next to the front's last point", near});
+  crowded.baselines.push_back({"gpu-a", "a datasheet device", datasheet});
+  crowded.baselines.push_back({"gpu-b", "another at the same throughput", datasheet});
+
+  for (const search::summary* s : {&summary(), static_cast<const search::summary*>(&crowded)}) {
+    tinyxml2::XMLDocument doc;
+    parse(doc, io::pareto_svg(*s));
+    const auto areas = find_all(doc, "rect", "plot-area");
+    REQUIRE(areas.size() == 1);
+    const label_box plot = marker_box(areas[0]);
+    std::vector<label_box> labels;
+    for (const auto* t : find_all(doc, "text", "baseline-label")) labels.push_back(text_box_of(t));
+    std::size_t placed_baselines = 0;
+    for (const auto& b : s->baselines) placed_baselines += io::placed(b.result) ? 1 : 0;
+    REQUIRE(labels.size() == placed_baselines);
+    std::vector<label_box> markers;
+    for (const char* cls : {"pareto", "top"}) {
+      for (const auto* c : find_all(doc, "circle", cls)) markers.push_back(marker_box(c));
+    }
+    for (const char* name : {"rect", "polygon"}) {
+      for (const auto* e : find_all(doc, name, "baseline")) markers.push_back(marker_box(e));
+    }
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      const label_box& a = labels[i];
+      INFO(a.text << " at " << a.x0 << ", " << a.y0 << " - " << a.x1 << ", " << a.y1);
+      CHECK(a.x0 >= plot.x0);
+      CHECK(a.x1 <= plot.x1);
+      CHECK(a.y0 >= plot.y0);
+      CHECK(a.y1 <= plot.y1);
+      for (std::size_t j = i + 1; j < labels.size(); ++j) {
+        INFO("and " << labels[j].text);
+        CHECK_FALSE(meet(a, labels[j]));
+      }
+      for (const auto& m : markers) {
+        INFO("and a " << m.text << " at " << m.x0 << ", " << m.y0);
+        CHECK_FALSE(meet(a, m));
+      }
+    }
+  }
 }

@@ -134,6 +134,45 @@ TEST_CASE("Refined on ILP schedules, the pruned search reports what refining eve
   }
 }
 
+TEST_CASE("Progress: `open` bounds the designs still to evaluate, counting the ones pruning rules out",
+          "[search]") {
+  auto s = small_spec("gpt2-xl");
+  s.knobs.microbatches = {1};
+  sched::ilp_options ilp;
+  ilp.max_nodes = 100;
+  search::options o;
+  o.round = 8;
+  o.top = 3;
+  o.recount_every_s = 0.0;  // recount after every round
+  o.refine = sched::any_scheduler{sched::ilp_scheduler{ilp}};
+  std::vector<search::progress> first, refining;
+  search::hooks h;
+  h.report = [&](const search::progress& p) { (p.refining ? refining : first).push_back(p); };
+  const auto sum = search::run(s, o, h);
+  REQUIRE(first.size() >= 3);
+  CHECK(sum.pruned > 0);
+  const std::uint64_t placed = first.back().placed;
+  CHECK(placed == sum.evaluated + sum.infeasible);
+  bool ahead = false;  // some designs not reached yet are already known to be pruned
+  for (std::size_t k = 0; k < first.size(); ++k) {
+    const auto& p = first[k];
+    INFO("report " << k << ": " << p.done << " of " << p.total << ", " << p.placed << " placed, " << p.open
+                   << " open");
+    CHECK(placed - p.placed <= p.open);
+    CHECK(p.open <= p.total - p.done);
+    if (k > 0) CHECK(p.open <= first[k - 1].open);
+    ahead = ahead || p.open < p.total - p.done;
+  }
+  CHECK(ahead);
+  CHECK(first.back().done == first.back().total);
+  CHECK(first.back().open == 0);
+  // The refinement: at most `open` more placed again, and as many as summary::refined in all.
+  REQUIRE_FALSE(refining.empty());
+  CHECK(refining.back().open == 0);
+  CHECK(refining.back().placed == sum.refined);
+  for (const auto& p : refining) CHECK(sum.refined - p.placed <= p.open);
+}
+
 TEST_CASE("Search results do not depend on how rounds are evaluated", "[search]") {
   const auto s = small_spec("gpt2-xl");
   search::hooks threads;

@@ -23,8 +23,11 @@
 #include "phaze/hw/area.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/space.hpp"
+#include "phaze/io/design_groups.hpp"
+#include "phaze/io/label_layout.hpp"
 #include "phaze/io/svg.hpp"
 #include "phaze/io/table.hpp"
+#include "phaze/io/timeline_boxes.hpp"
 #include "phaze/model/layer.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/train/knobs.hpp"
@@ -45,14 +48,6 @@ inline bool placed(const search::design_result& r) {
   return r.status == search::outcome::evaluated && !r.estimate.stages.empty();
 }
 
-/// "8x128x128 2x128 128M 32G" for a design of the template, the device's name otherwise.
-inline std::string design_text(const hw::device& d) {
-  if (d.kind == hw::device_kind::systolic && d.systolic.num_tc > 0) {
-    return hw::design_label(d.systolic, d.hbm).str();
-  }
-  return d.name.str();
-}
-
 inline std::string recompute_text(const search::design_result& r) {
   std::string s{model::to_string(r.knobs.recompute)};
   if (r.knobs.sequence_parallel && r.parallel.tp > 1) s += "+SP";
@@ -65,6 +60,10 @@ inline std::string plan_text(const search::design_result& r) {
   return fmt::format("tp {}, pp {}, dp {}, mb {}, {}", r.parallel.tp, r.parallel.pp, r.parallel.dp,
                      r.knobs.microbatch, recompute_text(r));
 }
+
+/// At most this many segment rectangles in timeline.svg, whatever the microbatches (or seven per stage, with
+/// more than 142 stages).
+inline constexpr std::size_t timeline_rectangles = 1000;
 
 namespace detail::report {
 
@@ -162,7 +161,73 @@ inline std::string_view colour_of(train::segment_kind k) {
   return "#000000";
 }
 
+/// A mixed box's band is drawn when its kind takes at least a unit of the row's height.
+constexpr double timeline_band_share(double row_height) {
+  return 1.0 / row_height;
+}
+
+/// The boxes of every row of a timeline, and the minimum width they were made with.
+struct timeline_layout {
+  std::vector<std::vector<timeline_box>> rows;
+  double min_width = 1.0;
+  std::size_t rectangles = 0;
+};
+
+/// The rows' boxes (io::timeline_boxes) at x = origin + scale * t, at least `min_width` units wide: 1,
+/// doubled until the rectangles drawn (one per pure box, one per band of a mixed box) number at most
+/// timeline_rectangles, or until a box spans the plot's whole width (then each row is one box: at most
+/// seven rectangles a row).
+inline timeline_layout lay_out_timeline(const train::pipeline_timeline& t, double origin, double scale,
+                                        double plot_width, double row_height) {
+  timeline_layout out;
+  for (;; out.min_width *= 2.0) {
+    out.rows.clear();
+    out.rectangles = 0;
+    for (const auto& row : t.stages) {
+      out.rows.push_back(phaze::io::timeline_boxes(row, origin, scale, out.min_width));
+      for (const timeline_box& b : out.rows.back()) {
+        out.rectangles += timeline_bands(b, timeline_band_share(row_height)).size();
+      }
+    }
+    if (out.rectangles <= timeline_rectangles || out.min_width >= plot_width) return out;
+  }
+}
+
+/// A timeline rectangle's tooltip: the segment with its microbatch and times, or, for a box of several, their
+/// count, times and each kind's share of the time with its microbatches.
+inline std::string box_tooltip(const std::vector<train::timeline_segment>& row, const timeline_box& b) {
+  const train::timeline_segment& first = row[b.first];
+  const train::timeline_segment& last = row[b.last - 1];
+  if (b.segments() == 1) {
+    return fmt::format("{}{}: {:.6f}-{:.6f} s", train::to_string(first.kind),
+                       first.microbatch >= 0 ? fmt::format(" microbatch {}", first.microbatch) : "",
+                       first.start.value(), first.end.value());
+  }
+  const double total = (last.end - first.start).value();
+  std::string tip =
+      fmt::format("{} segments, {:.6f}-{:.6f} s:", b.segments(), first.start.value(), last.end.value());
+  const char* separator = " ";
+  for (std::size_t k = 0; k < b.shares.size(); ++k) {
+    const timeline_share& share = b.shares[k];
+    if (!(share.seconds > 0.0)) continue;
+    const double percent = total > 0.0 ? 100.0 * share.seconds / total : 0.0;
+    tip += separator;
+    tip += std::string{train::to_string(train::all_segment_kinds[k])} + " " +
+           (percent < 0.5 ? std::string{"<1%"} : fmt::format("{:.0f}%", percent));
+    if (share.first_microbatch >= 0) {
+      tip += share.first_microbatch == share.last_microbatch
+                 ? fmt::format(" (microbatch {})", share.first_microbatch)
+                 : fmt::format(" (microbatches {}-{})", share.first_microbatch, share.last_microbatch);
+    }
+    separator = ", ";
+  }
+  return tip;
+}
+
 inline constexpr std::array<std::string_view, 4> baseline_colours{"#d62728", "#9467bd", "#8c564b", "#17becf"};
+
+/// Half the width and height of the box around any baseline symbol (the diamond's, 1.3 x 6, and its stroke).
+inline constexpr double baseline_symbol_half_size = 8.5;
 
 /// Baseline symbols, cycled: square, triangle, diamond, inverted triangle.
 inline void baseline_symbol(svg::drawing& d, std::size_t i, double x, double y, const svg::attributes& a,
@@ -186,6 +251,7 @@ inline void baseline_symbol(svg::drawing& d, std::size_t i, double x, double y, 
 
 inline const svg::attributes axis_style{{"stroke", "#333333"}, {"stroke-width", "1"}};
 inline const svg::attributes grid_style{{"stroke", "#dddddd"}, {"stroke-width", "1"}};
+inline constexpr double label_font_size = 12.0;
 inline const svg::attributes label_style{
     {"font-family", "sans-serif"}, {"font-size", "12"}, {"fill", "#222222"}};
 
@@ -238,6 +304,45 @@ void draw_chart_frame(svg::drawing& d, const plot_area& a, const axis_ticks& xt,
   if (nothing_plotted) {
     d.text(a.left + a.width / 2, a.top + a.height / 2, std::string{empty},
            with(label_style, {{"text-anchor", "middle"}}));
+  }
+}
+
+/// The baselines' names on the Pareto chart, after every marker: each where it meets no box of `taken` (the
+/// markers and dashed lines, then the names placed before it) inside `plot` (io::pick_label), next to its
+/// symbol or, farther out, with a leader line; a datasheet baseline's name along its dashed line.
+template <class Px, class Py>
+void draw_baseline_labels(svg::drawing& d, const search::summary& s, const box& plot, Px px, Py py,
+                          std::vector<box> taken) {
+  for (std::size_t i = 0; i < s.baselines.size(); ++i) {
+    const auto& b = s.baselines[i];
+    if (!placed(b.result)) continue;
+    const double y = py(b.result.samples_per_s);
+    const bool on_chart = b.result.die_area.value() > 0.0;
+    const std::string text = on_chart ? b.name : b.name + " (no die area)";
+    const box extent = text_box(0.0, 0.0, text, label_font_size);
+    std::vector<label_candidate> candidates;
+    double x = 0.0;
+    if (on_chart) {
+      x = px(b.result.die_area.value());
+      candidates = around_point(x, y, baseline_symbol_half_size, extent.width(), extent.height());
+      const auto rest = anywhere(plot, x, y, extent.width(), extent.height());
+      candidates.insert(candidates.end(), rest.begin(), rest.end());
+    } else {
+      candidates = along_line(plot.x0, plot.x1, y, extent.width(), extent.height());
+    }
+    const label_candidate& c = candidates[pick_label(candidates, taken, plot)];
+    const std::string colour{baseline_colours[i % baseline_colours.size()]};
+    if (c.leader) {
+      // From the symbol's edge to the nearest point of the name.
+      const double tx = std::clamp(x, c.bounds.x0, c.bounds.x1);
+      const double ty = std::clamp(y, c.bounds.y0, c.bounds.y1);
+      const double from = baseline_symbol_half_size / std::max(std::hypot(tx - x, ty - y), 1e-9);
+      d.line(x + (tx - x) * from, y + (ty - y) * from, tx, ty,
+             {{"class", "baseline-leader"}, {"stroke", colour}, {"stroke-width", "0.8"}});
+    }
+    d.text(c.bounds.x0, c.bounds.y0 - extent.y0, text,
+           with(label_style, {{"class", "baseline-label"}, {"fill", colour}}));
+    taken.push_back(c.bounds);
   }
 }
 
@@ -308,15 +413,24 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
   r::draw_chart_frame(d, {left, top, plot_w, plot_h, height}, xt, yt, px, py, "die area (mm²)",
                       "throughput (samples/s)", x_max <= 0.0 || y_max <= 0.0, "no feasible design");
 
-  // Top designs under the front.
+  // Markers first, each also an obstacle for the labels: the top designs under the front, the front as a
+  // step line (the best throughput reachable within a die area) and its points, the baselines.
+  const box plot{left, top, left + plot_w, top + plot_h};
+  d.rect(plot.x0, plot.y0, plot.width(), plot.height(),
+         {{"class", "plot-area"}, {"fill", "none"}, {"stroke", "none"}});
+  std::vector<box> taken;
+  auto marker = [&](double x, double y, double half) {
+    taken.push_back({x - half, y - half, x + half, y + half});
+  };
   for (const auto& t : s.top) {
     if (!placed(t)) continue;
-    d.circle(px(t.die_area.value()), py(t.samples_per_s), 4.5,
-             {{"class", "top"}, {"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}},
+    const double x = px(t.die_area.value());
+    const double y = py(t.samples_per_s);
+    d.circle(x, y, 4.5, {{"class", "top"}, {"fill", "none"}, {"stroke", "#f28e2b"}, {"stroke-width", "1.5"}},
              fmt::format("#{} {}: {} mm², {}", t.index, design_text(t.device),
                          r::fixed(t.die_area.value(), 1), r::throughput(t.samples_per_s)));
+    marker(x, y, 5.25);
   }
-  // The front: a step line (the best throughput reachable within a die area), then its points.
   std::vector<svg::point> steps;
   for (std::size_t i = 0; i < s.pareto.size(); ++i) {
     const auto& p = s.pareto[i];
@@ -329,31 +443,32 @@ inline svg::drawing pareto_drawing(const search::summary& s) {
                {{"class", "pareto-front"}, {"fill", "none"}, {"stroke", "#4e79a7"}, {"stroke-width", "1.5"}});
   }
   for (const auto& p : s.pareto) {
-    d.circle(px(p.die_area.value()), py(p.samples_per_s), 4.0,
+    const double x = px(p.die_area.value());
+    const double y = py(p.samples_per_s);
+    d.circle(x, y, 4.0,
              {{"class", "pareto"}, {"fill", "#4e79a7"}, {"stroke", "#ffffff"}, {"stroke-width", "0.5"}},
              fmt::format("#{} {}: {} mm², {}", p.index, design_text(p.device),
                          r::fixed(p.die_area.value(), 1), r::throughput(p.samples_per_s)));
+    marker(x, y, 4.25);
   }
-  // Baselines.
   for (std::size_t i = 0; i < s.baselines.size(); ++i) {
     const auto& b = s.baselines[i];
     if (!placed(b.result)) continue;
-    const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
     const double y = py(b.result.samples_per_s);
-    const std::string tip = b.name + ": " + r::throughput(b.result.samples_per_s);
+    const std::string colour{r::baseline_colours[i % r::baseline_colours.size()]};
     if (b.result.die_area.value() > 0.0) {
       const double x = px(b.result.die_area.value());
-      r::baseline_symbol(d, i, x, y, {{"class", "baseline"}, {"fill", colour}, {"stroke", "#222222"}}, tip);
-      d.text(x + 9, y - 8, b.name, r::with(r::label_style, {{"class", "baseline-label"}, {"fill", colour}}));
+      r::baseline_symbol(d, i, x, y, {{"class", "baseline"}, {"fill", colour}, {"stroke", "#222222"}},
+                         b.name + ": " + r::throughput(b.result.samples_per_s));
+      marker(x, y, r::baseline_symbol_half_size);
     } else {
       d.line(
           left, y, left + plot_w, y,
           {{"class", "baseline"}, {"stroke", colour}, {"stroke-width", "1.5"}, {"stroke-dasharray", "6 4"}});
-      d.text(
-          left + plot_w - 4, y - 5, b.name + " (no die area)",
-          r::with(r::label_style, {{"class", "baseline-label"}, {"fill", colour}, {"text-anchor", "end"}}));
+      taken.push_back({left, y - 1.0, left + plot_w, y + 1.0});
     }
   }
+  r::draw_baseline_labels(d, s, plot, px, py, std::move(taken));
 
   // Legend.
   const double lx = left + plot_w + 20;
@@ -385,8 +500,8 @@ inline std::string pareto_svg(const search::summary& s) {
 /// The drawing of timeline.svg: the best plan's pipeline (train::build_timeline) with one row per stage (a
 /// group of class "stage" with data-stage and data-end-s, the end of its last segment), a colour per segment
 /// kind with a legend, a time axis in seconds and a dashed line (class "estimate") at the estimate's time
-/// per batch. Segments narrower than a pixel are merged into one rectangle coloured by the kind that takes
-/// most of it.
+/// per batch. Segments are drawn as io::timeline_boxes (mixed ones as bands) of at least `data-min-width`
+/// units (on the root): 1, doubled until at most timeline_rectangles rectangles remain; each has a tooltip.
 inline svg::drawing timeline_drawing(const search::summary& s) {
   namespace r = detail::report;
   constexpr double width = 1000.0;
@@ -408,19 +523,20 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   const auto stages = static_cast<double>(t.stages.size());
   const double plot_h = stages * (row_h + row_gap);
   const double height = top + plot_h + 100.0;
-  svg::drawing d(width, height, {{"class", "phaze-timeline"}});
-  d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
-  d.text(width / 2, 28,
-         fmt::format("{}: best design's iteration ({}, {} stages, {} microbatches per replica)", s.model,
-                     train::to_string(t.schedule), t.stages.size(), t.microbatches),
-         r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
-
   const double estimate = best.estimate.time_per_batch.value();
   // The axis spans the iteration plus 2%, with 1-2-5 ticks inside it.
   const double span = std::max(t.makespan.value(), estimate) * 1.02;
   const r::axis_ticks xt = r::nice_ticks(span);
   auto px = [&](double time) { return left + plot_w * time / span; };
+  const r::timeline_layout boxes = r::lay_out_timeline(t, left, plot_w / span, plot_w, row_h);
 
+  svg::drawing d(width, height,
+                 {{"class", "phaze-timeline"}, {"data-min-width", svg::number(boxes.min_width)}});
+  d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
+  d.text(width / 2, 28,
+         fmt::format("{}: best design's iteration ({}, {} stages, {} microbatches per replica)", s.model,
+                     train::to_string(t.schedule), t.stages.size(), t.microbatches),
+         r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
   for (double v = 0.0; v <= span; v += xt.step) {
     d.line(px(v), top - 4, px(v), top + plot_h, r::grid_style);
     d.line(px(v), top + plot_h, px(v), top + plot_h + 5, r::axis_style);
@@ -431,9 +547,6 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   d.text(left + plot_w / 2, top + plot_h + 36, "time (s)",
          r::with(r::label_style, {{"text-anchor", "middle"}}));
 
-  std::size_t segments = 0;
-  for (const auto& row : t.stages) segments += row.size();
-  const bool tooltips = segments <= 4000;
   std::array<bool, train::all_segment_kinds.size()> used{};
   for (std::size_t si = 0; si < t.stages.size(); ++si) {
     const auto& row = t.stages[si];
@@ -443,49 +556,18 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
     d.open_group({{"class", "stage"},
                   {"data-stage", fmt::format("{}", si)},
                   {"data-end-s", fmt::format("{:.12e}", row.empty() ? 0.0 : row.back().end.value())}});
-    // A run of segments each narrower than a pixel becomes one rectangle.
-    std::size_t run_begin = 0;
-    std::size_t run_end = 0;
-    auto flush = [&] {
-      if (run_end == run_begin) return;
-      std::array<double, train::all_segment_kinds.size()> share{};
-      for (std::size_t i = run_begin; i < run_end; ++i) {
-        share[static_cast<std::size_t>(row[i].kind)] += row[i].duration().value();
+    for (const timeline_box& b : boxes.rows[si]) {
+      const std::string tip = r::box_tooltip(row, b);
+      double band_y = y;
+      for (const timeline_band& band : timeline_bands(b, r::timeline_band_share(row_h))) {
+        used[static_cast<std::size_t>(band.kind)] = true;
+        svg::attributes a{{"class", std::string{train::to_string(band.kind)}},
+                          {"fill", std::string{r::colour_of(band.kind)}}};
+        if (b.mixed) a.push_back({"data-mixed", "true"});
+        d.rect(b.x0, band_y, b.width(), row_h * band.height_share, a, tip);
+        band_y += row_h * band.height_share;
       }
-      const auto kind_index =
-          static_cast<std::size_t>(std::max_element(share.begin(), share.end()) - share.begin());
-      const auto kind = train::all_segment_kinds[kind_index];
-      used[kind_index] = true;
-      const double x0 = px(row[run_begin].start.value());
-      const double x1 = px(row[run_end - 1].end.value());
-      std::string tip;
-      if (tooltips) {
-        const auto& first = row[run_begin];
-        tip = run_end - run_begin == 1
-                  ? fmt::format("{}{}: {:.6f}-{:.6f} s", train::to_string(first.kind),
-                                first.microbatch >= 0 ? fmt::format(" microbatch {}", first.microbatch) : "",
-                                first.start.value(), first.end.value())
-                  : fmt::format("{} segments: {:.6f}-{:.6f} s", run_end - run_begin, first.start.value(),
-                                row[run_end - 1].end.value());
-      }
-      d.rect(x0, y, x1 - x0, row_h,
-             {{"class", std::string{train::to_string(kind)}}, {"fill", std::string{r::colour_of(kind)}}},
-             tip);
-      run_begin = run_end;
-    };
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      const double w = px(row[i].end.value()) - px(row[i].start.value());
-      if (w >= 1.0) {
-        flush();
-        run_begin = i;
-        run_end = i + 1;
-        flush();
-        continue;
-      }
-      run_end = i + 1;
-      if (px(row[i].end.value()) - px(row[run_begin].start.value()) >= 1.0) flush();
     }
-    flush();
     d.close_group();
   }
   d.line(px(estimate), top - 6, px(estimate), top + plot_h,
@@ -630,6 +712,24 @@ inline std::vector<item> plan_items(const search::design_result& r) {
   };
 }
 
+/// Ranks (positions + 1) as "3", "1-3" when consecutive, else "1, 3, 5".
+inline std::string ranks_text(const std::vector<std::size_t>& positions) {
+  const bool consecutive = positions.back() - positions.front() + 1 == positions.size();
+  if (positions.size() > 1 && consecutive) {
+    return fmt::format("{}-{}", positions.front() + 1, positions.back() + 1);
+  }
+  std::string out;
+  for (const std::size_t p : positions) out += (out.empty() ? "" : ", ") + fmt::format("{}", p + 1);
+  return out;
+}
+
+inline std::string indices_text(const std::vector<search::design_result>& list,
+                                const std::vector<std::size_t>& positions) {
+  std::string out;
+  for (const std::size_t p : positions) out += (out.empty() ? "" : ", ") + fmt::format("{}", list[p].index);
+  return out;
+}
+
 inline std::string ratio(const search::design_result& best, const search::design_result& other) {
   if (!placed(best) || !placed(other) || !(other.samples_per_s > 0.0)) return "n/a";
   return fixed(best.samples_per_s / other.samples_per_s, 2) + "×";
@@ -644,6 +744,9 @@ inline document build(const search::summary& s, const search_report_options& o) 
       {"Model", s.model, "model"},
       {"Devices", fmt::format("{}", s.devices), ""},
       {"Global batch", fmt::format("{} sequences of {} tokens", s.global_batch, s.sequence), ""},
+      {"Sequence length", fmt::format("{} tokens", s.sequence), "sequence"},
+      {"Vocabulary", s.vocab > 0 ? fmt::format("{} tokens", s.vocab) : std::string{"none"}, "vocabulary"},
+      {"Precision", std::string{hw::to_string(s.precision)}, "precision"},
       {"Space", s.space, ""},
       {"Designs", fmt::format("{}", s.designs), "designs"},
       {"Evaluated", fmt::format("{}", s.evaluated), ""},
@@ -696,15 +799,28 @@ inline document build(const search::summary& s, const search_report_options& o) 
            "time per batch", "throughput", "energy per sample"},
           {},
           "top"};
-  for (std::size_t i = 0; i < s.top.size(); ++i) {
-    const auto& r = s.top[i];
+  const std::vector<design_group> groups = group_by_hbm(s.top);
+  std::size_t grouped_rows = 0;
+  std::size_t grouped_designs = 0;
+  for (const design_group& g : groups) {
+    const auto& r = s.top[g.members.front()];
+    if (g.members.size() > 1) {
+      ++grouped_rows;
+      grouped_designs += g.members.size();
+    }
     t.rows.push_back(
-        {fmt::format("{}", i + 1), fmt::format("{}", r.index), design_text(r.device), area_text(r.die_area),
-         fmt::format("{}", r.parallel.tp), fmt::format("{}", r.parallel.pp), fmt::format("{}", r.parallel.dp),
-         fmt::format("{}", r.knobs.microbatch), recompute_text(r), duration(r.estimate.time_per_batch),
-         throughput(r.samples_per_s), energy_text(r.energy_per_sample)});
+        {ranks_text(g.members), indices_text(s.top, g.members), group_design_text(s.top, g),
+         area_text(r.die_area), fmt::format("{}", r.parallel.tp), fmt::format("{}", r.parallel.pp),
+         fmt::format("{}", r.parallel.dp), fmt::format("{}", r.knobs.microbatch), recompute_text(r),
+         duration(r.estimate.time_per_batch), throughput(r.samples_per_s), energy_text(r.energy_per_sample)});
   }
   top.blocks.push_back(grid(std::move(t)));
+  if (grouped_rows > 0) {
+    top.blocks.push_back(paragraph(fmt::format(
+        "{} designs in {} rows: {} designs that differ only in HBM capacity, with the same plan, time per "
+        "batch and throughput, are grouped into {} row{} (their HBM sizes, ranks and indices in the row).",
+        s.top.size(), groups.size(), grouped_designs, grouped_rows, grouped_rows == 1 ? "" : "s")));
+  }
   doc.sections.push_back(std::move(top));
 
   section front{"Pareto front", {}};

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -127,6 +128,24 @@ inline std::vector<baseline> baselines(
   return out;
 }
 
+/// The area rule a space applies (hw::space::admits), in words: "area at most 599 mm2, at least 180 mm2
+/// except designs of one tensor core and one vector core".
+inline std::string area_rule(const hw::space& space) {
+  std::vector<std::string> parts;
+  if (std::isfinite(space.area_budget().value())) {
+    parts.push_back(fmt::format("at most {:.0f} mm2", space.area_budget().value()));
+  }
+  if (space.min_area().value() > 0.0) {
+    parts.push_back(fmt::format(
+        "at least {:.0f} mm2{}", space.min_area().value(),
+        space.exempts_single_core() ? " except designs of one tensor core and one vector core" : ""));
+  }
+  if (parts.empty()) return "any area";
+  std::string out = "area " + parts[0];
+  if (parts.size() > 1) out += ", " + parts[1];
+  return out;
+}
+
 /// One line describing what a spec searches.
 inline std::string describe(const spec& s) {
   std::string knobs = "microbatches";
@@ -141,8 +160,7 @@ inline std::string describe(const spec& s) {
   } else {
     for (const int tp : s.knobs.tensor_parallel) knobs += std::to_string(tp) + " ";
   }
-  return fmt::format("{} designs (area budget {:.0f} mm2, minimum {:.0f} mm2) x {}", s.space.count(),
-                     s.space.area_budget().value(), s.space.min_area().value(), knobs);
+  return fmt::format("{} designs ({}) x {}", s.space.count(), area_rule(s.space), knobs);
 }
 
 }  // namespace phaze::search

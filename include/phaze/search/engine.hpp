@@ -60,6 +60,9 @@ struct options {
   /// Pareto front) come from this scheduler: every design that could be among them, by sound bounds, is
   /// placed again on its layer times (refine_design), so the top list and the front are exact under it.
   std::optional<sched::any_scheduler> refine;
+  /// Seconds between recounts of progress::open (a pass over the designs not reached yet), when hooks::report
+  /// is given.
+  double recount_every_s = 0.5;
 };
 
 /// A sound upper bound on a design's throughput (samples/s): every device computing the iteration's model
@@ -397,12 +400,58 @@ class front_bound {
   bool sorted_ = true;
 };
 
-/// Progress of a running search.
+/// Progress of a running search: of its first pass over the designs, then (`refining`) of the refinement.
 struct progress {
   std::uint64_t done = 0;   ///< designs finished (evaluated, pruned or infeasible), resumed ones included
   std::uint64_t total = 0;  ///< designs in the space
   std::uint64_t configurations = 0;
-  double seconds = 0.0;
+  double seconds = 0.0;      ///< since this pass began
+  std::uint64_t placed = 0;  ///< designs this run evaluated in this pass (not the resumed or pruned ones)
+  /// At most this many designs are still to be evaluated in this pass. First pass: the designs not reached
+  /// yet that the pruning test with the front and the top list found so far does not rule out (both only
+  /// improve, so a design ruled out now is pruned when its round comes), recounted every
+  /// options::recount_every_s. Refinement: the designs that could still be reported and are not refined yet.
+  std::uint64_t open = 0;
+  /// The refinement (options::refine): `done` and `placed` count the designs placed again.
+  bool refining = false;
+};
+
+/// The designs of a search order not reached yet that a pruning test does not rule out: for the progress's
+/// `open`. A test that only rules out more as the search goes on lets a design be dropped for good.
+class open_designs {
+ public:
+  /// Every position of `order` whose design is not `known` (resumed), with its die area.
+  open_designs(const spec& s, const std::vector<std::pair<std::uint64_t, double>>& order,
+               const std::vector<std::optional<design_result>>& known) {
+    std::vector<double> area_of_index;
+    area_of_index.reserve(order.size());
+    for (const hw::device& d : s.space)
+      area_of_index.push_back(hw::area_of(d.systolic, s.space.tech()).value());
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const auto [index, bound] = order[j];
+      if (!known[index]) open_.push_back({j, area_of_index[index], bound});
+    }
+  }
+  /// The open designs at positions from `reached` on. With `recount`, first drops those `ruled_out(area,
+  /// bound)` rules out (every position before `reached` is dropped too).
+  template <class RuledOut>
+  std::uint64_t count(std::size_t reached, bool recount, RuledOut ruled_out) {
+    if (recount) {
+      std::erase_if(open_,
+                    [&](const entry& e) { return e.position < reached || ruled_out(e.area, e.bound); });
+    }
+    const auto first = std::lower_bound(open_.begin(), open_.end(), reached,
+                                        [](const entry& e, std::size_t j) { return e.position < j; });
+    return static_cast<std::uint64_t>(open_.end() - first);
+  }
+
+ private:
+  struct entry {
+    std::size_t position = 0;
+    double area = 0.0;
+    double bound = 0.0;
+  };
+  std::vector<entry> open_;
 };
 
 /// Hooks a caller gives the engine. `map(items, evaluate)` evaluates a round (`evaluate(i)` for every item
@@ -525,6 +574,17 @@ inline std::uint64_t refine(const spec& s, const options& o, const hooks& h, std
   // (the same rounds for any number of threads or processes).
   std::vector<bool> refined(all.size(), false);
   std::uint64_t placed = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto report = [&](std::size_t left) {
+    if (!h.report) return;
+    progress p;
+    p.refining = true;
+    p.done = p.placed = placed;
+    p.open = left;
+    p.total = placed + left;
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    h.report(p);
+  };
   while (true) {
     std::vector<std::size_t> todo;
     for (const std::size_t i : refinement_candidates(all, o.top)) {
@@ -540,6 +600,9 @@ inline std::uint64_t refine(const spec& s, const options& o, const hooks& h, std
         todo.push_back(i);
       }
     }
+    // Refined throughputs only rise, so the designs that could still be reported only become fewer: at most
+    // todo.size() more are placed again.
+    report(todo.size());
     if (todo.empty()) break;
     std::stable_sort(todo.begin(), todo.end(), [&](std::size_t a, std::size_t b) {
       return all[a].upper_bound_samples_per_s > all[b].upper_bound_samples_per_s;
@@ -591,7 +654,10 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   out.model = std::string{s.model.config.name.view()};
   out.devices = s.devices;
   out.global_batch = s.global_batch;
-  out.sequence = model_of(s).config.sequence;
+  const model::model trained = model_of(s);
+  out.sequence = trained.config.sequence;
+  out.vocab = trained.config.vocab;
+  out.precision = s.knobs.precision;
   out.designs = order.size();
   std::vector<design_result> all;
   all.reserve(order.size());
@@ -599,8 +665,17 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   // Throughputs of the designs evaluated in earlier rounds, best first, at most `top`: a design may also be
   // skipped only when its bound is below the top-th of them, so the top list is exact too.
   std::vector<double> leaders;
+  // A design whose bound is below the top-th throughput and the front at its area can be neither reported
+  // nor on the front: pruned (unless exhaustive).
+  auto ruled_out = [&](double area, double bound) {
+    const bool below_top = o.top == 0 || (leaders.size() >= o.top && leaders.back() > bound);
+    return !o.exhaustive && below_top && front.dominates(area, bound);
+  };
   progress p;
   p.total = order.size();
+  std::optional<open_designs> open;
+  if (h.report) open.emplace(s, order, known);
+  double recounted = -1.0;
   for (std::size_t first = 0; first < order.size(); first += o.round) {
     const std::size_t last = std::min(order.size(), first + o.round);
     // Decide the round's work with the front of earlier rounds only.
@@ -614,8 +689,7 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
       }
       const hw::device d = s.space.at(index);
       const double area = hw::area_of(d.systolic, s.space.tech()).value();
-      const bool below_top = o.top == 0 || (leaders.size() >= o.top && leaders.back() > bound);
-      if (!o.exhaustive && below_top && front.dominates(area, bound)) {
+      if (ruled_out(area, bound)) {
         design_result r;
         r.index = index;
         r.device = d;
@@ -649,8 +723,14 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
       all.push_back(std::move(r));
     }
     p.done = last;
+    p.placed += todo.size();
     p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (h.report) h.report(p);
+    if (h.report) {
+      const bool recount = p.seconds - recounted >= o.recount_every_s || last == order.size();
+      if (recount) recounted = p.seconds;
+      p.open = open->count(last, recount, ruled_out);
+      h.report(p);
+    }
   }
   out.configurations = p.configurations;
   out.scheduler = std::string{o.scheduler.name()};

@@ -67,10 +67,13 @@ struct baseline {
 
 /// A finished search, as the reports read it.
 struct summary {
-  std::string model;                 ///< model name
-  int devices = 0;                   ///< accelerators in the cluster
-  std::int64_t global_batch = 0;     ///< sequences per iteration
-  std::int64_t sequence = 0;         ///< tokens per sequence
+  std::string model;              ///< model name
+  int devices = 0;                ///< accelerators in the cluster
+  std::int64_t global_batch = 0;  ///< sequences per iteration
+  std::int64_t sequence = 0;      ///< tokens per sequence
+  std::int64_t vocab = 0;         ///< the model's vocabulary (tokens)
+  /// The precision every plan trains in (the knob space's).
+  hw::precision precision = hw::precision::bf16;
   std::string space;                 ///< one line describing the searched space and knobs
   std::uint64_t designs = 0;         ///< designs in the space (after the area filter)
   std::uint64_t evaluated = 0;       ///< designs placed
