@@ -20,6 +20,7 @@
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/layer_table_json.hpp"
 #include "phaze/io/model_source.hpp"
+#include "phaze/io/plan_report.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/place/brute_force.hpp"
 #include "phaze/place/chain_dp.hpp"
@@ -58,6 +59,7 @@ struct plan_options {
   std::string placer = "chain";
   std::string solver = "ilp";
   std::string format = "table";
+  std::string report;  // --report DIR: the best plan's report (empty: none)
   step_options step;
 };
 
@@ -295,7 +297,11 @@ std::string torchrun_launch(const cluster::cluster& ordered, int ranks) {
 }
 
 int run_plan(const plan_options& o) {
-  if (!o.layer_table.empty()) return run_on_layer_table(o);
+  if (!o.layer_table.empty()) {
+    if (!o.report.empty())
+      throw input_error("--report draws a model's plan; with --layer-table there is no model: drop --report");
+    return run_on_layer_table(o);
+  }
   for (const auto& [value, name] :
        {std::pair{o.model.empty(), "MODEL"}, std::pair{o.global_batch == 0, "--global-batch"}}) {
     if (value)
@@ -440,6 +446,22 @@ int run_plan(const plan_options& o) {
     emit(even.feasible.front());
     return 0;
   }
+  std::string report_note;
+  if (!o.report.empty()) {
+    io::plan_report_input in;
+    in.model = &m;
+    in.cluster = chosen.label;
+    in.placement =
+        o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer);
+    in.evaluated = found.evaluated;
+    in.plans = found.feasible;
+    in.best = best_estimate;
+    in.shown = std::max<std::size_t>(shown, 10);
+    in.layer_times = schedules_text(best.scheduler, best.schedule_gap);
+    io::write_plan_report(o.report, in);
+    report_note =
+        fmt::format("\nreport in {}/ (report.html, report.md, timeline.svg, memory.svg)\n", o.report);
+  }
   // The devices of every stage, replica and tensor-parallel group under the order.
   auto groups_json = [&] {
     auto stages = nlohmann::ordered_json::array();
@@ -521,6 +543,7 @@ int run_plan(const plan_options& o) {
   print_text(t.render() + "\n");
   print_text(io::estimate_table(m, ordered, best.parallel, best.knobs, best_estimate));
   print_text(fmt::format("\nlayer times: {}\n", schedules_text(best.scheduler, best.schedule_gap)));
+  print_text(report_note);
   if (order.method != "megatron") {
     print_text(fmt::format(
         "\nrank order ({}{}): {:.4g} s per batch in Megatron-LM's order, {:.4g} s in this order{}\n",
@@ -598,6 +621,10 @@ command add_plan_command(CLI::App& root) {
       ->default_str("bf16");
   add_step_options(*parser, o->step);
   parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");
+  parser->add_option(
+      "--report", o->report,
+      "write the best plan's report into DIR: report.html (self-contained) and report.md with its "
+      "pipeline timeline, memory per stage and the runner-up plans, timeline.svg, memory.svg");
   parser
       ->add_option(
           "--emit", o->emit,

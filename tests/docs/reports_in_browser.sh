@@ -28,12 +28,13 @@ width=1280
 flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run --disable-extensions
   --window-size=${width},1600 --user-data-dir="$work/profile")
 
-# The reports: the co-search's report of a small space (seconds) and the plan report of a Llama plan.
+# The reports: the co-search's report of a small space (seconds) and the plan report of GPT-3 175B on 64 A100s.
 "$phaze" search --spec "$src/docs/examples/my-space.json" --quiet --out "$work/search" >/dev/null ||
   { echo "FAIL  phaze search did not run"; exit 1; }
 reports=("search:$work/search/report.html")
 if "$phaze" plan --help 2>/dev/null | grep -q -- '--report'; then
-  "$phaze" plan llama2-7b --device h100-sxm --devices 64 --global-batch 512 --report "$work/plan" >/dev/null ||
+  "$phaze" plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --report "$work/plan" \
+    >/dev/null ||
     { echo "FAIL  phaze plan --report did not run"; exit 1; }
   reports+=("plan:$work/plan/report.html")
 fi
@@ -99,7 +100,7 @@ for entry in "${reports[@]}"; do
   done < <(echo "$measured" | grep '^svg ')
   if [ -n "$shots" ]; then
     mkdir -p "$shots"
-    "$browser" "${flags[@]}" --window-size=${width},2400 --screenshot="$shots/report-$name.png" "file://$page" \
+    "$browser" "${flags[@]}" --window-size=${width},3400 --screenshot="$shots/report-$name.png" "file://$page" \
       >/dev/null 2>&1 || fail "no screenshot"
   fi
   [ "$failed" -eq 0 ] && echo "ok    $name report: loads, $charts charts drawn within ${viewport} px"

@@ -277,3 +277,30 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
   CHECK(edges.status == 2);
   CHECK(contains(edges.err, "--first-last-layers-bf16"));
 }
+
+TEST_CASE("phaze plan --report writes the best plan's report; misuse exits 2", "[e2e][plan]") {
+  const fs::path dir = temp_path("plan-report");
+  const std::string plan = "plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200";
+  const auto r = run_phaze(plan + " --report '" + dir.string() + "'");
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.out, "report in " + dir.string()));
+  for (const char* f : {"report.html", "report.md", "timeline.svg", "memory.svg"})
+    CHECK(fs::file_size(dir / f) > 0);
+  // The report shows the plan the command chose.
+  const auto j = run_json(plan);
+  const std::string md = read_file(dir / "report.md");
+  CHECK(contains(md, "**Parallelism**: tp " + std::to_string(j.at("plan").at("tp").get<int>()) + ", pp " +
+                         std::to_string(j.at("plan").at("pp").get<int>())));
+  CHECK(contains(md, "**Time per batch**: "));
+  fs::remove_all(dir);
+  // No model to draw with a layer table; a file where the folder should be is named.
+  const auto table = run_phaze("plan --layer-table '" + std::string{PHAZE_TEST_DATA_DIR} +
+                               "/layer_tables/gpt_small_chain.json' --report '" + dir.string() + "'");
+  CHECK(table.status == 2);
+  CHECK(contains(table.err, "--report"));
+  const fs::path file = write_temp("not-a-folder", "x");
+  const auto blocked = run_phaze(plan + " --report '" + (file / "report").string() + "'");
+  CHECK(blocked.status == 2);
+  CHECK(contains(blocked.err, file.string()));
+  fs::remove(file);
+}

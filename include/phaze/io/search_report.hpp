@@ -497,12 +497,14 @@ inline std::string pareto_svg(const search::summary& s) {
   return pareto_drawing(s).document();
 }
 
-/// The drawing of timeline.svg: the best plan's pipeline (train::build_timeline) with one row per stage (a
-/// group of class "stage" with data-stage and data-end-s, the end of its last segment), a colour per segment
-/// kind with a legend, a time axis in seconds and a dashed line (class "estimate") at the estimate's time
-/// per batch. Segments are drawn as io::timeline_boxes (mixed ones as bands) of at least `data-min-width`
-/// units (on the root): 1, doubled until at most timeline_rectangles rectangles remain; each has a tooltip.
-inline svg::drawing timeline_drawing(const search::summary& s) {
+/// The pipeline timeline of one estimate under `schedule` (train::build_timeline), titled "TITLE (schedule,
+/// p stages, m microbatches per replica)": one row per stage (a group of class "stage" with data-stage and
+/// data-end-s, the end of its last segment), a colour per segment kind with a legend, a time axis in seconds
+/// and a dashed line (class "estimate") at the estimate's time per batch. Segments are drawn as
+/// io::timeline_boxes (mixed ones as bands) of at least `data-min-width` units (on the root): 1, doubled
+/// until at most timeline_rectangles rectangles remain; each has a tooltip.
+inline svg::drawing pipeline_drawing(const train::step_estimate& estimate_of_plan,
+                                     train::pipeline_schedule schedule, std::string_view title) {
   namespace r = detail::report;
   constexpr double width = 1000.0;
   constexpr double left = 80.0;
@@ -511,19 +513,11 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
   constexpr double row_h = 24.0;
   constexpr double row_gap = 6.0;
   constexpr double plot_w = width - left - right;
-  const search::design_result& best = s.best;
-  if (!placed(best)) {
-    svg::drawing d(width, 120.0, {{"class", "phaze-timeline"}});
-    d.rect(0, 0, width, 120.0, {{"fill", "#ffffff"}});
-    d.text(width / 2, 60, "no feasible design: no timeline",
-           r::with(r::label_style, {{"text-anchor", "middle"}, {"class", "title"}}));
-    return d;
-  }
-  const train::pipeline_timeline t = train::build_timeline(best.estimate, best.knobs.schedule);
+  const train::pipeline_timeline t = train::build_timeline(estimate_of_plan, schedule);
   const auto stages = static_cast<double>(t.stages.size());
   const double plot_h = stages * (row_h + row_gap);
   const double height = top + plot_h + 100.0;
-  const double estimate = best.estimate.time_per_batch.value();
+  const double estimate = estimate_of_plan.time_per_batch.value();
   // The axis spans the iteration plus 2%, with 1-2-5 ticks inside it.
   const double span = std::max(t.makespan.value(), estimate) * 1.02;
   const r::axis_ticks xt = r::nice_ticks(span);
@@ -534,8 +528,8 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
                  {{"class", "phaze-timeline"}, {"data-min-width", svg::number(boxes.min_width)}});
   d.rect(0, 0, width, height, {{"fill", "#ffffff"}});
   d.text(width / 2, 28,
-         fmt::format("{}: best design's iteration ({}, {} stages, {} microbatches per replica)", s.model,
-                     train::to_string(t.schedule), t.stages.size(), t.microbatches),
+         fmt::format("{} ({}, {} stages, {} microbatches per replica)", title, train::to_string(t.schedule),
+                     t.stages.size(), t.microbatches),
          r::with(r::label_style, {{"text-anchor", "middle"}, {"font-size", "16"}, {"class", "title"}}));
   for (double v = 0.0; v <= span; v += xt.step) {
     d.line(px(v), top - 4, px(v), top + plot_h, r::grid_style);
@@ -576,7 +570,7 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
           {"stroke", "#222222"},
           {"stroke-width", "1.5"},
           {"stroke-dasharray", "5 3"}});
-  d.text(px(estimate), top - 10, "estimate " + r::duration(best.estimate.time_per_batch),
+  d.text(px(estimate), top - 10, "estimate " + r::duration(estimate_of_plan.time_per_batch),
          r::with(r::label_style, {{"text-anchor", "end"}, {"font-size", "11"}}));
 
   // Legend.
@@ -597,6 +591,21 @@ inline svg::drawing timeline_drawing(const search::summary& s) {
            r::with(r::label_style, {{"font-size", "11"}, {"class", "note"}}));
   }
   return d;
+}
+
+/// The drawing of timeline.svg: the search's best plan (pipeline_drawing), or a note when nothing fits.
+inline svg::drawing timeline_drawing(const search::summary& s) {
+  const search::design_result& best = s.best;
+  if (!placed(best)) {
+    namespace r = detail::report;
+    constexpr double width = 1000.0;
+    svg::drawing d(width, 120.0, {{"class", "phaze-timeline"}});
+    d.rect(0, 0, width, 120.0, {{"fill", "#ffffff"}});
+    d.text(width / 2, 60, "no feasible design: no timeline",
+           r::with(r::label_style, {{"text-anchor", "middle"}, {"class", "title"}}));
+    return d;
+  }
+  return pipeline_drawing(best.estimate, best.knobs.schedule, s.model + ": best design's iteration");
 }
 
 /// timeline.svg as a standalone file.
