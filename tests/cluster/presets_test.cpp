@@ -9,7 +9,7 @@
 using namespace phaze;
 using namespace phaze::literals;
 
-TEST_CASE("every device preset comes in a node; every node preset is a device preset's",
+TEST_CASE("every device preset comes in a node, every node preset is a device preset's",
           "[cluster][presets]") {
   for (const auto& p : hw::presets) {
     CAPTURE(p.name);

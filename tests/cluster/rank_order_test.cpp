@@ -221,7 +221,7 @@ TEST_CASE("rank queries and ring hops follow the order", "[rank_order]") {
   CHECK(m.with_order({2, 3, 0, 1}).pairs(2, 4).hop.bandwidth == 100_GBps);      // devices {2, 0}, {3, 1}
 }
 
-TEST_CASE("swap_ranks exchanges two ranks in place; equality includes the order", "[rank_order]") {
+TEST_CASE("swap_ranks exchanges two ranks in place, equality includes the order", "[rank_order]") {
   const auto c = cluster::homogeneous(a100, 8, pairs_node);
   auto swapped = c;
   swapped.swap_ranks(1, 6);

@@ -101,7 +101,7 @@ TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate
   }
 }
 
-TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report and the JSON; misuse is exit 2",
+TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report and the JSON, misuse is exit 2",
           "[e2e][estimate]") {
   const std::string llama =
       "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 1 "

@@ -32,7 +32,7 @@ std::string estimate_args_of(const std::string& model, const nlohmann::json& pla
 }
 }  // namespace
 
-TEST_CASE("phaze plan finds the best plan and ranks the others; estimate agrees", "[e2e][plan]") {
+TEST_CASE("phaze plan finds the best plan and ranks the others, estimate agrees", "[e2e][plan]") {
   const auto j =
       run_json("plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --top 4");
   REQUIRE(j.at("top").size() == 4);
@@ -51,7 +51,7 @@ TEST_CASE("phaze plan finds the best plan and ranks the others; estimate agrees"
         Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
 }
 
-TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed; estimate agrees",
+TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed, estimate agrees",
           "[e2e][plan]") {
   const std::string model =
       " llama3-8b --device h100-sxm --devices 64 --seq 131072 --global-batch 16 --distributed-optimizer";
@@ -100,7 +100,7 @@ TEST_CASE("phaze plan: impossible requests exit 2, plans that cannot fit exit 3"
   CHECK(bad_tp.status == 2);
 }
 
-TEST_CASE("phaze plan on a model: every exact placer finds the same plans; uniform never beats them",
+TEST_CASE("phaze plan on a model: every exact placer finds the same plans, uniform never beats them",
           "[e2e][plan]") {
   // GPT-2 has 14 layer nodes, few enough for the brute-force oracle.
   const std::string small = "plan gpt2 --device v100-16gb --devices 8 --global-batch 64 --top 3";
@@ -278,7 +278,7 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
   CHECK(contains(edges.err, "--first-last-layers-bf16"));
 }
 
-TEST_CASE("phaze plan --report writes the best plan's report; misuse exits 2", "[e2e][plan]") {
+TEST_CASE("phaze plan --report writes the best plan's report, misuse exits 2", "[e2e][plan]") {
   const fs::path dir = temp_path("plan-report");
   const std::string plan = "plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200";
   const auto r = run_phaze(plan + " --report '" + dir.string() + "'");

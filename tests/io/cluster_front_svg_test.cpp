@@ -48,7 +48,7 @@ void no_overlaps(const std::vector<io::detail::cluster_chart::placed_label>& lab
 }
 }  // namespace
 
-TEST_CASE("front labels never overlap; crowded ones are left out", "[cluster_space][cluster_front_svg]") {
+TEST_CASE("front labels never overlap, crowded ones are left out", "[cluster_space][cluster_front_svg]") {
   namespace ch = io::detail::cluster_chart;
   const ch::box plot{0, 0, 600, 400};
   // A crowded diagonal: 40 points 10 units apart with long labels.

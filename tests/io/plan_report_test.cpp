@@ -138,7 +138,7 @@ TEST_CASE("plan report: the best plan's numbers, a timeline row and a memory bar
     CHECK(times[i] == io::detail::report::duration(in.plans[i].estimate.time_per_batch));
 }
 
-TEST_CASE("plan report: the files are written; a folder that cannot be made is an input error naming it",
+TEST_CASE("plan report: the files are written, a folder that cannot be made is an input error naming it",
           "[plan_report]") {
   const io::plan_report_input in = gpt3_plans();
   const auto dir =

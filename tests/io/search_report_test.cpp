@@ -322,7 +322,7 @@ TEST_CASE("search report: a one-stage plan's timeline ends at the time per batch
   CHECK(close(rows[0]->DoubleAttribute("data-end-s"), s.best.estimate.time_per_batch.value()));
 }
 
-TEST_CASE("search report: identical input gives identical bytes; names are escaped", "[search_report]") {
+TEST_CASE("search report: identical input gives identical bytes, names are escaped", "[search_report]") {
   search::summary s = summary();
   s.model = "my <model> & \"friends\"";
   s.baselines[0].name = "tpu<v4>&";

@@ -119,7 +119,7 @@ TEST_CASE("vector ops cost a fixed count per output element, twice that backward
   }
 }
 
-TEST_CASE("vector ops read inputs and parameters and write outputs; dropout adds a byte mask", "[op]") {
+TEST_CASE("vector ops read inputs and parameters and write outputs, dropout adds a byte mask", "[op]") {
   const op ln = make(op_kind::layernorm, 4096, 4096, 2 * 64);
   CHECK(bytes_read(ln) == bytes{2.0 * (4096 + 128)});
   CHECK(bytes_written(ln) == bytes{2.0 * 4096});
@@ -137,7 +137,7 @@ TEST_CASE("vector ops read inputs and parameters and write outputs; dropout adds
   CHECK(param_bytes(emb) == bytes{2.0 * 50000 * 1024});
 }
 
-TEST_CASE("a collective carries the unsharded tensor; other ops carry nothing over the network", "[op]") {
+TEST_CASE("a collective carries the unsharded tensor, other ops carry nothing over the network", "[op]") {
   // An all-gather over 8 ranks turns 256 local elements into 2048; a reduce-scatter the reverse.
   CHECK(collective_bytes(make(op_kind::all_gather, 256, 2048)) == bytes{2.0 * 2048});
   CHECK(collective_bytes(make(op_kind::reduce_scatter, 2048, 256)) == bytes{2.0 * 2048});

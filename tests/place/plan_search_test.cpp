@@ -57,7 +57,7 @@ TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[pl
     CHECK(found.feasible[i - 1].estimate.time_per_batch <= found.feasible[i].estimate.time_per_batch);
 }
 
-TEST_CASE("Fixed choices are honoured; an impossible cluster reports the leanest need",
+TEST_CASE("Fixed choices are honoured, an impossible cluster reports the leanest need",
           "[place][plan_search]") {
   const auto m = zoo::get("gpt3-175b");
   const auto d = *hw::find_preset("a100-80gb");

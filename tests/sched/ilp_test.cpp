@@ -25,7 +25,7 @@ bool same_time(seconds a, seconds b) {
 }
 }  // namespace
 
-TEST_CASE("ILP equals the exhaustive optimum on random DAGs; list and bounds bracket it", "[sched][ilp]") {
+TEST_CASE("ILP equals the exhaustive optimum on random DAGs, list and bounds bracket it", "[sched][ilp]") {
   std::mt19937 rng(20240722);
   int skipped = 0;
   for (int trial = 0; trial < 300; ++trial) {

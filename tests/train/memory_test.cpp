@@ -202,7 +202,7 @@ TEST_CASE("the distributed optimizer divides the optimizer state by dp", "[memor
   CHECK(sharded.model_states().value() / plain.model_states().value() == Approx((6.0 + 12.0 / 4.0) / 18.0));
 }
 
-TEST_CASE("parameters are conserved over the stages; a tied head keeps its own embedding copy", "[memory]") {
+TEST_CASE("parameters are conserved over the stages, a tied head keeps its own embedding copy", "[memory]") {
   const auto m = small_gpt();
   const std::int64_t total = model::parameter_count(m);
   const std::int64_t embedding_matrix = m.config.vocab * m.config.hidden;
