@@ -206,7 +206,8 @@ sched::ilp_scheduler cli_ilp() {
 }
 
 /// `phaze plan gpt3-175b --cluster FILE --global-batch 1536` (the cluster above) as
-/// apps/phaze/plan_command.cpp calls place::search_plans: bf16, Adam, 1F1B, uneven stages by the chain
+/// apps/phaze/plan_command.cpp calls place::search_plans, but with the library's default knobs (no memory
+/// headroom, where the program leaves 10%): bf16, Adam, 1F1B, uneven stages by the chain
 /// placer, and the whole knob space searched (every admissible tp; pp and dp; microbatch 1 to 16; three
 /// recomputation modes; sequence parallelism off and on), found on list schedules with a fresh cache per
 /// iteration, as every run of the program starts with one, then the best plan refined on ILP schedules.

@@ -519,7 +519,9 @@ command add_search_command(CLI::App& root) {
       ->check(positive_integer);
   parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
   parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
-  parser->add_option("--microbatches", o->microbatches, "microbatch sizes to try (default 1,2,4,8)")
+  parser
+      ->add_option("--microbatches", o->microbatches,
+                   "microbatch sizes to try (default 1,2,4,8; with --cluster-space 1,2,4,8,16)")
       ->delimiter(',');
   parser->add_option("--recompute", o->recompute, "recomputation modes to try (default none,selective,full)")
       ->delimiter(',')

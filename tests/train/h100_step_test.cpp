@@ -128,11 +128,11 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
                 busy.n, 100.0 * busy.mae, 100.0 * busy.max);
 
   SECTION("time: far off where eager PyTorch is launch-bound, close where the GPU is busy") {
-    CHECK(all.mae <= 0.44);  // measured 42.2%
-    CHECK(all.max <= 0.88);  // measured 86.5%
+    CHECK(all.mae <= 0.44);  // measured 38.4%
+    CHECK(all.max <= 0.88);  // measured 84.6%
     REQUIRE(busy.n == 5);
-    CHECK(busy.mae <= 0.06);  // measured 4.8%
-    CHECK(busy.max <= 0.12);  // measured 10.6%
+    CHECK(busy.mae <= 0.06);  // measured 4.0%
+    CHECK(busy.max <= 0.12);  // measured 8.2%
     // phaze leaves out the host's launch overheads, so it must never be much slower than the GPU was.
     for (const auto& c : rows) CHECK(c.time_error() <= 0.06);
   }
