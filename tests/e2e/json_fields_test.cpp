@@ -282,7 +282,8 @@ TEST_CASE("the JSON fields docs/cli.md lists are exactly the ones each command w
   std::string seen;
   for (const auto& p : c.optional_seen) seen += "  " + p + "\n";
   for (const auto& p : optional) {
-    INFO("docs/cli.md marks " << p << " optional, but none of the runs wrote it; the optional fields written:\n"
+    INFO("docs/cli.md marks " << p
+                              << " optional, but none of the runs wrote it; the optional fields written:\n"
                               << seen);
     CHECK(c.optional_seen.count(p) == 1);
   }
