@@ -74,12 +74,11 @@ inline svg::drawing plan_memory_drawing(const train::step_estimate& e, std::stri
   constexpr double row_h = 22.0;
   constexpr double row_gap = 8.0;
   constexpr double plot_w = width - left - right;
-  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
   const auto stages = static_cast<double>(e.stages.size());
   const double plot_h = std::max(stages, 1.0) * (row_h + row_gap);
   const double height = top + plot_h + 60.0;
   double most = 1.0;
-  for (const auto& s : e.stages) most = std::max({most, s.memory.value() / gib, s.capacity.value() / gib});
+  for (const auto& s : e.stages) most = std::max({most, in_gib(s.memory), in_gib(s.capacity)});
   const r::axis_ticks xt = r::nice_ticks(most * 1.02);
   const double span = std::max(xt.top, most * 1.02);
   auto px = [&](double v) { return left + plot_w * v / span; };
@@ -106,10 +105,10 @@ inline svg::drawing plan_memory_drawing(const train::step_estimate& e, std::stri
                     format_bytes(s.capacity), s.blocks, s.devices);
     d.text(left - 8, y + row_h / 2 + 4, fmt::format("stage {}", i),
            r::with(r::label_style, {{"text-anchor", "end"}, {"class", "stage-label"}}));
-    d.rect(left, y, std::max(px(s.memory.value() / gib) - left, 0.5), row_h,
+    d.rect(left, y, std::max(px(in_gib(s.memory)) - left, 0.5), row_h,
            {{"class", "memory"}, {"fill", fits ? "#4e79a7" : "#d62728"}, {"data-stage", std::to_string(i)}},
            tip);
-    const double cx = px(s.capacity.value() / gib);
+    const double cx = px(in_gib(s.capacity));
     d.line(cx, y - 3, cx, y + row_h + 3,
            {{"class", "capacity"}, {"stroke", "#222222"}, {"stroke-width", "2"}});
     d.text(left + plot_w + 8, y + row_h / 2 + 4,
@@ -249,14 +248,8 @@ inline std::string plan_report_html(const plan_report_input& in) {
 /// that cannot be created or written is an input_error naming it.
 inline void write_plan_report(const std::filesystem::path& dir, const plan_report_input& in) {
   if (in.model == nullptr || in.plans.empty()) throw error("plan report without a plan (a bug in phaze)");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw input_error("cannot create the report directory '" + dir.string() +
-                      "': " + (ec ? ec.message() : std::string{"not a directory"}) +
-                      "; give a writable folder to --report");
-  }
   namespace r = detail::report;
+  r::make_directory(dir, "give a writable folder to --report");
   const place::ranked_plan& best = in.plans.front();
   r::write_file(dir / "timeline.svg",
                 pipeline_drawing(in.best, best.knobs.schedule,

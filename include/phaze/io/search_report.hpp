@@ -962,6 +962,17 @@ inline std::string html(const document& doc) {
   return out;
 }
 
+/// Creates the report folder `dir` if missing; one that cannot be created is an input_error naming it and
+/// ending with `fix`.
+inline void make_directory(const std::filesystem::path& dir, std::string_view fix) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw input_error("cannot create the report directory '" + dir.string() +
+                      "': " + (ec ? ec.message() : std::string{"not a directory"}) + "; " + std::string{fix});
+  }
+}
+
 inline void write_file(const std::filesystem::path& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) {
@@ -990,14 +1001,8 @@ inline std::string search_report_html(const search::summary& s, const search_rep
 /// A directory that cannot be created or written is an input_error naming it.
 inline void write_search_report(const std::filesystem::path& dir, const search::summary& s,
                                 const search_report_options& o = {}) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
-    throw input_error("cannot create the report directory '" + dir.string() +
-                      "': " + (ec ? ec.message() : std::string{"not a directory"}) +
-                      "; give a writable output directory");
-  }
   namespace r = detail::report;
+  r::make_directory(dir, "give a writable output directory");
   r::write_file(dir / "pareto.csv", pareto_csv(s));
   r::write_file(dir / "pareto.svg", pareto_svg(s));
   r::write_file(dir / "timeline.svg", timeline_svg(s));
