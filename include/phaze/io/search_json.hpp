@@ -408,13 +408,7 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
   cmd += " --precision " + std::string{hw::to_string(k.precision)} + " --attention " +
          (k.fused_attention ? "fused" : "unfused");
   std::string overlap;
-  auto add = [&](bool on, const char* name) {
-    if (on) overlap += (overlap.empty() ? "" : ",") + std::string{name};
-  };
-  add(k.overlap_grad_reduce, "grad");
-  add(k.overlap_param_gather, "param");
-  add(k.tp_comm_overlap, "tp");
-  add(k.overlap_p2p, "pp");
+  for (const auto& name : overlap_names(k)) overlap += (overlap.empty() ? "" : ",") + name;
   cmd += " --overlap " + (overlap.empty() ? std::string{"none"} : overlap);
   std::array<char, 32> headroom{};
   std::snprintf(headroom.data(), headroom.size(), "%g", k.memory_headroom);
