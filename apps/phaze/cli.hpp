@@ -19,6 +19,7 @@
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/limits.hpp"
 #include "phaze/cost/attention.hpp"
 #include "phaze/io/schema.hpp"
 #include "phaze/place/any_placer.hpp"
@@ -226,22 +227,67 @@ struct chosen_cluster {
 };
 chosen_cluster resolve_cluster(const cluster_choice& choice, std::string_view command);
 
-/// Accepts whole numbers above zero (a sequence length, a vocabulary size, a device count).
-inline const CLI::Validator positive_integer{
-    [](std::string& text) -> std::string {
-      std::int64_t value = 0;
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (ec != std::errc{} || end != text.data() + text.size() || value <= 0) {
-        return "must be a positive whole number, got '" + text + "'";
-      }
-      return {};
-    },
-    "POSITIVE"};
+/// The program's arguments as main() received them (argv[0] first): a search prints the command that resumes
+/// it when it is interrupted.
+inline std::vector<std::string>& command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
+
+/// `text` as one word of a POSIX shell: unchanged when it holds only safe characters, else in single quotes.
+inline std::string shell_quoted(std::string_view text) {
+  const bool safe = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view{"-_./=:,+@%"}.find(c) != std::string_view::npos;
+  });
+  if (safe) return std::string{text};
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
+  return out + "'";
+}
+
+/// Accepts whole numbers from 1 to `most`; `why` ends the message of a larger one ("the most phaze plans
+/// for, docs/limits.md").
+inline CLI::Validator whole_number_up_to(std::int64_t most, std::string why, std::string name) {
+  return CLI::Validator{
+      [most, why = std::move(why)](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range ||
+            (ec == std::errc{} && value > most && end == text.data() + text.size())) {
+          return "must be at most " + std::to_string(most) + " (" + why + "), got '" + text + "'";
+        }
+        if (ec != std::errc{} || end != text.data() + text.size() || value <= 0) {
+          return "must be a positive whole number, got '" + text + "'";
+        }
+        return {};
+      },
+      std::move(name)};
+}
+
+/// Accepts whole numbers above zero that fit an int (a count: --top, --threads, a parallel degree).
+inline const CLI::Validator positive_integer =
+    whole_number_up_to(phaze::limits::max_count, "2^30, the largest count phaze takes", "POSITIVE");
+/// A device count, a parallel degree: at most limits::max_devices.
+inline const CLI::Validator device_count = whole_number_up_to(
+    phaze::limits::max_devices, "2^20, the most devices phaze plans for; docs/limits.md", "DEVICES");
+/// Sequences in a global batch or microbatch: at most limits::max_global_batch.
+inline const CLI::Validator batch_size =
+    whole_number_up_to(phaze::limits::max_global_batch,
+                       "2^20 sequences, the largest batch phaze plans for; docs/limits.md", "SEQUENCES");
+/// A sequence length: at most limits::max_sequence.
+inline const CLI::Validator sequence_length =
+    whole_number_up_to(phaze::limits::max_sequence,
+                       "2^22 tokens, the longest sequence phaze plans for; docs/limits.md", "TOKENS");
+/// A vocabulary size: at most limits::max_vocab.
+inline const CLI::Validator vocabulary_size =
+    whole_number_up_to(phaze::limits::max_vocab,
+                       "2^24 entries, the largest vocabulary phaze plans for; docs/limits.md", "ENTRIES");
 
 /// Prints one JSON document on stdout, the only thing a `--format json` command writes there, its schema
 /// name and version first (io/schema.hpp).
 inline void print_json(const io::schema& schema, const nlohmann::ordered_json& value) {
-  fmt::print("{}\n", io::with_schema(schema, value).dump(2));
+  fmt::print("{}\n", io::dump_json(io::with_schema(schema, value)));
 }
 
 /// Prints already formatted text on stdout.

@@ -34,9 +34,9 @@ int run_cluster(const cluster_options& o) {
 
 void add_cluster_options(CLI::App& app, cluster_choice& choice) {
   app.add_option("--device", choice.device, "a preset name or a device JSON file (with --devices)");
-  app.add_option("--devices", choice.devices, "number of devices of --device")->check(positive_integer);
+  app.add_option("--devices", choice.devices, "number of devices of --device")->check(device_count);
   app.add_option("--devices-per-node", choice.devices_per_node, "devices per node (default: the device's)")
-      ->check(positive_integer);
+      ->check(device_count);
   app.add_option(
       "--cluster", choice.file,
       "a cluster JSON file (docs/clusters.md): device groups of one or more types, their nodes and "

@@ -50,9 +50,9 @@ command add_describe_command(CLI::App& root) {
                    "a zoo name (see `phaze models`) or a path to a HuggingFace config.json")
       ->required();
   parser->add_option("--seq", options->sequence, "train at this sequence length instead of the model's own")
-      ->check(positive_integer);
+      ->check(sequence_length);
   parser->add_option("--vocab", options->vocab, "use this vocabulary size instead of the model's own")
-      ->check(positive_integer);
+      ->check(vocabulary_size);
   add_format_option(*parser, options->format);
   return {parser, [options] { return run_describe(*options); }};
 }

@@ -111,20 +111,29 @@ command add_estimate_command(CLI::App& root) {
       "estimate", "Estimate time per batch, throughput, MFU and memory of one fully given training plan");
   parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json")->required();
   add_cluster_options(*parser, o->where);
-  parser->add_option("--tp", o->tp, "tensor-parallel width")->required();
-  parser->add_option("--pp", o->pp, "pipeline stages")->required();
+  parser->add_option("--tp", o->tp, "tensor-parallel width")->required()->check(device_count);
+  parser->add_option("--pp", o->pp, "pipeline stages")->required()->check(device_count);
   parser->add_option("--cp", o->cp, "context-parallel size (sequence split over cp ranks, ring attention)")
-      ->default_str("1");
+      ->default_str("1")
+      ->check(device_count);
   parser
       ->add_option("--ep", o->ep,
                    "expert-parallel size (mixture-of-experts models: experts spread over ep of the dp ranks)")
-      ->default_str("1");
-  parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))");
-  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")->default_str("1");
-  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->required();
-  parser->add_option("--microbatch", o->microbatch, "sequences per microbatch")->required();
-  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
-  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
+      ->default_str("1")
+      ->check(device_count);
+  parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))")
+      ->check(device_count);
+  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")
+      ->default_str("1")
+      ->check(device_count);
+  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")
+      ->required()
+      ->check(batch_size);
+  parser->add_option("--microbatch", o->microbatch, "sequences per microbatch")
+      ->required()
+      ->check(batch_size);
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(sequence_length);
+  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(vocabulary_size);
   parser->add_option("--recompute", o->recompute, "activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}))
       ->default_str("none");

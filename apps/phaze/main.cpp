@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string{"phaze "} + PHAZE_VERSION);
   app.require_subcommand(1);
 
+  phaze::cli::command_line().assign(argv, argv + argc);
   std::vector<command> commands;
   for (const auto add : command_table) commands.push_back(add(app));
 

@@ -576,7 +576,7 @@ command add_plan_command(CLI::App& root) {
       "Find the best Megatron-style training plan for a model on a cluster (one device type or several)");
   parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json");
   add_cluster_options(*parser, o->where);
-  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->check(positive_integer);
+  parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->check(batch_size);
   parser->add_option("--layer-table", o->layer_table,
                      "place a layer cost table from any source instead of a model (docs/layer-table.md)");
   parser
@@ -588,29 +588,32 @@ command add_plan_command(CLI::App& root) {
       ->check(CLI::IsMember({"chain", "downset", "uniform", "brute"}))
       ->default_str("chain");
   add_solver_option(*parser, o->solver, "ilp");
-  parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(positive_integer);
-  parser->add_option("--pp", o->pp, "fix the pipeline depth")->check(positive_integer);
-  parser->add_option("--dp", o->dp, "fix the data-parallel degree")->check(positive_integer);
+  parser->add_option("--tp", o->tp, "fix the tensor-parallel width")->check(device_count);
+  parser->add_option("--pp", o->pp, "fix the pipeline depth")->check(device_count);
+  parser->add_option("--dp", o->dp, "fix the data-parallel degree")->check(device_count);
   parser
       ->add_option("--ep", o->ep,
                    "expert-parallel size (mixture-of-experts models; with --placer uniform when above 1)")
-      ->check(positive_integer);
+      ->check(device_count);
   parser
       ->add_option("--cp", o->cp,
                    "context-parallel sizes to try, comma-separated (long sequences: each split over cp ranks "
                    "with ring attention; with --placer uniform when above 1); default 1")
-      ->delimiter(',');
-  parser->add_option("--microbatch", o->microbatch, "fix the microbatch size")->check(positive_integer);
+      ->delimiter(',')
+      ->check(device_count);
+  parser->add_option("--microbatch", o->microbatch, "fix the microbatch size")->check(batch_size);
   parser->add_option("--recompute", o->recompute, "fix the recomputation mode")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   parser->add_flag("--sequence-parallel", o->sequence_parallel, "fix sequence parallelism on");
   parser->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "fix sequence parallelism off");
-  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
-  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(sequence_length);
+  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(vocabulary_size);
   parser->add_option("--schedule", o->schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
       ->default_str("1f1b");
-  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")->default_str("1");
+  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")
+      ->default_str("1")
+      ->check(device_count);
   parser->add_option("--optimizer", o->optimizer, "optimizer")
       ->check(CLI::IsMember({"adam", "sgd"}))
       ->default_str("adam");

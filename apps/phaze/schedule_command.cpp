@@ -99,11 +99,11 @@ command add_schedule_command(CLI::App& root) {
   parser->add_option("--device", o->device, "a preset name or a device JSON file")->required();
   parser->add_option("--layer", o->layer, "layer node: 0 embedding, 1..L transformer blocks, L+1 head")
       ->default_str("1");
-  parser->add_option("--tp", o->tp, "tensor-parallel width")->check(positive_integer)->default_str("1");
+  parser->add_option("--tp", o->tp, "tensor-parallel width")->check(device_count)->default_str("1");
   parser->add_option("--microbatch", o->microbatch, "sequences per microbatch")
-      ->check(positive_integer)
+      ->check(batch_size)
       ->default_str("1");
-  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(sequence_length);
   parser->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism");
   parser->add_option("--pass", o->pass, "which pass to schedule")
       ->check(CLI::IsMember({"forward", "backward", "both"}))

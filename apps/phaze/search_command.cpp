@@ -7,14 +7,18 @@
 // [--recompute LIST] [--tp LIST] [--exhaustive] [--solver ilp|list] [--out DIR] [--format table|json]`:
 // which cluster to build, the Pareto fronts of throughput vs cost and vs power over the device mixes of a
 // cluster space (docs/cluster-search.md).
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,9 +35,11 @@
 
 #include "cli.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/io/cluster_front_svg.hpp"
 #include "phaze/io/cluster_space_json.hpp"
 #include "phaze/io/model_source.hpp"
+#include "phaze/io/results_file.hpp"
 #include "phaze/io/search_json.hpp"
 #include "phaze/io/search_report.hpp"
 #include "phaze/io/table.hpp"
@@ -119,17 +125,8 @@ class mpi_session {
 search::spec make_spec(const search_options& o) {
   search::spec s;
   if (!o.spec.empty()) {
-    std::ifstream in(o.spec);
-    if (!in) throw input_error("cannot read the search spec '" + o.spec + "'");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw input_error("search spec '" + o.spec + "' is not valid JSON: " + e.what());
-    }
-    if (!o.model.empty()) j["model"] = o.model;
-    if (!j.contains("model")) j["model"] = default_model;
-    s = io::spec_from_json(j);
+    s = io::read_search_spec(o.spec, o.model.empty() ? std::string_view{} : std::string_view{o.model},
+                             default_model);
   } else {
     s.model = io::load_model(o.model.empty() ? default_model : o.model);
   }
@@ -152,35 +149,59 @@ search::spec make_spec(const search_options& o) {
   return s;
 }
 
-/// Reads results.jsonl of an earlier run of the same spec (a torn last line, from a kill, is skipped) into
-/// records, and keeps the lines read in `lines`.
-std::vector<search::design_result> read_results(const std::filesystem::path& file, const search::spec& s,
-                                                std::vector<std::string>& lines) {
-  std::vector<search::design_result> out;
-  std::ifstream in(file);
-  std::string line;
-  std::size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) {
-      if (in.peek() == std::char_traits<char>::eof()) break;  // torn last line
-      throw input_error(
-          fmt::format("{} line {} is not JSON; delete the folder to start afresh", file.string(), number));
-    }
-    search::design_result r;
-    try {
-      r = io::result_from_json(j, s);
-    } catch (const input_error& e) {
-      throw input_error(
-          fmt::format("{} line {}: {}; delete the folder to start afresh", file.string(), number, e.what()));
-    }
-    out.push_back(std::move(r));
-    lines.push_back(line);
+/// SIGINT and SIGTERM during a search: the records written so far stay in results.jsonl (each line is
+/// flushed as it is finished; a line cut in the middle is dropped on resume), and the program says how many
+/// there are and the command that continues, then exits with 128 + the signal's number.
+namespace interruption {
+inline std::atomic<std::size_t> finished{0};
+inline std::string before_count;  // "\nphaze: interrupted; "
+inline std::string
+    after_count;  // " designs finished are kept in ...; continue with:\n  phaze ... --resume\n"
+
+inline void write_all(const char* text, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, text, size);
+    if (n <= 0) return;
+    text += n;
+    size -= static_cast<std::size_t>(n);
   }
-  return out;
 }
+
+inline void on_signal(int signal_number) {
+  // Only async-signal-safe calls here: write(2) and _exit(2).
+  write_all(before_count.data(), before_count.size());
+  char digits[24];
+  std::size_t n = finished.load();
+  std::size_t length = 0;
+  do {
+    digits[sizeof digits - 1 - length++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n > 0 && length < sizeof digits);
+  write_all(digits + sizeof digits - length, length);
+  write_all(after_count.data(), after_count.size());
+  ::_exit(128 + signal_number);
+}
+
+/// Installs the handlers for a search writing `results`, `done` records already in it.
+inline void arm(const std::filesystem::path& results, std::size_t done) {
+  finished.store(done);
+  std::string command = "phaze";
+  bool resuming = false;
+  const auto& args = command_line();
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    command += " " + shell_quoted(args[i]);
+    resuming = resuming || args[i] == "--resume";
+  }
+  if (!resuming) command += " --resume";
+  before_count = "\nphaze: interrupted; ";
+  after_count = " designs finished are kept in " + results.string() + "; continue with:\n  " + command + "\n";
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+}  // namespace interruption
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
 void write_atomically(const std::filesystem::path& file, const std::string& text) {
@@ -189,9 +210,11 @@ void write_atomically(const std::filesystem::path& file, const std::string& text
     std::ofstream out(temporary, std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) throw error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
+    if (!out) throw input_error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
   }
-  std::filesystem::rename(temporary, file);
+  std::error_code ec;
+  std::filesystem::rename(temporary, file, ec);
+  if (ec) throw input_error("cannot write '" + file.string() + "': " + ec.message());
 }
 
 /// `phaze search MODEL --cluster-space FILE --global-batch B ...`: the device mixes of a cluster space on the
@@ -271,7 +294,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
-    write_atomically(dir / "front.json", json.dump(2) + '\n');
+    write_atomically(dir / "front.json", io::dump_json(json) + '\n');
     const std::string title =
         fmt::format("{}, global batch {}: throughput vs cost", m.config.name.view(), base.global_batch);
     write_atomically(dir / "front.svg", io::cluster_front_svg(s, found, title));
@@ -347,27 +370,50 @@ int search_with(const search_options& o, mpi_session& mpi) {
   spec_json["exhaustive"] = o.exhaustive;  // a resume must prune and refine as the run it continues
   spec_json["solver"] = o.solver;
   if (o.placer != "chain") spec_json["placer"] = o.placer;
+  search::options opt;
+  opt.exhaustive = o.exhaustive;
+  opt.top = o.top;
+  // Designs are ordered and pruned on list schedules; with the ILP (the default) every design that could be
+  // reported is placed again on ILP schedules, so the top list, the front and the baselines are exact under
+  // the ILP (search::refine).
+  if (o.solver == "ilp") opt.refine = scheduler_for("ilp");
+  opt.placer = model_placer_for(o.placer);
   std::vector<search::design_result> resumed;
   std::vector<std::string> resumed_lines;
   if (root) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
-    if (o.resume && std::filesystem::exists(spec_file)) {
-      std::ifstream in(spec_file);
-      const auto before = nlohmann::ordered_json::parse(in, nullptr, false);
+    if (o.resume) {
+      // Resume only the same search: its spec.json, read whole and equal to this run's.
+      const io::bounded_text read = io::read_at_most(spec_file, 16U << 20U);
+      if (read.status != io::read_status::ok) {
+        throw input_error(
+            "--resume: '" + dir.string() +
+            "' holds no readable spec.json, so phaze cannot tell which search its results "
+            "belong to; run without --resume to start afresh (it overwrites the folder), or give "
+            "the --out of the search to continue");
+      }
+      const auto before = io::json_nesting_depth(read.text) > 8
+                              ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
+                              : nlohmann::ordered_json::parse(read.text, nullptr, false);
+      if (before.is_discarded()) {
+        throw input_error("--resume: '" + spec_file.string() +
+                          "' is not valid JSON (damaged?); delete the folder to start afresh");
+      }
       if (before != spec_json) {
         throw input_error("--resume: '" + dir.string() +
                           "' holds results of a different search (spec.json differs); give another --out or "
                           "drop --resume");
       }
-      resumed = read_results(results_file, s, resumed_lines);
+      if (std::filesystem::exists(results_file))
+        resumed = io::read_results_file(results_file, s, opt, resumed_lines);
       // Rewrite the file with the lines read, dropping a line torn by the kill.
       std::string kept;
       for (const auto& line : resumed_lines) kept += line + '\n';
       write_atomically(results_file, kept);
     } else {
-      write_atomically(spec_file, spec_json.dump(2) + '\n');
+      write_atomically(spec_file, io::dump_json(spec_json) + '\n');
       std::ofstream(results_file, std::ios::trunc);
     }
   }
@@ -386,13 +432,25 @@ int search_with(const search_options& o, mpi_session& mpi) {
   std::mutex writing;
   std::ofstream results;
   if (root) results.open(results_file, std::ios::app);
+  std::size_t written = resumed_lines.size();
+  if (root) interruption::arm(results_file, written);
+  // A record that cannot be written stops the search at once: the records before it are on disk, and a
+  // resume continues from them.
   auto write_line = [&](const std::string& line) {
     if (!root) return;
     const std::lock_guard lock(writing);
     results << line << '\n' << std::flush;
+    if (!results) {
+      throw input_error(
+          fmt::format("cannot write '{}' (disk full or not writable?); the {} designs finished "
+                      "before are kept in it: free space and run the same command with --resume",
+                      results_file.string(), written));
+    }
+    ++written;
+    interruption::finished.store(written);
   };
   auto line_of = [](const search::design_result& r) {
-    return io::with_schema(io::schemas::search_result, io::result_json(r)).dump();
+    return io::dump_json(io::with_schema(io::schemas::search_result, io::result_json(r)), -1);
   };
   auto write = [&](const search::design_result& r) { write_line(line_of(r)); };
   const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
@@ -435,14 +493,6 @@ int search_with(const search_options& o, mpi_session& mpi) {
     if (show) print_progress(p);
   };
 
-  search::options opt;
-  opt.exhaustive = o.exhaustive;
-  opt.top = o.top;
-  // Designs are ordered and pruned on list schedules; with the ILP (the default) every design that could be
-  // reported is placed again on ILP schedules, so the top list, the front and the baselines are exact under
-  // the ILP (search::refine).
-  if (o.solver == "ilp") opt.refine = scheduler_for("ilp");
-  opt.placer = model_placer_for(o.placer);
   search::summary sum = search::run(s, opt, h, resumed);
   sum.threads = threads;
   sum.processes = mpi.size();
@@ -451,9 +501,10 @@ int search_with(const search_options& o, mpi_session& mpi) {
   if (!root) return 0;
 
   results.flush();
-  if (!results) throw error("cannot write '" + results_file.string() + "' (disk full or not writable?)");
-  write_atomically(dir / "best.json", io::best_json(s, sum).dump(2) + '\n');
-  write_atomically(dir / "best-device.json", io::best_device_json(s, sum).dump(2) + '\n');
+  if (!results)
+    throw input_error("cannot write '" + results_file.string() + "' (disk full or not writable?)");
+  write_atomically(dir / "best.json", io::dump_json(io::best_json(s, sum)) + '\n');
+  write_atomically(dir / "best-device.json", io::dump_json(io::best_device_json(s, sum)) + '\n');
   io::write_search_report(dir, sum);
 
   if (parse_format(o.format) == output_format::json) {
@@ -514,20 +565,22 @@ command add_search_command(CLI::App& root) {
   parser->add_option("--spec", o->spec,
                      "a JSON search spec (docs/search.md); options given here override it");
   parser->add_option("--devices", o->devices, "accelerators in the cluster (default 1024)")
-      ->check(positive_integer);
+      ->check(device_count);
   parser->add_option("--global-batch", o->global_batch, "sequences per iteration (default 4096)")
-      ->check(positive_integer);
-  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(positive_integer);
-  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(positive_integer);
+      ->check(batch_size);
+  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(sequence_length);
+  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(vocabulary_size);
   parser
       ->add_option("--microbatches", o->microbatches,
                    "microbatch sizes to try (default 1,2,4,8; with --cluster-space 1,2,4,8,16)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(batch_size);
   parser->add_option("--recompute", o->recompute, "recomputation modes to try (default none,selective,full)")
       ->delimiter(',')
       ->check(CLI::IsMember({"none", "selective", "full"}));
   parser->add_option("--tp", o->tp, "tensor-parallel widths to try (default: all that fit a node)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(device_count);
   parser->add_option("--hbm", o->hbm_gib, "HBM sizes in GiB (default 32,64,80)")->delimiter(',');
   parser->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(positive_integer);
   parser->add_flag("--exhaustive", o->exhaustive, "evaluate every design (no pruning by the sound bound)");

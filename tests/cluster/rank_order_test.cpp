@@ -22,10 +22,10 @@ using namespace phaze;
 using namespace phaze::literals;
 
 namespace {
-constexpr cluster::node_spec dgx{8, {300_GBps, 5_us}, 8, {25_GBps, 10_us}};
-constexpr cluster::node_spec shared{4, {150_GBps, 5_us}, 1, {12.5_GBps, 10_us}};
+constexpr cluster::node_spec dgx8{8, {300_GBps, 5_us}, 8, {25_GBps, 10_us}};
+constexpr cluster::node_spec fast_shared_nic{4, {150_GBps, 5_us}, 1, {12.5_GBps, 10_us}};
 constexpr cluster::node_spec pairs_node{2, {100_GBps, 2_us}, 2, {10_GBps, 8_us}};
-const hw::device a100 = *hw::find_preset("a100-80gb");
+const hw::device a100_80 = *hw::find_preset("a100-80gb");
 const hw::device v100 = *hw::find_preset("v100-16gb");
 const hw::device h100 = *hw::find_preset("h100-sxm");
 
@@ -67,7 +67,7 @@ answers ask_everything(const cluster::cluster& c, bool with_nodes = true) {
 /// A heterogeneous cluster: two or three groups of random sizes in nodes of 1 to 4 devices (a group's last
 /// node may be partly filled), links drawn at random.
 cluster::cluster random_cluster(draws& d, int devices) {
-  const hw::device types[] = {a100, v100, h100};
+  const hw::device types[] = {a100_80, v100, h100};
   const int groups = 2 + d.below(2);
   std::vector<cluster::device_group> out;
   int left = devices;
@@ -84,11 +84,11 @@ cluster::cluster random_cluster(draws& d, int devices) {
 TEST_CASE("an explicit identity order answers exactly as no order", "[rank_order]") {
   draws d(11);
   std::vector<cluster::cluster> clusters{
-      cluster::homogeneous(a100, 32, dgx),
-      cluster::homogeneous(a100, 12, shared),
-      cluster::cluster{{{a100, 12, dgx}, {v100, 8, shared}}},
-      cluster::cluster{{{a100, 16, dgx}}, {}, random_matrix(d, cluster::link_matrix::between::nodes, 2)},
-      cluster::cluster{{{a100, 6, pairs_node}, {h100, 4, dgx}},
+      cluster::homogeneous(a100_80, 32, dgx8),
+      cluster::homogeneous(a100_80, 12, fast_shared_nic),
+      cluster::cluster{{{a100_80, 12, dgx8}, {v100, 8, fast_shared_nic}}},
+      cluster::cluster{{{a100_80, 16, dgx8}}, {}, random_matrix(d, cluster::link_matrix::between::nodes, 2)},
+      cluster::cluster{{{a100_80, 6, pairs_node}, {h100, 4, dgx8}},
                        {},
                        random_matrix(d, cluster::link_matrix::between::devices, 10)},
   };
@@ -174,7 +174,7 @@ TEST_CASE("a permuted cluster answers as the cluster listed physically in that o
     }
   }
   SECTION("whole nodes of a homogeneous cluster swapped: the closed forms still hold") {
-    const auto c = cluster::homogeneous(a100, 64, dgx);
+    const auto c = cluster::homogeneous(a100_80, 64, dgx8);
     std::vector<int> order;
     for (int node = 7; node >= 0; --node)
       for (int i = 0; i < 8; ++i) order.push_back(node * 8 + (i + node) % 8);
@@ -191,11 +191,11 @@ TEST_CASE("a permuted cluster answers as the cluster listed physically in that o
 }
 
 TEST_CASE("rank queries and ring hops follow the order", "[rank_order]") {
-  const cluster::cluster c{{{a100, 4, pairs_node}, {v100, 4, shared}}};
+  const cluster::cluster c{{{a100_80, 4, pairs_node}, {v100, 4, fast_shared_nic}}};
   const auto reversed = c.with_order({7, 6, 5, 4, 3, 2, 1, 0});
   CHECK(reversed.device_of_rank(0) == 7);
   CHECK(reversed.device_at(0) == v100);
-  CHECK(reversed.device_at(7) == a100);
+  CHECK(reversed.device_at(7) == a100_80);
   CHECK(reversed.group_index(0) == 1);
   CHECK(&reversed.group_at(5) == &reversed.groups()[0]);
   CHECK(reversed.node_at(0) == 2);  // device 7: the V100 node
@@ -210,7 +210,7 @@ TEST_CASE("rank queries and ring hops follow the order", "[rank_order]") {
   one_way.size = 4;
   one_way.entries.assign(16, {100_GBps, 1_us});
   one_way.entries[3 * 4 + 2] = {1_GBps, 1_us};
-  const cluster::cluster m{{{a100, 4, dgx}}, {}, one_way};
+  const cluster::cluster m{{{a100_80, 4, dgx8}}, {}, one_way};
   CHECK(m.ring({4, 1}, 4).hop.bandwidth == 100_GBps);                           // 0 1 2 3: never 3 -> 2
   CHECK(m.with_order({3, 2, 0, 1}).ring({4, 1}, 4).hop.bandwidth == 1_GBps);    // 3 -> 2 first
   CHECK(m.with_order({2, 3, 0, 1}).ring({4, 1}, 4).hop.bandwidth == 100_GBps);  // 2 3 0 1: never 3 -> 2
@@ -222,7 +222,7 @@ TEST_CASE("rank queries and ring hops follow the order", "[rank_order]") {
 }
 
 TEST_CASE("swap_ranks exchanges two ranks in place, equality includes the order", "[rank_order]") {
-  const auto c = cluster::homogeneous(a100, 8, pairs_node);
+  const auto c = cluster::homogeneous(a100_80, 8, pairs_node);
   auto swapped = c;
   swapped.swap_ranks(1, 6);
   CHECK(swapped.order() == std::vector<int>{0, 6, 2, 3, 4, 5, 1, 7});
@@ -236,7 +236,7 @@ TEST_CASE("swap_ranks exchanges two ranks in place, equality includes the order"
 }
 
 TEST_CASE("bad rank orders are input_errors that say what is wrong", "[rank_order]") {
-  const auto c = cluster::homogeneous(a100, 4, dgx);
+  const auto c = cluster::homogeneous(a100_80, 4, dgx8);
   CHECK_THROWS_WITH(c.with_order({0, 1, 2}), Catch::Contains("3 entries for 4 devices"));
   CHECK_THROWS_WITH(c.with_order({0, 1, 2, 4}), Catch::Contains("entry 3 is 4") && Catch::Contains("0 to 3"));
   CHECK_THROWS_WITH(c.with_order({0, -1, 2, 3}), Catch::Contains("entry 1 is -1"));

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "../support/log_pick.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -38,12 +40,7 @@ std::int64_t pick(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
   return std::uniform_int_distribution<std::int64_t>{lo, hi}(rng);
 }
 
-/// A dimension drawn log-uniformly, so small, power-of-two and odd sizes all show up.
-std::int64_t log_pick(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
-  const double x = std::uniform_real_distribution<double>{std::log(static_cast<double>(lo)),
-                                                          std::log(static_cast<double>(hi) + 1.0)}(rng);
-  return std::clamp(static_cast<std::int64_t>(std::exp(x)), lo, hi);
-}
+using phaze::testing::log_pick;
 
 gemm_dims random_dims(std::mt19937_64& rng, std::int64_t max_batch, std::int64_t max_dim) {
   return {pick(rng, 1, max_batch), log_pick(rng, 1, max_dim), log_pick(rng, 1, max_dim),

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/clusters.hpp"
+#include "../support/log_pick.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -46,11 +47,7 @@ std::vector<hw::device> devices_under_test() {
 using phaze::test::node_of;
 using phaze::test::tp_route;
 
-std::int64_t log_pick(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
-  const double x = std::uniform_real_distribution<double>{std::log(static_cast<double>(lo)),
-                                                          std::log(static_cast<double>(hi) + 1.0)}(rng);
-  return std::clamp(static_cast<std::int64_t>(std::exp(x)), lo, hi);
-}
+using phaze::testing::log_pick;
 
 /// A random op of a kind and pass, with shapes as the layer builder would give them.
 model::op random_op(std::mt19937_64& rng, op_kind kind, op_phase phase, int elem_bytes) {

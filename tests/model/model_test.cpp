@@ -11,6 +11,7 @@
 #include "phaze/model/zoo.hpp"
 
 using namespace phaze::model;
+using model_t = phaze::model::model;
 namespace zoo = phaze::zoo;
 using phaze::input_error;
 
@@ -80,7 +81,7 @@ TEST_CASE("training FLOPs per iteration follow Narayanan et al.'s formula for GP
           "[model][flops]") {
   for (const auto name : {"gpt3-175b", "megatron-22b", "turing-530b", "megatron-1t", "gpt2-xl", "gpt2",
                           "megatron-gpt2-40", "megatron-gpt2-54", "megatron-gpt2-72"}) {
-    const model m = zoo::lookup(name);
+    const model_t m = zoo::lookup(name);
     for (std::int64_t batch : {1, 8, 512, 1536}) {
       INFO(name << " global batch " << batch);
       const double phaze_flops = training_flops_per_iteration(m, batch).value();
@@ -90,7 +91,7 @@ TEST_CASE("training FLOPs per iteration follow Narayanan et al.'s formula for GP
     }
   }
   // Linear in the global batch.
-  const model gpt3 = zoo::gpt3_175b();
+  const model_t gpt3 = zoo::gpt3_175b();
   CHECK(training_flops_per_iteration(gpt3, 1536).value() ==
         1536.0 * training_flops_per_iteration(gpt3, 1).value());
 }
@@ -98,7 +99,7 @@ TEST_CASE("training FLOPs per iteration follow Narayanan et al.'s formula for GP
 TEST_CASE("backward matrix FLOPs are exactly twice the forward for every layer of every zoo model",
           "[model][flops]") {
   for (const auto& e : zoo::entries) {
-    const model m = make_model(e.config);
+    const model_t m = make_model(e.config);
     for (int tp : {1, 2, 4, 8}) {
       const auto& c = e.config;
       if (c.heads % tp != 0 || c.kv_heads_or_default() % tp != 0 || c.ffn % tp != 0) continue;
@@ -119,7 +120,7 @@ TEST_CASE("backward matrix FLOPs are exactly twice the forward for every layer o
 
 TEST_CASE("a transformer's layer graph is a chain: embedding, L identical blocks, head", "[model]") {
   for (const auto& e : zoo::entries) {
-    const model m = make_model(e.config);
+    const model_t m = make_model(e.config);
     const auto L = e.config.layers;
     INFO(e.name);
     REQUIRE(static_cast<std::int64_t>(m.size()) == L + 2);
@@ -152,7 +153,7 @@ TEST_CASE("a transformer's layer graph is a chain: embedding, L identical blocks
 
 TEST_CASE("totals sum the distinct layers times their counts (brute force over every node)", "[model]") {
   for (const auto name : {"gpt2", "llama2-7b", "bert-large", "opt-350m"}) {
-    const model m = zoo::lookup(name);
+    const model_t m = zoo::lookup(name);
     for (int tp : {1, 4}) {
       const layer_shape shape{1, 0, tp, tp > 1, 2};
       std::int64_t params = 0;
@@ -175,7 +176,7 @@ TEST_CASE("model parameters split across tensor-parallel ranks", "[model][params
   // (norms, biases added after a collective, position tables) and the vocabulary padded to a multiple of t
   // are accounted for (Shoeybi et al. 2019, section 3).
   for (const auto name : {"gpt3-175b", "llama2-70b", "llama3-8b", "megatron-1t", "opt-1.3b", "gpt2"}) {
-    const model m = zoo::lookup(name);
+    const model_t m = zoo::lookup(name);
     const auto& c = m.config;
     const std::int64_t whole = parameter_count(m);
     for (int tp : {2, 4, 8}) {
@@ -196,28 +197,28 @@ TEST_CASE("model parameters split across tensor-parallel ranks", "[model][params
 }
 
 TEST_CASE("with_sequence and with_vocab override the training sequence and vocabulary", "[model]") {
-  const model gpt2 = zoo::gpt2();
-  const model longer = with_sequence(gpt2, 4096);
+  const model_t gpt2 = zoo::gpt2();
+  const model_t longer = with_sequence(gpt2, 4096);
   CHECK(longer.config.sequence == 4096);
   CHECK(longer.config.max_positions == 4096);  // the learned position table grows to cover it
   // 4096 - 1024 extra position rows of width 768.
   CHECK(parameter_count(longer) == parameter_count(gpt2) + (4096 - 1024) * 768);
-  const model shorter = with_sequence(gpt2, 512);
+  const model_t shorter = with_sequence(gpt2, 512);
   CHECK(shorter.config.max_positions == 1024);  // a table never shrinks
   CHECK(parameter_count(shorter) == parameter_count(gpt2));
   // Rotary models have no position table: parameters do not depend on the sequence.
-  const model llama = zoo::llama2_7b();
+  const model_t llama = zoo::llama2_7b();
   CHECK(parameter_count(with_sequence(llama, 16384)) == parameter_count(llama));
   CHECK(with_sequence(llama, 16384).config.max_positions == llama.config.max_positions);
   // FLOPs follow the formula at the new sequence length.
-  const model gpt3_8k = with_sequence(zoo::gpt3_175b(), 8192);
+  const model_t gpt3_8k = with_sequence(zoo::gpt3_175b(), 8192);
   CHECK(training_flops_per_iteration(gpt3_8k, 4).value() ==
         Approx(narayanan_flops(gpt3_8k.config, 4)).epsilon(1e-9));
 
-  const model padded = with_vocab(gpt2, 50304);  // GPT-2's vocabulary padded to a multiple of 128
+  const model_t padded = with_vocab(gpt2, 50304);  // GPT-2's vocabulary padded to a multiple of 128
   CHECK(padded.config.vocab == 50304);
   CHECK(parameter_count(padded) == parameter_count(gpt2) + (50304 - 50257) * 768);
-  const model llama_big_vocab = with_vocab(llama, 32064);  // untied: embedding and output both grow
+  const model_t llama_big_vocab = with_vocab(llama, 32064);  // untied: embedding and output both grow
   CHECK(parameter_count(llama_big_vocab) == parameter_count(llama) + 2 * 64 * 4096);
 
   CHECK_THROWS_AS(with_sequence(gpt2, 0), input_error);

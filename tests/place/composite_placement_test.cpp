@@ -22,9 +22,7 @@
 using namespace phaze;
 
 namespace {
-train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch) {
-  return phaze::test::fp16_knobs(global_batch, microbatch);
-}
+using phaze::test::fp16_knobs;
 
 /// The fastest fitting plan of table `ti`'s width with pp stages and dp replicas by exhaustion: every split
 /// of the chain into pp non-empty contiguous stages, evaluated by place::evaluate_stages with each stage on
@@ -56,13 +54,13 @@ TEST_CASE("a composite model's cuts carry different sizes, and a stage pays its 
   const model::model gan = zoo::transgan();
   const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", 16);
   const sched::schedule_cache cache;
-  const auto mp = place::model_tables(gan, v100, knobs(64, 1), {1}, cache);
+  const auto mp = place::model_tables(gan, v100, fp16_knobs(64, 1), {1}, cache);
   REQUIRE(mp.policy.widths.size() == 1);
   CHECK_FALSE(mp.policy.widths.front().uniform_cuts);
   // The least cut is the 9 x 9 x 1024 grid in fp16.
   CHECK(mp.policy.widths.front().boundary.value() == Approx(82944.0 * 2));
   // A transformer's cuts all carry its hidden state.
-  const auto gpt = place::model_tables(zoo::gpt2(), v100, knobs(64, 1), {1, 2}, cache);
+  const auto gpt = place::model_tables(zoo::gpt2(), v100, fp16_knobs(64, 1), {1, 2}, cache);
   for (const auto& w : gpt.policy.widths) CHECK(w.uniform_cuts);
   // Two stages cut after the grid and after the image: the second pays for four times the bytes.
   const place::stage_context c{1, 2, 8, 8};
@@ -79,7 +77,7 @@ TEST_CASE("chain_dp under step_policy equals an exhaustive search on a composite
   for (const int devices : {4, 8}) {
     const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", devices);
     for (const std::int64_t microbatch : {1, 2}) {
-      const auto mp = place::model_tables(gan, v100, knobs(16, microbatch), {1, 2}, cache);
+      const auto mp = place::model_tables(gan, v100, fp16_knobs(16, microbatch), {1, 2}, cache);
       for (std::size_t ti = 0; ti < mp.problem.tables.size(); ++ti) {
         const int tp = mp.problem.tables[ti].tp;
         for (const int pp : {1, 2, 3}) {
@@ -93,8 +91,8 @@ TEST_CASE("chain_dp under step_policy equals an exhaustive search on a composite
           CHECK(fast.time_per_batch.value() == Approx(oracle).epsilon(1e-9));
           // The plan's time is estimate_step's for its split.
           const auto split = place::stage_split(fast, gan.size());
-          const auto e = train::estimate_step(gan, v100, {fast.tp, fast.pp, fast.dp}, knobs(16, microbatch),
-                                              cache, split);
+          const auto e = train::estimate_step(gan, v100, {fast.tp, fast.pp, fast.dp},
+                                              fp16_knobs(16, microbatch), cache, split);
           CHECK(e.time_per_batch.value() == Approx(fast.time_per_batch.value()).epsilon(1e-9));
         }
       }
@@ -106,7 +104,7 @@ TEST_CASE("place_model on a composite model: uneven layers follow their costs", 
   const model::model gan = zoo::transgan();
   const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", 16);
   const sched::schedule_cache cache;
-  const auto k = knobs(64, 1);
+  const auto k = fp16_knobs(64, 1);
   const auto placed = place::place_model(gan, v100, k, place::admissible_widths(gan, v100), cache);
   REQUIRE(placed.placed.feasible);
   CHECK(placed.estimate.time_per_batch.value() == Approx(placed.placed.time_per_batch.value()).epsilon(1e-9));
@@ -123,7 +121,7 @@ TEST_CASE("on a mixed cluster a composite model's plan equals an exhaustive sear
   const sched::schedule_cache cache;
   const cluster::cluster mixed{{{*hw::find_preset("v100-16gb"), 4, cluster::node_of("v100-16gb")},
                                 {*hw::find_preset("t4"), 4, cluster::node_of("t4")}}};
-  const auto mp = place::model_tables(gan, mixed, knobs(16, 1), {1}, cache);
+  const auto mp = place::model_tables(gan, mixed, fp16_knobs(16, 1), {1}, cache);
   for (const int pp : {2, 4}) {
     INFO("pp " << pp);
     const int dp = 8 / pp;

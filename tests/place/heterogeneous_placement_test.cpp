@@ -25,9 +25,7 @@
 using namespace phaze;
 
 namespace {
-train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch) {
-  return phaze::test::fp16_knobs(global_batch, microbatch);
-}
+using phaze::test::fp16_knobs;
 
 cluster::cluster mixed(std::initializer_list<std::pair<const char*, int>> groups) {
   std::vector<cluster::device_group> gs;
@@ -67,7 +65,7 @@ TEST_CASE("chain_dp on a mixed cluster equals the exhaustive oracle over splits"
   int compared = 0;
   for (const auto& c : clusters) {
     for (const std::int64_t mb : {1, 2}) {
-      const auto k = knobs(32, mb);
+      const auto k = fp16_knobs(32, mb);
       for (const int tp : {1, 2}) {
         const auto placed = place::place_model(m, c, k, {tp}, cache);
         // The best over every (pp, dp) that uses all 8 devices.
@@ -105,7 +103,7 @@ TEST_CASE("on a mixed cluster the fastest split need not have the least slowest 
   int sum_mattered = 0;
   // Few microbatches (global batch 8) weigh the sum most.
   for (const auto& [batch, mb] : {std::pair<std::int64_t, std::int64_t>{32, 1}, {32, 2}, {8, 1}, {8, 2}}) {
-    const auto k = knobs(batch, mb);
+    const auto k = fp16_knobs(batch, mb);
     for (const int pp : {2, 4, 8}) {
       const train::parallelism p{1, pp, 8 / pp};
       if (k.global_batch / k.microbatch % p.dp != 0) continue;
@@ -170,7 +168,7 @@ TEST_CASE("a mixed cluster's plan is never slower than the plan of a homogeneous
     const int na = 2 * static_cast<int>(1 + rng() % 3);
     const cluster::cluster truth = mixed({{a, na}, {b, 8 - na}});
     const cluster::cluster assumed = mixed({{a, 8}});
-    const auto k = knobs(32, 1 + static_cast<std::int64_t>(rng() % 2));
+    const auto k = fp16_knobs(32, 1 + static_cast<std::int64_t>(rng() % 2));
     const auto aware = place::place_model(m, truth, k, {1}, cache);
     const auto oblivious = place::place_model(m, assumed, k, {1}, cache);
     INFO(a << " x" << na << " + " << b << " x" << 8 - na);
@@ -199,7 +197,7 @@ TEST_CASE("a mixed cluster's plan is never slower than the plan of a homogeneous
 TEST_CASE("only the chain placer places stages on a mixed cluster", "[place][heterogeneous]") {
   const model::model m = zoo::get("gpt2");
   const sched::schedule_cache cache;
-  CHECK_THROWS_AS(place::place_model(m, mixed({{"t4", 4}, {"v100-16gb", 4}}), knobs(32, 1), {1}, cache, {},
-                                     place::downset_placer{}),
+  CHECK_THROWS_AS(place::place_model(m, mixed({{"t4", 4}, {"v100-16gb", 4}}), fp16_knobs(32, 1), {1}, cache,
+                                     {}, place::downset_placer{}),
                   input_error);
 }

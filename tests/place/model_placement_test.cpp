@@ -20,8 +20,8 @@
 using namespace phaze;
 
 namespace {
-train::training_knobs knobs(std::int64_t global_batch, std::int64_t microbatch, model::recompute mode,
-                            bool sp) {
+train::training_knobs placement_knobs(std::int64_t global_batch, std::int64_t microbatch,
+                                      model::recompute mode, bool sp) {
   train::training_knobs k;
   k.global_batch = global_batch;
   k.microbatch = microbatch;
@@ -68,7 +68,7 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
     for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
       for (const bool sp : {false, true}) {
         for (const bool distributed : {false, true}) {
-          auto k = knobs(512, 1, mode, sp);
+          auto k = placement_knobs(512, 1, mode, sp);
           k.distributed_optimizer = distributed;
           k.opt = distributed ? train::optimizer::adam : train::optimizer::sgd;
           const int tp = 8;
@@ -111,7 +111,7 @@ TEST_CASE("on one device type every split's stage times add up to the same", "[p
   const auto d = *hw::find_preset("a100-80gb");
   std::mt19937 rng(11);
   sched::schedule_cache cache;
-  const auto k = knobs(512, 1, model::recompute::selective, true);
+  const auto k = placement_knobs(512, 1, model::recompute::selective, true);
   const auto mp = place::model_tables(m, phaze::test::cluster_of(d, 1024), k, {8}, cache);
   const auto& table = mp.problem.tables.front();
   for (const int pp : {2, 8, 16}) {
@@ -155,7 +155,7 @@ TEST_CASE("chain_dp and downset_dp under step_policy equal brute force on a smal
   int compared = 0;
   for (const auto mode : {model::recompute::none, model::recompute::full}) {
     for (const std::int64_t batch : {8, 64}) {
-      const auto k = knobs(batch, 2, mode, false);
+      const auto k = placement_knobs(batch, 2, mode, false);
       auto mp = place::model_tables(m, phaze::test::cluster_of(d, 16), k, {1, 2, 4}, cache);
       for (const double capacity_gib : {40.0, 1.2, 0.9}) {
         mp.problem.memory_per_device = bytes{capacity_gib * 1024.0 * 1024.0 * 1024.0};

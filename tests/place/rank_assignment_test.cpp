@@ -64,7 +64,7 @@ train::parallelism random_shape(draws& d, int n) {
 
 /// The oracle: every permutation of the devices, the first cheapest.
 template <class Cost>
-place::rank_assignment brute_force(const cluster::cluster& c, const Cost& cost) {
+place::rank_assignment brute_force_ranks(const cluster::cluster& c, const Cost& cost) {
   std::vector<int> order(static_cast<std::size_t>(c.devices()));
   std::iota(order.begin(), order.end(), 0);
   place::rank_assignment best;
@@ -112,7 +112,7 @@ TEST_CASE("exact_ranks equals brute force over every permutation", "[rank_assign
   for (const auto& x : small_instances()) {
     with_cost(x, [&](auto cost) {
       const auto exact = place::exact_ranks(x.c, x.shape, cost).run();
-      const auto oracle = brute_force(x.c, cost);
+      const auto oracle = brute_force_ranks(x.c, cost);
       CAPTURE(x.c.devices(), x.shape.tp, x.shape.pp, x.shape.dp, x.with_speed);
       CHECK(exact.exact);
       CHECK(exact.cost == oracle.cost);
@@ -141,7 +141,7 @@ TEST_CASE("exact_ranks orders nodes, not devices, without a device matrix", "[ra
     CAPTURE(shape.tp, shape.pp, shape.dp);
     const speed_cost cost{shape};
     const auto exact = place::exact_ranks(c, shape, cost).run();
-    const auto oracle = brute_force(c, cost);
+    const auto oracle = brute_force_ranks(c, cost);
     CHECK(exact.cost == oracle.cost);
     CHECK(exact.evaluated <= 2520);
     CHECK(exact.evaluated * shape.tp * shape.dp >= 2520);

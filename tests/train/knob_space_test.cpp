@@ -15,7 +15,7 @@ using train::pipeline_schedule;
 
 namespace {
 template <class Check>
-std::string error_of(Check check) {
+std::string knob_error_of(Check check) {
   try {
     check();
   } catch (const input_error& e) {
@@ -31,7 +31,7 @@ std::string error_with(Change change) {
   t.global_batch = 1536;
   t.devices = 1024;
   change(t);
-  return error_of([&] { train::validate(zoo::gpt3_175b(), t); });
+  return knob_error_of([&] { train::validate(zoo::gpt3_175b(), t); });
 }
 }  // namespace
 
@@ -40,14 +40,14 @@ TEST_CASE("A knob space's defaults are PHAZE's setting", "[train]") {
   static_assert(k.microbatches.size() == 4 && k.microbatches[3] == 8);
   static_assert(k.recompute.size() == 3 && k.sequence_parallel.size() == 2 && k.tensor_parallel.empty());
   static_assert(k.virtual_stages == 1 && k.schedule == pipeline_schedule::one_f_one_b);
-  CHECK(error_of([&] { train::validate(k); }) == "no error");
+  CHECK(knob_error_of([&] { train::validate(k); }) == "no error");
 }
 
 TEST_CASE("Every rule of a knob space names the mistake", "[train]") {
   auto error = [](auto change) {
     train::knob_space k;
     change(k);
-    return error_of([&] { train::validate(k); });
+    return knob_error_of([&] { train::validate(k); });
   };
   CHECK_THAT(error([](auto& k) { k.recompute.clear(); }), Catch::Contains("needs at least one value"));
   CHECK_THAT(error([](auto& k) {
@@ -123,12 +123,12 @@ TEST_CASE("A training space without a model or devices checks what it can", "[tr
   train::training_space t;
   t.global_batch = 12;
   t.knobs.microbatches = {1, 2, 3, 4};
-  CHECK(error_of([&] { train::validate(t); }) == "no error");
+  CHECK(knob_error_of([&] { train::validate(t); }) == "no error");
   t.knobs.microbatches = {8};
-  CHECK_THAT(error_of([&] { train::validate(t); }), Catch::Contains("divisible by microbatch * dp"));
+  CHECK_THAT(knob_error_of([&] { train::validate(t); }), Catch::Contains("divisible by microbatch * dp"));
   t.knobs.microbatches = {4};
   t.knobs.tensor_parallel = {5};  // no model: any width may do
-  CHECK(error_of([&] { train::validate(t); }) == "no error");
+  CHECK(knob_error_of([&] { train::validate(t); }) == "no error");
 }
 
 TEST_CASE("knobs_of fills a setting's knobs from the space's fixed knobs", "[train]") {
@@ -164,5 +164,5 @@ TEST_CASE("fixed_knobs gives the run a space fixes, and refuses a space that lea
   CHECK(k.sequence == 1024);
   CHECK(k.recompute == recompute::full);
   t.knobs.recompute = {recompute::full, recompute::none};
-  CHECK_THAT(error_of([&] { (void)train::fixed_knobs(t); }), Catch::Contains("not fixed"));
+  CHECK_THAT(knob_error_of([&] { (void)train::fixed_knobs(t); }), Catch::Contains("not fixed"));
 }

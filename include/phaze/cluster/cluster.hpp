@@ -21,6 +21,7 @@
 
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/limits.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 
@@ -52,7 +53,7 @@ namespace rules {
   throw input_error("every device group needs at least 1 device (count)");
 }
 [[noreturn]] inline void cluster_too_large() {
-  throw input_error("a cluster may hold at most 2^30 devices");
+  throw input_error("a cluster may hold at most 2^20 = 1,048,576 devices (docs/limits.md)");
 }
 [[noreturn]] inline void link_matrix_must_match_the_cluster() {
   throw input_error(
@@ -88,7 +89,7 @@ namespace rules {
 class cluster {
  public:
   /// The most devices a cluster may hold (ranks are ints; products of degrees stay below 2^62).
-  static constexpr std::int64_t max_devices = std::int64_t{1} << 30;
+  static constexpr std::int64_t max_devices = limits::max_devices;
 
   cluster() = default;
   /// Checks the groups, the efficiencies and the matrix; throws input_error saying what to fix.

@@ -78,6 +78,16 @@ inline int json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
+/// `text` parsed as JSON; input_error naming `where` when it is not valid JSON. Call only on a text whose
+/// nesting was checked (json_nesting_depth): the parser and the error's own dump recurse.
+inline nlohmann::json parse_json_text(std::string_view text, const std::string& where) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(where + " is not valid JSON: " + e.what());
+  }
+}
+
 /// The limits of one kind of JSON file and how its messages name it.
 struct json_file_rules {
   std::string_view name;  ///< "cluster": messages call the file "cluster file '<path>'"
@@ -86,6 +96,21 @@ struct json_file_rules {
   int max_nesting = 0;
   int nesting_needed = 0;  ///< how deep a valid file of this kind nests
 };
+
+/// The limits of the JSON files a user names, other than cluster files (cluster_file_limits) and cluster
+/// spaces: a HuggingFace config.json, a device file, a search spec and a layer table (docs/limits.md). The
+/// largest real config.json files are a few kB; 16 MiB leaves room for every legitimate file and keeps a
+/// hostile one from holding the memory.
+namespace file_rules {
+inline constexpr json_file_rules model_config{
+    "model config", 16U << 20U, ", the most phaze reads; give a HuggingFace config.json", 32, 4};
+inline constexpr json_file_rules device{"device", 16U << 20U,
+                                        ", the most phaze reads; give a device JSON file", 32, 3};
+inline constexpr json_file_rules search_spec{
+    "search spec", 16U << 20U, ", the most phaze reads; give a search spec (docs/search.md)", 32, 3};
+inline constexpr json_file_rules layer_table{
+    "layer table", 64U << 20U, ", the most phaze reads; give a layer table (docs/layer-table.md)", 32, 4};
+}  // namespace file_rules
 
 /// The JSON file at `path`, read and parsed within `rules`; input_error naming the file otherwise.
 inline nlohmann::json read_json_file(const std::filesystem::path& path, const json_file_rules& rules) {
@@ -107,11 +132,7 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path, const js
     throw input_error(where + " nests arrays or objects more than " + std::to_string(rules.max_nesting) +
                       " deep; a " + name + " file needs at most " + std::to_string(rules.nesting_needed));
   }
-  try {
-    return nlohmann::json::parse(read.text);
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(where + " is not valid JSON: " + e.what());
-  }
+  return parse_json_text(read.text, where);
 }
 
 }  // namespace phaze::io

@@ -49,29 +49,38 @@ struct unit {
   double scale;
 };
 
-/// A quantity field and its spellings; the first spelling is the one written back.
+/// A quantity field and its spellings; the first spelling is the one written back. A value outside
+/// [least, most] (base units) is refused: the bounds lie orders of magnitude beyond any real device on both
+/// sides, so that they catch a wrong unit or a typo, not a bold design (docs/limits.md).
 template <std::size_t N>
 struct quantity_field {
   std::string_view stem;  ///< "hbm_bandwidth": keys are stem + "_" + suffix
   std::array<unit, N> units;
+  double least = 0.0;
+  double most = 0.0;
 };
 
 inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 inline constexpr double mib = 1024.0 * 1024.0;
 
-inline constexpr quantity_field<3> hbm_capacity{"hbm", {{{"gib", gib}, {"gb", 1e9}, {"bytes", 1.0}}}};
-inline constexpr quantity_field<3> hbm_rate{"hbm_bandwidth",
-                                            {{{"gb_per_s", 1e9}, {"tb_per_s", 1e12}, {"bytes_per_s", 1.0}}}};
+inline constexpr quantity_field<3> hbm_capacity{
+    "hbm", {{{"gib", gib}, {"gb", 1e9}, {"bytes", 1.0}}}, mib, 1e15};
+inline constexpr quantity_field<3> hbm_rate{
+    "hbm_bandwidth", {{{"gb_per_s", 1e9}, {"tb_per_s", 1e12}, {"bytes_per_s", 1.0}}}, 1e6, 1e15};
 inline constexpr quantity_field<3> intra_node{
-    "intra_node", {{{"gb_per_s", 1e9}, {"gbit_per_s", 1e9 / 8.0}, {"bytes_per_s", 1.0}}}};
+    "intra_node", {{{"gb_per_s", 1e9}, {"gbit_per_s", 1e9 / 8.0}, {"bytes_per_s", 1.0}}}, 1e3, 1e15};
 inline constexpr quantity_field<3> inter_node{
-    "inter_node", {{{"gb_per_s", 1e9}, {"gbit_per_s", 1e9 / 8.0}, {"bytes_per_s", 1.0}}}};
-inline constexpr quantity_field<2> intra_latency{"intra_latency", {{{"us", 1e-6}, {"s", 1.0}}}};
-inline constexpr quantity_field<2> inter_latency{"inter_latency", {{{"us", 1e-6}, {"s", 1.0}}}};
-inline constexpr quantity_field<3> glb_size{"glb", {{{"mib", mib}, {"kib", 1024.0}, {"bytes", 1.0}}}};
-inline constexpr quantity_field<3> clock_rate{"clock", {{{"ghz", 1e9}, {"mhz", 1e6}, {"hz", 1.0}}}};
-inline constexpr quantity_field<2> vector_rate{"vector", {{{"tflops", 1e12}, {"flops_per_s", 1.0}}}};
-inline constexpr quantity_field<2> matrix_rates{"matrix", {{{"tflops", 1e12}, {"flops_per_s", 1.0}}}};
+    "inter_node", {{{"gb_per_s", 1e9}, {"gbit_per_s", 1e9 / 8.0}, {"bytes_per_s", 1.0}}}, 1e3, 1e15};
+inline constexpr quantity_field<2> intra_latency{"intra_latency", {{{"us", 1e-6}, {"s", 1.0}}}, 0.0, 1.0};
+inline constexpr quantity_field<2> inter_latency{"inter_latency", {{{"us", 1e-6}, {"s", 1.0}}}, 0.0, 1.0};
+inline constexpr quantity_field<3> glb_size{
+    "glb", {{{"mib", mib}, {"kib", 1024.0}, {"bytes", 1.0}}}, 1.0, 1e12};
+inline constexpr quantity_field<3> clock_rate{
+    "clock", {{{"ghz", 1e9}, {"mhz", 1e6}, {"hz", 1.0}}}, 1e6, 1e11};
+inline constexpr quantity_field<2> vector_rate{
+    "vector", {{{"tflops", 1e12}, {"flops_per_s", 1.0}}}, 1e6, 1e18};
+inline constexpr quantity_field<2> matrix_rates{
+    "matrix", {{{"tflops", 1e12}, {"flops_per_s", 1.0}}}, 1e6, 1e18};
 
 template <std::size_t N>
 std::string key(const quantity_field<N>& f, std::size_t i) {
@@ -202,7 +211,12 @@ class section {
                           "' give the same quantity; keep one");
       }
       const double base = *x * f.units[i].scale;
-      if (!std::isfinite(base)) field_error(name(k), "is too large, got " + shown(*get(k)));
+      if (!std::isfinite(base) || base > f.most || (base < f.least && !(base == 0.0 && zero_allowed))) {
+        const double scale = f.units[i].scale;
+        field_error(name(k), "must lie in [" + fmt::format("{:g}", f.least / scale) + ", " +
+                                 fmt::format("{:g}", f.most / scale) + "] (docs/limits.md), got " +
+                                 shown(*get(k)));
+      }
       value = base;
       given = k;
     }
@@ -352,7 +366,13 @@ class reader {
                                      &sheet.matrix_fp16, &sheet.matrix_fp8};
       for (std::size_t i = 0; i < precision_names.size(); ++i) {
         if (const auto v = rates->number(precision_names[i])) {
-          if (!std::isfinite(*v * scale)) field_error(rates->name(precision_names[i]), "is too large");
+          const double rate = *v * scale;
+          if (!std::isfinite(rate) || rate < matrix_rates.least || rate > matrix_rates.most) {
+            field_error(rates->name(precision_names[i]),
+                        "must lie in [" + fmt::format("{:g}", matrix_rates.least / scale) + ", " +
+                            fmt::format("{:g}", matrix_rates.most / scale) + "] (docs/limits.md), got " +
+                            fmt::format("{:g}", *v));
+          }
           *targets[i] = flops_per_second{*v * scale};
         }
       }

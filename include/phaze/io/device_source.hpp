@@ -3,8 +3,6 @@
 #pragma once
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +14,7 @@
 #include "phaze/core/error.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/presets.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/io/device_json.hpp"
 
 namespace phaze::io {
@@ -54,16 +53,7 @@ inline bool looks_like_path(std::string_view arg) {
 /// the field. A file without "name" is named after its stem.
 inline resolved_device read_device_file(const std::filesystem::path& path) {
   const std::string where = "device file '" + path.string() + "'";
-  std::ifstream in(path);
-  if (!in) throw input_error("cannot open " + where + ": check the path and its permissions");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(where + " is not valid JSON: " + e.what());
-  }
+  const nlohmann::json json = read_json_file(path, file_rules::device);
   resolved_device r;
   try {
     const auto read = device_and_node_from_json(json, path.stem().string());

@@ -18,8 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include "phaze/core/error.hpp"
+#include "phaze/core/limits.hpp"
 #include "phaze/core/names.hpp"
 #include "phaze/core/quantity.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/place/cost_table.hpp"
 
 namespace phaze::io {
@@ -88,12 +90,15 @@ class object {
   }
 
   /// A whole number in [lo, 2^53].
-  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t lo) const {
+  [[nodiscard]] std::int64_t integer(std::string_view key, std::int64_t lo,
+                                     std::int64_t hi = std::int64_t{9'000'000'000'000'000}) const {
     const auto& v = at(key);
     const double x = v.is_number() ? v.get<double>() : -1.0;
-    if (!v.is_number() || !std::isfinite(x) || std::floor(x) != x || x < static_cast<double>(lo) ||
-        x > 9.0e15) {
+    if (!v.is_number() || !std::isfinite(x) || std::floor(x) != x || x < static_cast<double>(lo)) {
       fail(key, "must be an integer at least " + std::to_string(lo) + ", got " + shown(v));
+    }
+    if (x > static_cast<double>(hi)) {
+      fail(key, "must be at most " + std::to_string(hi) + " (docs/limits.md), got " + shown(v));
     }
     return static_cast<std::int64_t>(x);
   }
@@ -120,7 +125,7 @@ inline place::cost_table read_table(const nlohmann::json& json, const std::strin
   const object o{json, path};
   o.check_keys({"tp", "nodes", "edges"});
   place::cost_table t;
-  t.tp = static_cast<int>(std::min<std::int64_t>(o.integer("tp", 1), 1 << 20));
+  t.tp = static_cast<int>(o.integer("tp", 1, limits::max_devices));
   const auto& nodes = o.array("nodes");
   if (nodes.empty()) o.fail("nodes", "is empty; give at least one layer node");
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -180,9 +185,9 @@ inline place::placement_problem<> layer_table_from_json(const nlohmann::json& js
                           std::to_string(layer_table_version));
   }
   place::placement_problem<> p;
-  p.devices = static_cast<int>(std::min<std::int64_t>(o.integer("devices", 1), 1 << 30));
+  p.devices = static_cast<int>(o.integer("devices", 1, limits::max_devices));
   p.memory_per_device = bytes{o.number("memory_per_device_bytes", true)};
-  p.microbatches = o.integer("microbatches", 1);
+  p.microbatches = o.integer("microbatches", 1, limits::max_global_batch);
   const double two = 2.0;
   const double sixteen = 16.0;
   p.weight_bytes_per_parameter = o.number("weight_bytes_per_parameter", true, &two);
@@ -218,22 +223,33 @@ inline place::placement_problem<> layer_table_from_json(const nlohmann::json& js
 
 /// A placement problem from layer-table text; malformed JSON is an input_error too.
 inline place::placement_problem<> parse_layer_table(std::string_view text) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw input_error(std::string{"layer table: not valid JSON: "} + e.what());
+  const auto& rules = file_rules::layer_table;
+  if (text.size() > rules.max_bytes) {
+    throw input_error("layer table: larger than " + std::to_string(rules.max_bytes >> 20U) + " MiB" +
+                      std::string{rules.too_large_fix});
   }
-  return layer_table_from_json(json);
+  if (json_nesting_depth(text) > rules.max_nesting) {
+    throw input_error("layer table: nests arrays or objects more than " + std::to_string(rules.max_nesting) +
+                      " deep; a layer table needs at most " + std::to_string(rules.nesting_needed));
+  }
+  const nlohmann::json json = parse_json_text(text, "the layer table");
+  try {
+    return layer_table_from_json(json);
+  } catch (const nlohmann::json::exception& e) {  // a guard: the reader checks types before reading values
+    throw input_error(std::string{"layer table: "} + e.what());
+  }
 }
 
 /// A placement problem from a layer-table file.
 inline place::placement_problem<> read_layer_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw input_error("layer table: cannot open '" + path + "'; check the path");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_layer_table(text.str());
+  const nlohmann::json json = read_json_file(path, file_rules::layer_table);
+  try {
+    return layer_table_from_json(json);
+  } catch (const input_error& e) {
+    throw input_error("'" + path + "': " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a guard: the reader checks types before reading values
+    throw input_error("'" + path + "': " + e.what());
+  }
 }
 
 /// The layer-table JSON of a problem; layer_table_from_json gives the same problem back.

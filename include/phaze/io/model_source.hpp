@@ -3,32 +3,18 @@
 #pragma once
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "phaze/core/error.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/model/hf_config.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/zoo.hpp"
 
 namespace phaze::io {
-
-/// Reads and parses a JSON file; a missing file or malformed JSON is an input_error naming the file.
-inline nlohmann::json read_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw input_error("cannot open '" + path.string() + "': check the path and its permissions");
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw input_error("'" + path.string() + "' is not valid JSON: " + e.what());
-  }
-}
 
 /// True when the argument names a file rather than a zoo entry (it has a path separator or a .json suffix,
 /// or a file of that name exists).
@@ -42,13 +28,15 @@ inline model::model load_model(std::string_view arg) {
   if (zoo::has(arg)) return zoo::lookup(arg);
   if (!looks_like_path(arg)) return zoo::lookup(arg);  // throws, suggesting the closest zoo names
   const std::filesystem::path path{std::string{arg}};
-  const auto json = read_json_file(path);
+  const auto json = read_json_file(path, file_rules::model_config);
   try {
     // A file called config.json is named after its folder (HuggingFace's layout); any other after its stem.
     const auto fallback =
         path.filename() == "config.json" ? path.parent_path().filename().string() : path.stem().string();
     return model::from_hf_config(json, fallback);
   } catch (const input_error& e) {
+    throw input_error("'" + path.string() + "': " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a guard: the reader checks types before reading values
     throw input_error("'" + path.string() + "': " + e.what());
   }
 }

@@ -5,6 +5,8 @@
 
 #include <string_view>
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace phaze::io {
@@ -23,7 +25,7 @@ inline constexpr schema model_description{"phaze.model-description", 1};    ///<
 inline constexpr schema devices{"phaze.devices", 1};                        ///< phaze devices
 inline constexpr schema device_description{"phaze.device-description", 1};  ///< phaze devices DEV
 inline constexpr schema device{"phaze.device", 1};          ///< a device file (best-device.json, definition)
-inline constexpr schema schedule{"phaze.schedule", 1};      ///< phaze schedule
+inline constexpr schema schedule{"phaze.schedule", 2};      ///< phaze schedule
 inline constexpr schema estimate{"phaze.estimate", 1};      ///< phaze estimate
 inline constexpr schema plan{"phaze.plan", 1};              ///< phaze plan
 inline constexpr schema table_plan{"phaze.table-plan", 1};  ///< phaze plan --layer-table
@@ -43,6 +45,13 @@ inline nlohmann::ordered_json with_schema(const schema& s, const nlohmann::order
     if (it.key() != "schema" && it.key() != "version") out[it.key()] = it.value();
   }
   return out;
+}
+
+/// The text of a JSON document phaze writes (indented by `indent` spaces; -1: one line). A string that is not
+/// valid UTF-8 (a file name in another encoding, say) has its bad bytes replaced by U+FFFD instead of making
+/// the output fail.
+inline std::string dump_json(const nlohmann::ordered_json& value, int indent = 2) {
+  return value.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace phaze::io

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,10 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "phaze/core/error.hpp"
+#include "phaze/core/limits.hpp"
 #include "phaze/core/names.hpp"
 #include "phaze/hw/area.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/hw/space.hpp"
+#include "phaze/io/bounded_file.hpp"
 #include "phaze/io/device_json.hpp"
 #include "phaze/io/estimate_report.hpp"
 #include "phaze/io/model_source.hpp"
@@ -36,6 +39,9 @@ namespace phaze::io {
 namespace detail::search_json {
 inline constexpr double mib = 1024.0 * 1024.0;
 inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+/// The largest chip area a spec may give: 1e6 mm2, twenty times a whole 300-mm wafer's usable die (46,225
+/// mm2).
+inline constexpr double most_area_mm2 = 1e6;
 
 [[noreturn]] inline void bad(const std::string& where, const std::string& what) {
   throw input_error("search spec: " + where + ": " + what);
@@ -59,24 +65,50 @@ struct dimension_key {
   std::string_view key;
   hw::axis axis;
   double scale;  ///< JSON unit in the dimension's base unit (MiB / GiB for sizes)
+  double most;   ///< the largest value a spec may give, in the JSON unit (docs/limits.md)
 };
-inline constexpr std::array<dimension_key, 7> dimensions{{{"tensor_cores", hw::axis::tensor_cores, 1.0},
-                                                          {"tc_width", hw::axis::tc_width, 1.0},
-                                                          {"tc_depth", hw::axis::tc_depth, 1.0},
-                                                          {"vector_cores", hw::axis::vector_cores, 1.0},
-                                                          {"vc_width", hw::axis::vc_width, 1.0},
-                                                          {"global_buffer_mib", hw::axis::global_buffer, mib},
-                                                          {"hbm_gib", hw::axis::hbm, gib}}};
+// The largest values: 65,536 cores of 4096 x 4096 cells, 1 TiB of global buffer and 64 TiB of HBM, each far
+// beyond any chip (a TPUv4 core is 128 x 128; the largest HBM stacks hold 288 GB).
+inline constexpr std::array<dimension_key, 7> dimensions{
+    {{"tensor_cores", hw::axis::tensor_cores, 1.0, 65536},
+     {"tc_width", hw::axis::tc_width, 1.0, 4096},
+     {"tc_depth", hw::axis::tc_depth, 1.0, 4096},
+     {"vector_cores", hw::axis::vector_cores, 1.0, 65536},
+     {"vc_width", hw::axis::vc_width, 1.0, 4096},
+     {"global_buffer_mib", hw::axis::global_buffer, mib, 1048576},
+     {"hbm_gib", hw::axis::hbm, gib, 65536}}};
+
+/// A whole number in [1, most] at `where`.
+inline std::int64_t whole(const nlohmann::json& v, const std::string& where, std::int64_t most) {
+  const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                  std::floor(v.get<double>()) == v.get<double>());
+  if (!integral) bad(where, "must be a whole number, got " + v.dump());
+  const double x = v.get<double>();
+  if (x < 1.0 || x > static_cast<double>(most))
+    bad(where, "must lie in [1, " + std::to_string(most) + "] (docs/limits.md), got " + v.dump());
+  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                : static_cast<std::int64_t>(x);
+}
 
 inline double number(const nlohmann::json& v, const std::string& where) {
   if (!v.is_number()) bad(where, "must be a number, got " + v.dump());
   return v.get<double>();
 }
 
+/// A number in (0, most] at `where`.
+inline double positive(const nlohmann::json& v, const std::string& where, double most) {
+  const double x = number(v, where);
+  if (!std::isfinite(x) || x <= 0.0 || x > most) {
+    bad(where, "must be above 0 and at most " + std::to_string(static_cast<long long>(most)) +
+                   " (docs/limits.md), got " + v.dump());
+  }
+  return x;
+}
+
 inline void read_dimension(hw::space& s, const dimension_key& d, const nlohmann::json& v) {
   const std::string where = "space." + std::string{d.key};
   if (v.is_number()) {
-    s.set_values(d.axis, {number(v, where) * d.scale});
+    s.set_values(d.axis, {positive(v, where, d.most) * d.scale});
     return;
   }
   check_keys(v, {"pow2", "one_of", "same_as"}, where);
@@ -84,13 +116,13 @@ inline void read_dimension(hw::space& s, const dimension_key& d, const nlohmann:
   if (v.contains("pow2")) {
     const auto& b = v.at("pow2");
     if (!b.is_array() || b.size() != 2) bad(where, "pow2 takes [lo, hi]");
-    s.set_pow2(d.axis, number(b[0], where) * d.scale, number(b[1], where) * d.scale);
+    s.set_pow2(d.axis, positive(b[0], where, d.most) * d.scale, positive(b[1], where, d.most) * d.scale);
   } else if (v.contains("one_of")) {
     const auto& list = v.at("one_of");
     if (!list.is_array() || list.empty()) bad(where, "one_of takes a non-empty list of numbers");
     if (list.size() > hw::space::max_values) bad(where, "one_of takes at most 64 values");
     hw::space::values_type values;
-    for (const auto& x : list) values.push_back(number(x, where) * d.scale);
+    for (const auto& x : list) values.push_back(positive(x, where, d.most) * d.scale);
     s.set_values(d.axis, values);
   } else {
     const auto& target = v.at("same_as");
@@ -135,8 +167,10 @@ inline hw::space space_from_json(const nlohmann::json& j) {
     }
   }
   if (j.contains("area_budget_mm2"))
-    s.set_area_budget(hw::area{sj::number(j.at("area_budget_mm2"), "space")});
-  if (j.contains("min_area_mm2")) s.set_min_area(hw::area{sj::number(j.at("min_area_mm2"), "space")});
+    s.set_area_budget(
+        hw::area{sj::positive(j.at("area_budget_mm2"), "space.area_budget_mm2", sj::most_area_mm2)});
+  if (j.contains("min_area_mm2"))
+    s.set_min_area(hw::area{sj::positive(j.at("min_area_mm2"), "space.min_area_mm2", sj::most_area_mm2)});
   if (j.contains("exempt_single_core")) {
     if (!j.at("exempt_single_core").is_boolean())
       sj::bad("space.exempt_single_core", "must be true or false");
@@ -168,8 +202,7 @@ inline train::knob_space knobs_from_json(const nlohmann::json& k) {
     for (const auto& x : v) list.push_back(read(x, where));
   };
   read_list("microbatches", out.microbatches, [](const nlohmann::json& x, const std::string& where) {
-    if (!x.is_number_integer()) sj::bad(where, "takes positive integers");
-    return x.get<std::int64_t>();
+    return sj::whole(x, where, limits::max_global_batch);
   });
   read_list("recompute", out.recompute,
             [](const nlohmann::json& x, const std::string&) { return sj::parse_mode(x); });
@@ -179,8 +212,7 @@ inline train::knob_space knobs_from_json(const nlohmann::json& k) {
               return x.get<bool>();
             });
   read_list("tensor_parallel", out.tensor_parallel, [](const nlohmann::json& x, const std::string& where) {
-    if (!x.is_number_integer()) sj::bad(where, "takes positive integers");
-    return x.get<int>();
+    return static_cast<int>(sj::whole(x, where, limits::max_devices));
   });
   if (k.contains("optimizer")) {
     if (!k.at("optimizer").is_string()) sj::bad("knobs.optimizer", "adam or sgd");
@@ -195,10 +227,7 @@ inline train::knob_space knobs_from_json(const nlohmann::json& k) {
     out.schedule = train::parse_pipeline_schedule(k.at("schedule").get<std::string>());
   }
   if (k.contains("virtual_stages")) {
-    const auto& v = k.at("virtual_stages");
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 1024)
-      sj::bad("knobs.virtual_stages", "must be a positive integer (model chunks per device)");
-    out.virtual_stages = v.get<int>();
+    out.virtual_stages = static_cast<int>(sj::whole(k.at("virtual_stages"), "knobs.virtual_stages", 1024));
   }
   train::validate(out);
   return out;
@@ -213,22 +242,42 @@ inline search::spec spec_from_json(const nlohmann::json& j) {
   if (!j.contains("model") || !j.at("model").is_string())
     sj::bad("model", "give a zoo name or a config.json path");
   s.model = load_model(j.at("model").get<std::string>());
-  auto integer = [&](const char* key, auto& field) {
+  auto integer = [&](const char* key, auto& field, std::int64_t most) {
     if (!j.contains(key)) return;
-    const auto& v = j.at(key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 1) sj::bad(key, "must be a positive integer");
-    field = static_cast<std::remove_reference_t<decltype(field)>>(v.get<std::int64_t>());
+    field = static_cast<std::remove_reference_t<decltype(field)>>(sj::whole(j.at(key), key, most));
   };
-  integer("devices", s.devices);
-  integer("global_batch", s.global_batch);
-  integer("sequence", s.sequence);
+  integer("devices", s.devices, limits::max_devices);
+  integer("global_batch", s.global_batch, limits::max_global_batch);
+  integer("sequence", s.sequence, limits::max_sequence);
   std::int64_t vocab = 0;
-  integer("vocab", vocab);
+  integer("vocab", vocab, limits::max_vocab);
   if (vocab > 0) s.model = model::with_vocab(s.model, vocab);
   if (j.contains("space")) s.space = space_from_json(j.at("space"));
   if (j.contains("knobs")) s.knobs = knobs_from_json(j.at("knobs"));
   search::validate(s);
   return s;
+}
+
+/// The search spec file at `path` (docs/search.md), read within file_rules::search_spec; `model` replaces its
+/// "model" when not empty, and a spec without one searches for `default_model`. Every error is an input_error
+/// naming the file.
+inline search::spec read_search_spec(const std::filesystem::path& path, std::string_view model,
+                                     std::string_view default_model) {
+  nlohmann::json j = read_json_file(path, file_rules::search_spec);
+  const std::string where = "search spec file '" + path.string() + "'";
+  if (!j.is_object()) {
+    throw input_error(where + " must hold a JSON object ({\"model\": ..., \"space\": ...}), got " +
+                      std::string{j.type_name()} + "; see docs/search.md");
+  }
+  if (!model.empty()) j["model"] = std::string{model};
+  if (!j.contains("model")) j["model"] = std::string{default_model};
+  try {
+    return spec_from_json(j);
+  } catch (const input_error& e) {
+    throw input_error(where + ": " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a guard: the reader checks types before reading values
+    throw input_error(where + ": " + e.what());
+  }
 }
 
 /// The canonical JSON of a spec: what a resume compares to make sure it continues the same search.

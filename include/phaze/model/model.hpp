@@ -362,7 +362,7 @@ inline constexpr auto with_bf16_blocks =
     // The bf16 twin of this kind, added once.
     layer_spec t = k;
     t.bf16 = true;
-    t.name = fixed_string<32>{k.name.view().substr(0, 26), "_bf16"};
+    t.name = fixed_string<32>{fixed_string<27>{k.name.view()}.view(), "_bf16"};  // a UTF-8-safe cut
     std::size_t twin = 0;
     while (twin < m.kinds.size() && !(m.kinds[twin] == t)) ++twin;
     if (twin == m.kinds.size()) {

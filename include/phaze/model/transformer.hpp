@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "phaze/core/error.hpp"
 #include "phaze/core/fixed_string.hpp"
+#include "phaze/core/limits.hpp"
 #include "phaze/model/layer.hpp"
 
 namespace phaze::model {
@@ -242,7 +244,31 @@ namespace rules {
       "a mixture-of-experts block with tensor parallelism needs sequence parallelism (Megatron-Core requires "
       "it); add --sequence-parallel or use tp 1");
 }
+/// A size above its limit (limits.hpp, docs/limits.md): `field` names it, `most` is the limit.
+[[noreturn]] inline void model_size_above_its_limit(const char* field, std::int64_t value,
+                                                    std::int64_t most) {
+  throw input_error(std::string{field} + " is " + std::to_string(value) + ", above " + std::to_string(most) +
+                    ", the largest phaze accepts (docs/limits.md); check the model's configuration");
+}
+[[noreturn]] inline void microbatch_tokens_above_their_limit(std::int64_t microbatch, std::int64_t sequence) {
+  throw input_error(
+      "a microbatch of " + std::to_string(microbatch) + " sequences of " + std::to_string(sequence) +
+      " tokens is above " + std::to_string(limits::max_microbatch_tokens) +
+      " tokens, the largest phaze accepts (docs/limits.md); choose a smaller microbatch or sequence");
+}
 }  // namespace rules
+
+/// The largest architecture sizes phaze accepts (docs/limits.md), far above any published model (Megatron's
+/// 1T-parameter GPT: hidden 25,600, 128 layers, 160 heads): with them every product the layer builders form
+/// (vocab x hidden, hidden x ffn x layers, microbatch x heads x sequence^2) stays below 2^62.
+struct architecture_limits {
+  static constexpr std::int64_t layers = std::int64_t{1} << 14;
+  static constexpr std::int64_t hidden = std::int64_t{1} << 18;
+  static constexpr std::int64_t heads = std::int64_t{1} << 12;
+  static constexpr std::int64_t head_dim = std::int64_t{1} << 14;
+  static constexpr std::int64_t ffn = std::int64_t{1} << 20;
+  static constexpr std::int64_t experts = std::int64_t{1} << 12;
+};
 
 /// Checks an architecture; a broken rule stops compilation (constant evaluation) or throws input_error.
 inline constexpr auto validate = [](const transformer_config& c) constexpr {
@@ -266,6 +292,21 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::experts_need_top_k_between_1_and_experts();
   if (c.dense_layers > 0 && (c.experts == 0 || c.dense_layers >= c.layers))
     rules::dense_layers_must_leave_a_moe_block();
+  using L = architecture_limits;
+  if (c.layers > L::layers) rules::model_size_above_its_limit("the layer count", c.layers, L::layers);
+  if (c.hidden > L::hidden) rules::model_size_above_its_limit("the hidden size", c.hidden, L::hidden);
+  if (c.heads > L::heads) rules::model_size_above_its_limit("the attention head count", c.heads, L::heads);
+  if (c.head_dim > L::head_dim)
+    rules::model_size_above_its_limit("the head dimension", c.head_dim, L::head_dim);
+  if (c.ffn > L::ffn) rules::model_size_above_its_limit("the MLP (ffn) size", c.ffn, L::ffn);
+  if (c.expert_ffn > L::ffn) rules::model_size_above_its_limit("the experts' MLP size", c.expert_ffn, L::ffn);
+  if (c.shared_expert_ffn > L::ffn)
+    rules::model_size_above_its_limit("the shared experts' MLP size", c.shared_expert_ffn, L::ffn);
+  if (c.experts > L::experts) rules::model_size_above_its_limit("the expert count", c.experts, L::experts);
+  if (c.vocab > limits::max_vocab)
+    rules::model_size_above_its_limit("the vocabulary", c.vocab, limits::max_vocab);
+  if (c.sequence > limits::max_sequence)
+    rules::model_size_above_its_limit("the sequence length", c.sequence, limits::max_sequence);
 };
 
 /// Checks that an architecture can be split by the given shape (tensor-parallel width, sequence parallelism).
@@ -278,6 +319,10 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
   if (c.kv_heads_or_default() % s.tp != 0) rules::tensor_parallel_width_must_divide_kv_heads();
   if (c.ffn % s.tp != 0) rules::tensor_parallel_width_must_divide_ffn_size();
   const std::int64_t seq = s.sequence > 0 ? s.sequence : c.sequence;
+  if (seq > limits::max_sequence)
+    rules::model_size_above_its_limit("the sequence length", seq, limits::max_sequence);
+  if (s.microbatch > limits::max_microbatch_tokens / seq)
+    rules::microbatch_tokens_above_their_limit(s.microbatch, seq);
   if (s.cp <= 0) rules::context_parallel_size_must_be_positive();
   if (s.vocab_multiple <= 0) rules::vocabulary_padding_must_be_positive();
   if (s.cp > 1 && seq % (2 * s.cp) != 0) rules::context_parallelism_needs_sequence_divisible_by_2_cp();

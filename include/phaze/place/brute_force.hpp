@@ -19,6 +19,10 @@ namespace phaze::place {
 
 /// Most nodes brute_force accepts: it enumerates node subsets as bit masks.
 inline constexpr std::size_t brute_force_max_nodes = 16;
+/// Most steps of brute_force's enumeration (downsets tried as the next stage, over every configuration):
+/// about ten seconds. A wide DAG of 16 nodes has far more chains of downsets than a chain of 16 has splits;
+/// past this budget brute_force stops with an error rather than run for hours (docs/limits.md).
+inline constexpr std::uint64_t brute_force_max_steps = std::uint64_t{1} << 27;
 
 /// Enumerates every admissible (tp, pp, dp) and every chain of downsets (ideals) from the empty set to all
 /// nodes (on a chain: every split into consecutive ranges) and evaluates each plan with `evaluate`, the
@@ -53,6 +57,7 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
     }
     plan best;
     double need = detail::place::infinity;
+    std::uint64_t steps = 0;
     const std::size_t configs =
         detail::place::for_each_config(s, tables, this->request_, [&](std::size_t ti, int pp, int dp) {
           const auto& t = tables[ti];
@@ -72,6 +77,12 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
             }
             const bool final_step = chain.size() == static_cast<std::size_t>(pp);
             for (const std::uint32_t d : downsets[ti]) {
+              if (++steps > brute_force_max_steps) {
+                detail::place::invalid(
+                    "brute_force would enumerate more than 2^27 partial splits of this graph "
+                    "(its nodes admit too many orders); use the chain or downset placer, "
+                    "which give the same optimum");
+              }
               if (d == last || (last & ~d) != 0 || final_step != (d == all)) continue;
               chain.push_back(d);
               self(self);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -343,6 +344,51 @@ inline void restore_estimate(const spec& s, design_result& r, const options& o =
   r.estimate = train::estimate_step(run, cluster_of(s, r.device), r.parallel, r.knobs, cache, r.split);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
+}
+
+/// Checks a record read back from results.jsonl (resume) against what its design and plan give: the die
+/// area and the throughput bound are recomputed, a plan scheduled with `o.scheduler` (the first pass's) is
+/// timed again and must give the recorded throughput and energy, and a refined one must stay within the
+/// bound. Throws input_error saying which number disagrees; a record that passes is as good as one this run
+/// computed (an edited or stale line cannot change the answer).
+inline void verify_record(const spec& s, const design_result& r, const options& o = {}) {
+  auto close = [](double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+  };
+  auto fail = [](const std::string& what) {
+    throw input_error(what + "; the record does not match its design");
+  };
+  if (r.device.kind == hw::device_kind::systolic &&
+      !close(r.die_area.value(), hw::area_of(r.device.systolic, s.space.tech()).value())) {
+    fail("area_mm2 " + std::to_string(r.die_area.value()) + " is not the design's area " +
+         std::to_string(hw::area_of(r.device.systolic, s.space.tech()).value()));
+  }
+  const double bound = throughput_bound(s, r.device);
+  if (!(r.upper_bound_samples_per_s > 0.0 && r.upper_bound_samples_per_s <= bound)) {
+    fail("upper_bound_samples_per_s " + std::to_string(r.upper_bound_samples_per_s) + " is not in (0, " +
+         std::to_string(bound) + "], the design's peak-compute bound");
+  }
+  if (r.status == outcome::infeasible &&
+      !(r.smallest_memory_need.value() > 0.0 && std::isfinite(r.smallest_memory_need.value()))) {
+    fail("smallest_memory_need_bytes must be a positive number");
+  }
+  if (r.status != outcome::evaluated) return;
+  if (!(r.samples_per_s > 0.0 && r.samples_per_s <= r.upper_bound_samples_per_s)) {
+    fail("throughput_samples_per_s " + std::to_string(r.samples_per_s) + " is not in (0, " +
+         std::to_string(r.upper_bound_samples_per_s) + "], the design's bound");
+  }
+  if (r.scheduler != o.scheduler.name()) return;  // refined: the ILP is not cheap to run again
+  design_result again = r;
+  again.estimate = {};
+  restore_estimate(s, again, o);
+  if (!close(again.samples_per_s, r.samples_per_s)) {
+    fail("throughput_samples_per_s " + std::to_string(r.samples_per_s) + " is not what its plan gives (" +
+         std::to_string(again.samples_per_s) + ")");
+  }
+  if (!close(again.energy_per_sample.value(), r.energy_per_sample.value())) {
+    fail("energy_per_sample_j " + std::to_string(r.energy_per_sample.value()) +
+         " is not what its plan gives (" + std::to_string(again.energy_per_sample.value()) + ")");
+  }
 }
 
 /// Whether `a` ranks before `b`: higher throughput, then lower index.

@@ -212,14 +212,24 @@ inline pipeline_timeline simulate_pipeline(const std::vector<stage_op_times>& st
 /// stage its own (for 1F1B never later than the estimate in tests/place/timeline_test.cpp). The interleaved
 /// schedule is drawn as 1F1B, whose bubble is v times the interleaved one. `note` says how the drawing
 /// differs from the estimate.
+/// The most microbatches a timeline draws: a pipeline's steady state repeats, and a global batch of 2^20
+/// sequences in microbatches of one would otherwise give a timeline of billions of segments.
+inline constexpr std::int64_t max_drawn_microbatches = 1024;
+
 inline pipeline_timeline build_timeline(const step_estimate& e, train::pipeline_schedule schedule) {
   std::vector<stage_op_times> ops;
   ops.reserve(e.stages.size());
   for (const stage_estimate& s : e.stages) {
     ops.push_back({s.forward, s.backward, s.recompute, s.pp_comm * 0.5, s.pp_comm * 0.5});
   }
+  const std::int64_t drawn_microbatches = std::min(e.microbatches, max_drawn_microbatches);
   pipeline_timeline t =
-      simulate_pipeline(ops, e.microbatches, schedule, e.breakdown.dp_comm, e.breakdown.optimizer);
+      simulate_pipeline(ops, drawn_microbatches, schedule, e.breakdown.dp_comm, e.breakdown.optimizer);
+  if (drawn_microbatches < e.microbatches) {
+    t.note = "the first " + std::to_string(drawn_microbatches) + " of " + std::to_string(e.microbatches) +
+             " microbatches drawn (the steady state repeats); the estimate counts them all";
+    return t;
+  }
   if (schedule == train::pipeline_schedule::interleaved) {
     t.note = "interleaved 1F1B drawn as 1F1B: its bubble is v times the interleaved schedule's";
   }
