@@ -23,8 +23,8 @@ newest=$(find include tests/fuzz -name '*.hpp' -o -name '*.cpp' -newer "$binary"
 if [ ! -x "$binary" ] || [ -n "$newest" ]; then
   echo "phaze fuzz: building $binary (clang, libFuzzer, ASan + UBSan)" >&2
   clang++ -std=c++20 -O1 -g1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -Iinclude -isystem /usr/include/lemon tests/fuzz/readers_fuzz.cpp -o "$binary" \
-    -lemon -lglpk -lfmt -ltbb
+    -Iinclude tests/fuzz/readers_fuzz.cpp -o "$binary" \
+    -llemon -lglpk -lfmt -ltbb
 fi
 
 seeds_of() {

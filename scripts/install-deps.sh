@@ -8,6 +8,7 @@ packages=(
   libboost-dev librange-v3-dev liblemon-dev libglpk-dev catch2 libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libtbb-dev libopenmpi-dev openmpi-bin libtinyxml2-dev
   chromium  # the tests open the HTML reports in headless Chromium (tests/docs/reports_in_browser.sh)
+  clang libclang-rt-14-dev  # libFuzzer and its sanitizers (scripts/fuzz.sh)
 )
 
 missing=()

@@ -197,8 +197,9 @@ void check_structure(const transformer_config& c, const layer& l) {
 
   // The layer's activation input is split along the sequence under sequence parallelism.
   const std::int64_t s = l.shape.sequence > 0 ? l.shape.sequence : c.sequence;
-  const std::int64_t tokens = l.shape.microbatch * s;
-  if (l.role != layer_role::embedding) CHECK(l.input_elements == (sp ? tokens / t : tokens) * c.hidden);
+  const std::int64_t layer_tokens = l.shape.microbatch * s;
+  if (l.role != layer_role::embedding)
+    CHECK(l.input_elements == (sp ? layer_tokens / t : layer_tokens) * c.hidden);
   CHECK(l.output_elements() > 0);
 }
 
