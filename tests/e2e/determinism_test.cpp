@@ -23,6 +23,9 @@ TEST_CASE("every JSON command prints the same bytes when run again", "[e2e][dete
       "estimate llama2-7b --device h100-sxm --devices 64 --tp 2 --pp 2 --global-batch 512 --microbatch 1",
       "plan gpt2-xl --device v100-16gb --devices 32 --global-batch 512 --top 5 --solver list",
       "plan gpt2 --cluster '" + data + "/clusters/a100-v100-measured.json' --global-batch 64 --solver list",
+      // Its compositions are evaluated on all cores, in whatever order the threads take them.
+      "search gpt2 --cluster-space '" + std::string{PHAZE_SOURCE_DIR} +
+          "/examples/clusters/space-h100-a100.json' --global-batch 256 --out '" + temp_path("front").string() + "'",
   };
   for (const auto& c : commands) {
     const auto first = run_phaze(c + " --format json");

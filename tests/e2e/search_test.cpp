@@ -230,3 +230,49 @@ TEST_CASE("phaze search shows progress on a terminal only, and not with --quiet"
   REQUIRE(piped.status == 0);
   CHECK_FALSE(contains(piped.err, "designs/s"));
 }
+
+TEST_CASE("phaze search stopped by SIGINT keeps its records and prints the command that resumes it",
+          "[e2e][search]") {
+  const fs::path spec = write_temp("spec.json", small_spec);
+  const fs::path out = temp_path("interrupted"), err = temp_path("interrupted-stderr.txt");
+  const std::string exe = PHAZE_EXECUTABLE;
+  std::vector<std::string> argv_text{exe,       "search",       "--spec",    spec.string(),
+                                     "--quiet", "--exhaustive", "--threads", "1",
+                                     "--out",   out.string()};
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  bool interrupted = false;
+  for (int wait = 0; wait < 60000; wait += 5) {
+    if (fs::exists(out / "results.jsonl") && lines_of(out / "results.jsonl").size() >= 20) {
+      ::kill(pid, SIGINT);
+      interrupted = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(interrupted);
+  const std::string said = read_file(err);
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGINT);
+  CHECK(contains(said, "designs finished are kept in"));
+  const auto at = said.find("continue with:\n  phaze ");
+  REQUIRE(at != std::string::npos);
+  std::string command = said.substr(at + std::string{"continue with:\n  phaze "}.size());
+  command = command.substr(0, command.find('\n'));
+  CHECK(contains(command, "--resume"));
+  const auto resumed = run_phaze(command);
+  INFO(resumed.err);
+  REQUIRE(resumed.status == 0);
+  CHECK(fs::exists(out / "best.json"));
+}
