@@ -40,6 +40,17 @@ seeds_of() {
   esac
 }
 
+# A dictionary of the JSON keys and values the seeds use, so that mutations build fields phaze knows.
+dictionary() {
+  {
+    printf '%s\n' '"{"' '"}"' '"["' '"]"' '":"' '","' '"null"' '"true"' '"1e308"' '"-1"' '"\\n"'
+    if [ $# -gt 0 ]; then
+      find "$@" -type f -exec grep -oh '"[A-Za-z_0-9.-]\{1,40\}"' {} + | sort -u | head -2000 |
+        sed 's/"/\\"/g; s/.*/"&"/'
+    fi
+  } >"build-fuzz/$reader.dict"
+}
+
 status=0
 for reader in "${readers[@]}"; do
   work=build-fuzz/corpus/$reader
@@ -50,9 +61,11 @@ for reader in "${readers[@]}"; do
   [ -n "$seeds" ] && dirs+=("$seeds")
   [ -d "tests/fuzz/corpus/$reader" ] && dirs+=("tests/fuzz/corpus/$reader")
   [ -d "tests/fuzz/regressions/$reader" ] && dirs+=("tests/fuzz/regressions/$reader")
+  dictionary "${dirs[@]:1}"
   log=build-fuzz/$reader.log
   if PHAZE_FUZZ_READER=$reader ASAN_OPTIONS=detect_leaks=1 "$binary" -max_total_time="$seconds" -timeout=10 \
-    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$crashes/" "${dirs[@]}" \
+    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -dict="build-fuzz/$reader.dict" \
+    -artifact_prefix="$crashes/" "${dirs[@]}" \
     >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
     echo "phaze fuzz: $reader: $runs inputs in ${seconds} s, no failure"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -31,6 +32,64 @@ struct step_policy;
 }  // namespace phaze::place
 
 namespace phaze::cli {
+
+/// Accepts whole numbers from 1 to `most`; `why` ends the message of a larger one ("the most phaze plans
+/// for, docs/limits.md").
+inline CLI::Validator whole_number_up_to(std::int64_t most, std::string why, std::string name) {
+  return CLI::Validator{
+      [most, why = std::move(why)](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range ||
+            (ec == std::errc{} && value > most && end == text.data() + text.size())) {
+          return "must be at most " + std::to_string(most) + " (" + why + "), got '" + text + "'";
+        }
+        if (ec != std::errc{} || end != text.data() + text.size() || value <= 0) {
+          return "must be a positive whole number, got '" + text + "'";
+        }
+        return {};
+      },
+      std::move(name)};
+}
+
+/// Accepts finite numbers in (0, most], or [0, most) with `zero_allowed` and `below_most` as for a share;
+/// `what` names the range in the message ("seconds, at most a day").
+inline CLI::Validator number_up_to(double most, std::string what, bool zero_allowed = false,
+                                   bool below_most = false) {
+  return CLI::Validator{
+      [=](std::string& text) -> std::string {
+        double value = 0.0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool number = ec == std::errc{} && end == text.data() + text.size() && std::isfinite(value);
+        const bool low = zero_allowed ? value < 0.0 : value <= 0.0;
+        const bool high = below_most ? value >= most : value > most;
+        if (!number || low || high) {
+          return "must be a number in " + std::string{zero_allowed ? "[0, " : "(0, "} +
+                 fmt::format("{:g}", most) + (below_most ? ")" : "]") + " (" + what + "), got '" + text + "'";
+        }
+        return {};
+      },
+      "NUMBER"};
+}
+
+/// Accepts whole numbers above zero that fit an int (a count: --top, --threads, a parallel degree).
+inline const CLI::Validator positive_integer =
+    whole_number_up_to(phaze::limits::max_count, "2^30, the largest count phaze takes", "POSITIVE");
+/// A device count, a parallel degree: at most limits::max_devices.
+inline const CLI::Validator device_count = whole_number_up_to(
+    phaze::limits::max_devices, "2^20, the most devices phaze plans for; docs/limits.md", "DEVICES");
+/// Sequences in a global batch or microbatch: at most limits::max_global_batch.
+inline const CLI::Validator batch_size =
+    whole_number_up_to(phaze::limits::max_global_batch,
+                       "2^20 sequences, the largest batch phaze plans for; docs/limits.md", "SEQUENCES");
+/// A sequence length: at most limits::max_sequence.
+inline const CLI::Validator sequence_length =
+    whole_number_up_to(phaze::limits::max_sequence,
+                       "2^22 tokens, the longest sequence phaze plans for; docs/limits.md", "TOKENS");
+/// A vocabulary size: at most limits::max_vocab.
+inline const CLI::Validator vocabulary_size =
+    whole_number_up_to(phaze::limits::max_vocab,
+                       "2^24 entries, the largest vocabulary phaze plans for; docs/limits.md", "ENTRIES");
 
 /// A registered subcommand: its CLI11 parser and the action to run when the user picked it. The action
 /// prints to stdout and returns the exit code; it reports bad input by throwing phaze::error.
@@ -99,12 +158,13 @@ inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option("--memory-headroom", o.memory_headroom,
                  "share of each device's memory a plan leaves free for the allocator's cache, the CUDA "
                  "context and communication buffers, in [0, 1)")
+      ->check(number_up_to(1.0, "a share of the memory", true, true))
       ->default_str("0.1");
   app.add_option(
          "--vocab-padding", o.vocab_padding,
          "pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by "
          "(1: a multiple of tp only)")
-      ->check(CLI::PositiveNumber)
+      ->check(vocabulary_size)
       ->default_str("128");
   app.add_flag("--grad-reduce-in-bf16", o.grad_reduce_in_bf16,
                "keep, accumulate and reduce gradients in bf16 instead of fp32 (Megatron-Core's "
@@ -245,44 +305,6 @@ inline std::string shell_quoted(std::string_view text) {
   for (const char c : text) out += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
   return out + "'";
 }
-
-/// Accepts whole numbers from 1 to `most`; `why` ends the message of a larger one ("the most phaze plans
-/// for, docs/limits.md").
-inline CLI::Validator whole_number_up_to(std::int64_t most, std::string why, std::string name) {
-  return CLI::Validator{
-      [most, why = std::move(why)](std::string& text) -> std::string {
-        std::int64_t value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec == std::errc::result_out_of_range ||
-            (ec == std::errc{} && value > most && end == text.data() + text.size())) {
-          return "must be at most " + std::to_string(most) + " (" + why + "), got '" + text + "'";
-        }
-        if (ec != std::errc{} || end != text.data() + text.size() || value <= 0) {
-          return "must be a positive whole number, got '" + text + "'";
-        }
-        return {};
-      },
-      std::move(name)};
-}
-
-/// Accepts whole numbers above zero that fit an int (a count: --top, --threads, a parallel degree).
-inline const CLI::Validator positive_integer =
-    whole_number_up_to(phaze::limits::max_count, "2^30, the largest count phaze takes", "POSITIVE");
-/// A device count, a parallel degree: at most limits::max_devices.
-inline const CLI::Validator device_count = whole_number_up_to(
-    phaze::limits::max_devices, "2^20, the most devices phaze plans for; docs/limits.md", "DEVICES");
-/// Sequences in a global batch or microbatch: at most limits::max_global_batch.
-inline const CLI::Validator batch_size =
-    whole_number_up_to(phaze::limits::max_global_batch,
-                       "2^20 sequences, the largest batch phaze plans for; docs/limits.md", "SEQUENCES");
-/// A sequence length: at most limits::max_sequence.
-inline const CLI::Validator sequence_length =
-    whole_number_up_to(phaze::limits::max_sequence,
-                       "2^22 tokens, the longest sequence phaze plans for; docs/limits.md", "TOKENS");
-/// A vocabulary size: at most limits::max_vocab.
-inline const CLI::Validator vocabulary_size =
-    whole_number_up_to(phaze::limits::max_vocab,
-                       "2^24 entries, the largest vocabulary phaze plans for; docs/limits.md", "ENTRIES");
 
 /// Prints one JSON document on stdout, the only thing a `--format json` command writes there, its schema
 /// name and version first (io/schema.hpp).

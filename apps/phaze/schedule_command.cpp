@@ -112,7 +112,7 @@ command add_schedule_command(CLI::App& root) {
       ->check(CLI::IsMember({"ilp", "list"}))
       ->default_str("ilp");
   parser->add_option("--time-limit", o->time_limit, "ILP time limit per pass, seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(number_up_to(86400.0, "seconds, at most a day; docs/limits.md"))
       ->default_str("10");
   parser->add_option("--emit-lp", o->emit_lp,
                      "write the first scheduled pass's ILP in CPLEX LP text to FILE");

@@ -581,7 +581,9 @@ command add_search_command(CLI::App& root) {
   parser->add_option("--tp", o->tp, "tensor-parallel widths to try (default: all that fit a node)")
       ->delimiter(',')
       ->check(device_count);
-  parser->add_option("--hbm", o->hbm_gib, "HBM sizes in GiB (default 32,64,80)")->delimiter(',');
+  parser->add_option("--hbm", o->hbm_gib, "HBM sizes in GiB (default 32,64,80)")
+      ->delimiter(',')
+      ->check(number_up_to(65536.0, "GiB, as a spec's hbm_gib; docs/limits.md"));
   parser->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(positive_integer);
   parser->add_flag("--exhaustive", o->exhaustive, "evaluate every design (no pruning by the sound bound)");
   parser->add_option("--out", o->out, "output folder (default phaze-search)");

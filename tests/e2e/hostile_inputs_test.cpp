@@ -148,6 +148,26 @@ TEST_CASE("files that nest without end, never end, or are not JSON exit 2 naming
   for (const auto& c : cases) check_refused(c);
 }
 
+TEST_CASE("brute force on a wide graph stops at its step budget instead of running for hours",
+          "[e2e][hostile]") {
+  // Twelve layers without edges: every order is a topological order, so the chains of downsets number in the
+  // billions, though the table is within the 16 nodes brute force accepts.
+  std::string nodes;
+  for (int i = 0; i < 12; ++i) {
+    nodes += std::string{i > 0 ? ", " : ""} + R"({"name": "n)" + std::to_string(i) +
+             R"(", "forward_s": 0.003, "backward_s": 0.006, "recompute_s": 0.003, "parameter_bytes": 2e8,
+                 "activation_bytes": 3e7, "tensor_parallel": true})";
+  }
+  check_refused(
+      {"12 independent layers under --placer brute",
+       "plan --layer-table FILE --global-batch 64 --placer brute",
+       R"({"format": "phaze-layer-table", "version": 1, "devices": 64, "memory_per_device_bytes": 3e9,
+                     "microbatches": 64, "p2p_bandwidth_bytes_per_s": 5e10, "dp_bandwidth_bytes_per_s": 5e10,
+                     "tables": [{"tp": 1, "nodes": [)" +
+           nodes + R"(], "edges": []}]})",
+       "use the chain or downset placer"});
+}
+
 TEST_CASE("a name cut to its capacity stays valid UTF-8 in the JSON output", "[e2e][hostile]") {
   // 47 bytes fit a model name: 23 two-byte characters and one more would cut the 24th in half.
   std::string name;

@@ -290,7 +290,7 @@ class schedule_mip {
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
-    parm.tm_lim = static_cast<int>(std::max(1.0, time_left.value() * 1e3));
+    parm.tm_lim = static_cast<int>(std::clamp(time_left.value() * 1e3, 1.0, 2.0e9));  // GLPK takes int ms
     parm.mip_gap = options.relative_gap;
     parm.tol_int = 1e-9;  // an "integer" 0.99999 would relax a big-M row by 1e-5 of the horizon
     parm.cb_func = &on_branch_and_bound_event;
