@@ -34,8 +34,13 @@ def main():
     root = os.path.dirname(os.path.abspath(__file__)) + "/../.."
     kinds = [  # (seed folder, command taking FILE)
         ("tests/data/hf", ["describe", "FILE"]),
+        ("tests/data/hf", ["estimate", "FILE", "--device", "h100-sxm", "--devices", "8", "--tp", "1", "--pp", "1",
+                           "--global-batch", "8", "--microbatch", "1", "--seq", "2048", "--solver", "list"]),
         ("tests/data/devices", ["devices", "FILE"]),
+        ("tests/data/devices", ["estimate", "gpt2", "--device", "FILE", "--devices", "8", "--tp", "1", "--pp",
+                                "2", "--global-batch", "16", "--microbatch", "1", "--solver", "list"]),
         ("tests/data/clusters", ["cluster", "FILE"]),
+        ("tests/data/clusters", ["plan", "gpt2", "--cluster", "FILE", "--global-batch", "64", "--solver", "list"]),
         ("tests/data/layer_tables", ["plan", "--layer-table", "FILE", "--global-batch", "16"]),
         ("docs/examples", ["search", "--spec", "FILE", "--quiet", "--solver", "list", "--no-baselines",
                            "--out", "OUT"]),
@@ -67,11 +72,11 @@ def main():
                             code = r.returncode
                         except subprocess.TimeoutExpired:
                             code = "timeout"
-                        outcomes[(folder, code)] += 1
+                        outcomes[(folder + " " + command[0], code)] += 1
                         if code not in (0, 2, 3):
                             bugs.append((folder, name, path, new, code, r.stderr[-300:] if code != "timeout" else b""))
     for (folder, code), n in sorted(outcomes.items(), key=str):
-        print(f"{folder:24} exit {code}: {n}")
+        print(f"{folder:34} exit {code}: {n}")
     print(f"{tried} inputs, {len(bugs)} failures")
     for b in bugs[:40]:
         print(b)
