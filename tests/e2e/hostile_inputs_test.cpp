@@ -247,3 +247,23 @@ TEST_CASE("a damaged search folder is refused on --resume, naming what is wrong"
     CHECK(file_lines(dir / "results.jsonl").size() == good.size());
   }
 }
+
+TEST_CASE("a search whose results cannot be written stops at once with exit 2 and says how to resume",
+          "[e2e][hostile][search]") {
+  if (!fs::exists("/dev/full")) {
+    WARN("/dev/full not found: the full-disk case is skipped");
+    return;
+  }
+  // results.jsonl as a link to /dev/full: every write fails with ENOSPC, as on a full disk.
+  const fs::path spec = write_temp("tiny.json", tiny_spec);
+  const fs::path dir = temp_path("full-disk");
+  fs::create_directories(dir);
+  fs::create_symlink("/dev/full", dir / "results.jsonl");
+  const auto r = run_phaze("search --spec '" + spec.string() +
+                           "' --quiet --solver list --no-baselines --out '" + dir.string() + "'");
+  INFO(r.err);
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "disk full"));
+  CHECK(contains(r.err, "--resume"));
+  CHECK_FALSE(fs::exists(dir / "best.json"));
+}
