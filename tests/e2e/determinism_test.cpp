@@ -25,7 +25,8 @@ TEST_CASE("every JSON command prints the same bytes when run again", "[e2e][dete
       "plan gpt2 --cluster '" + data + "/clusters/a100-v100-measured.json' --global-batch 64 --solver list",
       // Its compositions are evaluated on all cores, in whatever order the threads take them.
       "search gpt2 --cluster-space '" + std::string{PHAZE_SOURCE_DIR} +
-          "/examples/clusters/space-h100-a100.json' --global-batch 256 --out '" + temp_path("front").string() + "'",
+          "/examples/clusters/space-h100-a100.json' --global-batch 256 --out '" +
+          temp_path("front").string() + "'",
   };
   for (const auto& c : commands) {
     const auto first = run_phaze(c + " --format json");
