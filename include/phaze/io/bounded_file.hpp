@@ -78,16 +78,6 @@ inline int json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
-/// `text` parsed as JSON; input_error naming `where` when it is not valid JSON. Call only on a text whose
-/// nesting was checked (json_nesting_depth): the parser and the error's own dump recurse.
-inline nlohmann::json parse_json_text(std::string_view text, const std::string& where) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(where + " is not valid JSON: " + e.what());
-  }
-}
-
 /// The limits of one kind of JSON file and how its messages name it.
 struct json_file_rules {
   std::string_view name;  ///< "cluster": messages call the file "cluster file '<path>'"
@@ -112,27 +102,46 @@ inline constexpr json_file_rules layer_table{
     "layer table", 64U << 20U, ", the most phaze reads; give a layer table (docs/layer-table.md)", 32, 4};
 }  // namespace file_rules
 
+namespace detail::bounded_file {
+[[noreturn]] inline void too_large(const std::string& where, const json_file_rules& rules) {
+  throw input_error(where + " is larger than " + std::to_string(rules.max_bytes >> 20U) + " MiB" +
+                    std::string{rules.too_large_fix});
+}
+}  // namespace detail::bounded_file
+
+/// The text of a JSON file of the kind `rules` describe, checked against its size and nesting (before the
+/// parser, which recurses, sees it) and parsed; input_error naming `where` otherwise.
+inline nlohmann::json parse_json_within(std::string_view text, const json_file_rules& rules,
+                                        const std::string& where) {
+  if (text.size() > rules.max_bytes) detail::bounded_file::too_large(where, rules);
+  if (json_nesting_depth(text) > rules.max_nesting) {
+    throw input_error(where + " nests arrays or objects more than " + std::to_string(rules.max_nesting) +
+                      " deep; a " + std::string{rules.name} + " file needs at most " +
+                      std::to_string(rules.nesting_needed));
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(where + " is not valid JSON: " + e.what());
+  }
+}
+
 /// The JSON file at `path`, read and parsed within `rules`; input_error naming the file otherwise.
 inline nlohmann::json read_json_file(const std::filesystem::path& path, const json_file_rules& rules) {
   const std::string name{rules.name};
   const std::string where = name + " file '" + path.string() + "'";
-  bounded_text read = read_at_most(path, rules.max_bytes);
+  const bounded_text read = read_at_most(path, rules.max_bytes);
   switch (read.status) {
     case read_status::directory:
       throw input_error(where + " is a directory; give the path of a " + name + " JSON file");
     case read_status::cannot_open:
       throw input_error("cannot open " + where + ": check the path and its permissions");
     case read_status::too_large:
-      throw input_error(where + " is larger than " + std::to_string(rules.max_bytes >> 20U) + " MiB" +
-                        std::string{rules.too_large_fix});
+      detail::bounded_file::too_large(where, rules);
     case read_status::ok:
       break;
   }
-  if (json_nesting_depth(read.text) > rules.max_nesting) {
-    throw input_error(where + " nests arrays or objects more than " + std::to_string(rules.max_nesting) +
-                      " deep; a " + name + " file needs at most " + std::to_string(rules.nesting_needed));
-  }
-  return parse_json_text(read.text, where);
+  return parse_json_within(read.text, rules, where);
 }
 
 }  // namespace phaze::io

@@ -223,16 +223,7 @@ inline place::placement_problem<> layer_table_from_json(const nlohmann::json& js
 
 /// A placement problem from layer-table text; malformed JSON is an input_error too.
 inline place::placement_problem<> parse_layer_table(std::string_view text) {
-  const auto& rules = file_rules::layer_table;
-  if (text.size() > rules.max_bytes) {
-    throw input_error("layer table: larger than " + std::to_string(rules.max_bytes >> 20U) + " MiB" +
-                      std::string{rules.too_large_fix});
-  }
-  if (json_nesting_depth(text) > rules.max_nesting) {
-    throw input_error("layer table: nests arrays or objects more than " + std::to_string(rules.max_nesting) +
-                      " deep; a layer table needs at most " + std::to_string(rules.nesting_needed));
-  }
-  const nlohmann::json json = parse_json_text(text, "the layer table");
+  const nlohmann::json json = parse_json_within(text, file_rules::layer_table, "the layer table");
   try {
     return layer_table_from_json(json);
   } catch (const nlohmann::json::exception& e) {  // a guard: the reader checks types before reading values
