@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -125,8 +124,7 @@ class mpi_session {
 search::spec make_spec(const search_options& o) {
   search::spec s;
   if (!o.spec.empty()) {
-    s = io::read_search_spec(o.spec, o.model.empty() ? std::string_view{} : std::string_view{o.model},
-                             default_model);
+    s = io::read_search_spec(o.spec, o.model, default_model);
   } else {
     s.model = io::load_model(o.model.empty() ? default_model : o.model);
   }
@@ -153,8 +151,8 @@ search::spec make_spec(const search_options& o) {
 /// flushed as it is finished; a line cut in the middle is dropped on resume), and the program says how many
 /// there are and the command that continues, then exits with 128 + the signal's number.
 namespace interruption {
-inline std::atomic<std::size_t> finished{0};
-inline std::string before_count;  // "\nphaze: interrupted; "
+inline std::atomic<std::size_t> finished{0};  ///< records in results.jsonl, counted as they are written
+inline std::string before_count;              // "\nphaze: interrupted; "
 inline std::string
     after_count;  // " designs finished are kept in ...; continue with:\n  phaze ... --resume\n"
 
@@ -386,22 +384,16 @@ int search_with(const search_options& o, mpi_session& mpi) {
     if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
     if (o.resume) {
       // Resume only the same search: its spec.json, read whole and equal to this run's.
-      const io::bounded_text read = io::read_at_most(spec_file, 16U << 20U);
-      if (read.status != io::read_status::ok) {
-        throw input_error(
-            "--resume: '" + dir.string() +
-            "' holds no readable spec.json, so phaze cannot tell which search its results "
-            "belong to; run without --resume to start afresh (it overwrites the folder), or give "
-            "the --out of the search to continue");
+      nlohmann::json before;
+      try {
+        before = io::read_json_file(spec_file, io::file_rules::search_run);
+      } catch (const input_error& e) {
+        throw input_error("--resume: '" + dir.string() + "' holds no readable spec.json (" + e.what() +
+                          "), so phaze cannot tell which search its results belong to; run without --resume "
+                          "to start afresh (it overwrites the folder), or give the --out of the search to "
+                          "continue");
       }
-      const auto before = io::json_nesting_depth(read.text) > 8
-                              ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
-                              : nlohmann::ordered_json::parse(read.text, nullptr, false);
-      if (before.is_discarded()) {
-        throw input_error("--resume: '" + spec_file.string() +
-                          "' is not valid JSON (damaged?); delete the folder to start afresh");
-      }
-      if (before != spec_json) {
+      if (before != nlohmann::json(spec_json)) {
         throw input_error("--resume: '" + dir.string() +
                           "' holds results of a different search (spec.json differs); give another --out or "
                           "drop --resume");
@@ -432,8 +424,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   std::mutex writing;
   std::ofstream results;
   if (root) results.open(results_file, std::ios::app);
-  std::size_t written = resumed_lines.size();
-  if (root) interruption::arm(results_file, written);
+  if (root) interruption::arm(results_file, resumed_lines.size());
   // A record that cannot be written stops the search at once: the records before it are on disk, and a
   // resume continues from them.
   auto write_line = [&](const std::string& line) {
@@ -444,10 +435,9 @@ int search_with(const search_options& o, mpi_session& mpi) {
       throw input_error(
           fmt::format("cannot write '{}' (disk full or not writable?); the {} designs finished "
                       "before are kept in it: free space and run the same command with --resume",
-                      results_file.string(), written));
+                      results_file.string(), interruption::finished.load()));
     }
-    ++written;
-    interruption::finished.store(written);
+    ++interruption::finished;
   };
   auto line_of = [](const search::design_result& r) {
     return io::dump_json(io::with_schema(io::schemas::search_result, io::result_json(r)), -1);

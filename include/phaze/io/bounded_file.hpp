@@ -98,6 +98,9 @@ inline constexpr json_file_rules device{"device", 16U << 20U,
                                         ", the most phaze reads; give a device JSON file", 32, 3};
 inline constexpr json_file_rules search_spec{
     "search spec", 16U << 20U, ", the most phaze reads; give a search spec (docs/search.md)", 32, 3};
+/// A search folder's spec.json, which --resume compares with the search it continues.
+inline constexpr json_file_rules search_run{"search run", 16U << 20U,
+                                            "; it is not a phaze search's spec.json", 8, 4};
 inline constexpr json_file_rules layer_table{
     "layer table", 64U << 20U, ", the most phaze reads; give a layer table (docs/layer-table.md)", 32, 4};
 }  // namespace file_rules
