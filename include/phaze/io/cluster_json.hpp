@@ -58,17 +58,9 @@ using device_file::shown;
 /// A whole number in [lo, hi] at `field`.
 inline std::int64_t integer(const nlohmann::json& v, const std::string& field, std::int64_t lo,
                             std::int64_t hi) {
-  const bool whole = v.is_number_integer() || v.is_number_unsigned() ||
-                     (v.is_number_float() && std::isfinite(v.get<double>()) &&
-                      std::floor(v.get<double>()) == v.get<double>());
-  if (!whole) field_error(field, "must be a whole number, got " + shown(v));
-  const double x = v.get<double>();
-  if (x < static_cast<double>(lo) || x > static_cast<double>(hi)) {
-    field_error(field,
-                "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + shown(v));
-  }
-  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
-                                : static_cast<std::int64_t>(x);
+  if (const std::string problem = device_file::whole_number_problem(v, lo, hi); !problem.empty())
+    field_error(field, problem + ", got " + shown(v));
+  return device_file::whole_number_value(v);
 }
 
 /// A finite number > 0 (or >= 0 when `zero_allowed`) at `field`.

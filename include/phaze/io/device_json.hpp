@@ -104,6 +104,24 @@ inline std::string shown(const nlohmann::json& v) {
   return s;
 }
 
+/// Why `v` is not a whole number in [lo, hi] ("must be a whole number" or "must lie in [lo, hi]"; 128.0
+/// counts as whole), or "" when it is one: the one check of every reader's integer fields.
+inline std::string whole_number_problem(const nlohmann::json& v, std::int64_t lo, std::int64_t hi) {
+  const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                               std::floor(v.get<double>()) == v.get<double>());
+  if (!whole) return "must be a whole number";
+  const double x = v.get<double>();
+  if (x < static_cast<double>(lo) || x > static_cast<double>(hi))
+    return "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return {};
+}
+
+/// The value of a number whole_number_problem accepted.
+inline std::int64_t whole_number_value(const nlohmann::json& v) {
+  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                : static_cast<std::int64_t>(v.get<double>());
+}
+
 [[noreturn]] inline void field_error(std::string_view field, const std::string& problem) {
   throw input_error("field '" + std::string{field} + "' " + problem);
 }

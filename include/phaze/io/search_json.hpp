@@ -80,14 +80,9 @@ inline constexpr std::array<dimension_key, 7> dimensions{
 
 /// A whole number in [1, most] at `where`.
 inline std::int64_t whole(const nlohmann::json& v, const std::string& where, std::int64_t most) {
-  const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
-                                                  std::floor(v.get<double>()) == v.get<double>());
-  if (!integral) bad(where, "must be a whole number, got " + v.dump());
-  const double x = v.get<double>();
-  if (x < 1.0 || x > static_cast<double>(most))
-    bad(where, "must lie in [1, " + std::to_string(most) + "] (docs/limits.md), got " + v.dump());
-  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
-                                : static_cast<std::int64_t>(x);
+  if (const std::string problem = device_file::whole_number_problem(v, 1, most); !problem.empty())
+    bad(where, problem + ", got " + v.dump());
+  return device_file::whole_number_value(v);
 }
 
 inline double number(const nlohmann::json& v, const std::string& where) {
