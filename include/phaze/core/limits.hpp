@@ -27,6 +27,17 @@ inline constexpr std::int64_t max_vocab = std::int64_t{1} << 24;
 /// attention score count (microbatch x heads x sequence^2) below 2^62.
 inline constexpr std::int64_t max_microbatch_tokens = std::int64_t{1} << 28;
 
+/// Architecture sizes (model::validate checks them, at compile time for DSL models), far above any published
+/// model (Megatron's 1T-parameter GPT: hidden 25,600, 128 layers, 160 heads): with them every product the
+/// layer builders form (vocab x hidden, hidden x ffn x layers, microbatch x heads x sequence^2) stays below
+/// 2^62.
+inline constexpr std::int64_t max_layers = std::int64_t{1} << 14;
+inline constexpr std::int64_t max_hidden = std::int64_t{1} << 18;
+inline constexpr std::int64_t max_heads = std::int64_t{1} << 12;
+inline constexpr std::int64_t max_head_dim = std::int64_t{1} << 14;
+inline constexpr std::int64_t max_ffn = std::int64_t{1} << 20;  ///< dense, experts' and shared experts' MLPs
+inline constexpr std::int64_t max_experts = std::int64_t{1} << 12;
+
 /// Any other count the command line takes (--top, --threads, iterations): 2^30, so that it fits an int.
 inline constexpr std::int64_t max_count = std::int64_t{1} << 30;
 

@@ -258,18 +258,6 @@ namespace rules {
 }
 }  // namespace rules
 
-/// The largest architecture sizes phaze accepts (docs/limits.md), far above any published model (Megatron's
-/// 1T-parameter GPT: hidden 25,600, 128 layers, 160 heads): with them every product the layer builders form
-/// (vocab x hidden, hidden x ffn x layers, microbatch x heads x sequence^2) stays below 2^62.
-struct architecture_limits {
-  static constexpr std::int64_t layers = std::int64_t{1} << 14;
-  static constexpr std::int64_t hidden = std::int64_t{1} << 18;
-  static constexpr std::int64_t heads = std::int64_t{1} << 12;
-  static constexpr std::int64_t head_dim = std::int64_t{1} << 14;
-  static constexpr std::int64_t ffn = std::int64_t{1} << 20;
-  static constexpr std::int64_t experts = std::int64_t{1} << 12;
-};
-
 /// Checks an architecture; a broken rule stops compilation (constant evaluation) or throws input_error.
 inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (c.hidden <= 0) rules::hidden_size_must_be_positive();
@@ -292,17 +280,18 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::experts_need_top_k_between_1_and_experts();
   if (c.dense_layers > 0 && (c.experts == 0 || c.dense_layers >= c.layers))
     rules::dense_layers_must_leave_a_moe_block();
-  using L = architecture_limits;
-  if (c.layers > L::layers) rules::model_size_above_its_limit("the layer count", c.layers, L::layers);
-  if (c.hidden > L::hidden) rules::model_size_above_its_limit("the hidden size", c.hidden, L::hidden);
-  if (c.heads > L::heads) rules::model_size_above_its_limit("the attention head count", c.heads, L::heads);
-  if (c.head_dim > L::head_dim)
-    rules::model_size_above_its_limit("the head dimension", c.head_dim, L::head_dim);
-  if (c.ffn > L::ffn) rules::model_size_above_its_limit("the MLP (ffn) size", c.ffn, L::ffn);
-  if (c.expert_ffn > L::ffn) rules::model_size_above_its_limit("the experts' MLP size", c.expert_ffn, L::ffn);
-  if (c.shared_expert_ffn > L::ffn)
-    rules::model_size_above_its_limit("the shared experts' MLP size", c.shared_expert_ffn, L::ffn);
-  if (c.experts > L::experts) rules::model_size_above_its_limit("the expert count", c.experts, L::experts);
+  using namespace limits;
+  if (c.layers > max_layers) rules::model_size_above_its_limit("the layer count", c.layers, max_layers);
+  if (c.hidden > max_hidden) rules::model_size_above_its_limit("the hidden size", c.hidden, max_hidden);
+  if (c.heads > max_heads) rules::model_size_above_its_limit("the attention head count", c.heads, max_heads);
+  if (c.head_dim > max_head_dim)
+    rules::model_size_above_its_limit("the head dimension", c.head_dim, max_head_dim);
+  if (c.ffn > max_ffn) rules::model_size_above_its_limit("the MLP (ffn) size", c.ffn, max_ffn);
+  if (c.expert_ffn > max_ffn)
+    rules::model_size_above_its_limit("the experts' MLP size", c.expert_ffn, max_ffn);
+  if (c.shared_expert_ffn > max_ffn)
+    rules::model_size_above_its_limit("the shared experts' MLP size", c.shared_expert_ffn, max_ffn);
+  if (c.experts > max_experts) rules::model_size_above_its_limit("the expert count", c.experts, max_experts);
   if (c.vocab > limits::max_vocab)
     rules::model_size_above_its_limit("the vocabulary", c.vocab, limits::max_vocab);
   if (c.sequence > limits::max_sequence)
