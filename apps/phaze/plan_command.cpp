@@ -643,7 +643,8 @@ command add_plan_command(CLI::App& root) {
       ->default_str("auto");
   parser->add_option("--rank-seed", o->rank_seed, "seed of the rank annealing")->default_str("1");
   parser->add_option("--rank-iterations", o->rank_iterations, "steps of the rank annealing")
-      ->check(whole_number_up_to(100'000'000, "10^8 steps, minutes of annealing; docs/limits.md", "STEPS"))
+      ->check(
+          whole_number_up_to(100'000'000, "10^8 steps, over an hour of annealing; docs/limits.md", "STEPS"))
       ->default_str("20000");
   add_format_option(*parser, o->format);
   return {parser, [o] { return run_plan(*o); }};

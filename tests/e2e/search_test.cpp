@@ -50,6 +50,45 @@ std::set<std::pair<std::uint64_t, std::string>> indices(const fs::path& file, st
   }
   return out;
 }
+
+/// How a search stopped midway ended.
+struct stopped_search {
+  bool interrupted =
+      false;       ///< the signal was sent (results.jsonl reached the count before the search ended)
+  int status = 0;  ///< waitpid's status
+};
+
+/// Starts `phaze search --spec SPEC --quiet --exhaustive --threads 1 --out OUT` (stdout to /dev/null, stderr
+/// to `err` when given), sends `signal` once results.jsonl holds `records` lines and waits for it to end.
+stopped_search stop_search_midway(const fs::path& spec, const fs::path& out, std::size_t records, int signal,
+                                  const fs::path& err = {}) {
+  const std::string exe = PHAZE_EXECUTABLE;
+  std::vector<std::string> argv_text{exe,       "search",       "--spec",    spec.string(),
+                                     "--quiet", "--exhaustive", "--threads", "1",
+                                     "--out",   out.string()};
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  if (!err.empty())
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  stopped_search result;
+  for (int wait = 0; wait < 60000; wait += 5) {
+    if (fs::exists(out / "results.jsonl") && lines_of(out / "results.jsonl").size() >= records) {
+      ::kill(pid, signal);
+      result.interrupted = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::waitpid(pid, &result.status, 0);
+  return result;
+}
 }  // namespace
 
 TEST_CASE("phaze search gives the same best.json for 1 thread, 2 threads and 2 MPI processes",
@@ -125,30 +164,7 @@ TEST_CASE("phaze search killed midway and resumed gives the same best.json and r
   REQUIRE(designs > 100);
 
   // Start the same search, kill it (SIGKILL) once a tenth of the designs are written.
-  const std::string exe = PHAZE_EXECUTABLE;
-  std::vector<std::string> argv_text{exe,       "search",       "--spec",    spec.string(),
-                                     "--quiet", "--exhaustive", "--threads", "1",
-                                     "--out",   killed.string()};
-  std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) == 0);
-  posix_spawn_file_actions_destroy(&actions);
-  bool interrupted = false;
-  for (int wait = 0; wait < 60000; wait += 5) {
-    if (fs::exists(killed / "results.jsonl") && lines_of(killed / "results.jsonl").size() >= designs / 10) {
-      ::kill(pid, SIGKILL);
-      interrupted = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const auto [interrupted, status] = stop_search_midway(spec, killed, designs / 10, SIGKILL);
   REQUIRE(interrupted);
   REQUIRE(WIFSIGNALED(status));
   std::size_t written = 0;
@@ -235,31 +251,7 @@ TEST_CASE("phaze search stopped by SIGINT keeps its records and prints the comma
           "[e2e][search]") {
   const fs::path spec = write_temp("spec.json", small_spec);
   const fs::path out = temp_path("interrupted"), err = temp_path("interrupted-stderr.txt");
-  const std::string exe = PHAZE_EXECUTABLE;
-  std::vector<std::string> argv_text{exe,       "search",       "--spec",    spec.string(),
-                                     "--quiet", "--exhaustive", "--threads", "1",
-                                     "--out",   out.string()};
-  std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) == 0);
-  posix_spawn_file_actions_destroy(&actions);
-  bool interrupted = false;
-  for (int wait = 0; wait < 60000; wait += 5) {
-    if (fs::exists(out / "results.jsonl") && lines_of(out / "results.jsonl").size() >= 20) {
-      ::kill(pid, SIGINT);
-      interrupted = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const auto [interrupted, status] = stop_search_midway(spec, out, 20, SIGINT, err);
   REQUIRE(interrupted);
   const std::string said = read_file(err);
   INFO(said);
