@@ -1,0 +1,158 @@
+/// @file
+/// phaze's time of one transformer block, forward and backward, against whole blocks measured on an H100
+/// SXM (tests/data/gpu/h100-sxm-block.csv, made by tools/gpu/fp8_block.py; docs/gpu-measurements.md,
+/// "Whole FP8 blocks"): Llama 2 7B, Llama 3 8B and GPT-3 5B blocks at the shapes of NeMo's published H100
+/// runs, in FP8 (every linear layer's GEMMs) and in bf16, with cuDNN's fused attention. The step model adds
+/// these blocks up, so a block that is off here is off by the same share in every estimate of that model.
+/// No GPU is needed: the measurements are data.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../support/clusters.hpp"
+#include "../support/csv.hpp"
+#include "phaze/hw/presets.hpp"
+#include "phaze/model/model.hpp"
+#include "phaze/model/zoo.hpp"
+#include "phaze/sched/layer_problem.hpp"
+
+namespace hw = phaze::hw;
+namespace model = phaze::model;
+namespace sched = phaze::sched;
+namespace zoo = phaze::zoo;
+
+namespace h100_block {
+
+/// The measured block's architecture: the zoo's Llama blocks as they are; GPT-3 as NeMo's (biases,
+/// LayerNorm, GELU MLP of 4h) without dropout, which the measured block does not run.
+model::transformer_config block_config(const std::string& name) {
+  if (name.rfind("llama", 0) == 0) return zoo::get(name).config;
+  model::transformer_config c;
+  if (name == "gpt3-5b") c = zoo::detail::gpt("gpt3-5b", 4096, 32, 24, 50257, 2048);
+  if (name == "gpt3-175b") c = zoo::detail::gpt("gpt3-175b", 12288, 96, 96, 50257, 2048);
+  REQUIRE(c.hidden > 0);
+  c.dropout = false;
+  return c;
+}
+
+struct block_time {
+  double forward = 0.0;
+  double backward = 0.0;
+  std::map<std::string, double> by_kind;  // gemm, attention, other: forward + backward
+};
+
+/// The CSV's kinds of kernels for an op: the linear layers' GEMMs (phaze adds an FP8 GEMM's input casts to
+/// its time; the measurement counts casts as "other"), the fused attention core, and everything else
+/// (norms, RoPE, activations, residual adds).
+std::string kind_of(const model::op& o) {
+  if (o.kind == model::op_kind::matmul) return "gemm";
+  if (o.kind == model::op_kind::fused_attention) return "attention";
+  return "other";
+}
+
+/// One tensor-parallel rank's block (tp ranks, no sequence parallelism), its collectives left out: the
+/// measured block runs without them.
+block_time phaze_block(const std::string& name, std::int64_t tokens, int tp, bool fp8) {
+  model::transformer_config c = block_config(name);
+  const std::int64_t microbatch = name == "gpt3-5b" ? 4 : 1;
+  c.sequence = tokens / microbatch;
+  c.max_positions = std::max(c.max_positions, c.sequence);
+  const model::model m = model::make_model(c);
+  model::layer_shape shape;
+  shape.microbatch = microbatch;
+  shape.sequence = c.sequence;
+  shape.tp = tp;
+  shape.fused_attention = true;
+  shape.fp8 = fp8;
+  std::size_t block = 0;
+  while (m.role_at(block) != model::layer_role::block) ++block;
+  const model::layer l = model::layer_at(m, block, shape);
+  const hw::device d = *hw::find_preset("h100-sxm");
+  const auto cluster = phaze::test::cluster_of(d, tp);
+  const auto route = cluster.ring({tp, 1}, tp);
+  block_time out;
+  for (const auto which : {sched::pass::forward, sched::pass::backward}) {
+    const sched::problem p = sched::layer_problem(l, d, route, which);
+    // On a GPU the ops run one after another: the pass takes the sum of its compute ops.
+    double& pass = which == sched::pass::forward ? out.forward : out.backward;
+    auto add = [&](const auto& ops) {
+      REQUIRE(ops.size() == p.tasks.size());
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (model::unit_of(ops[i]) == model::unit::network) continue;
+        out.by_kind[kind_of(ops[i])] += p.tasks[i].all_cores.value();
+        pass += p.tasks[i].all_cores.value();
+      }
+    };
+    if (which == sched::pass::forward) {
+      add(l.ops);
+    } else {
+      add(model::backward(l));
+    }
+  }
+  return out;
+}
+
+}  // namespace h100_block
+
+TEST_CASE("phaze's block times against whole blocks measured on an H100 SXM", "[gpu_calibration][block]") {
+  const auto rows = phaze::testing::read_csv(std::string{PHAZE_TEST_DATA_DIR} + "/gpu/h100-sxm-block.csv");
+  REQUIRE(rows.size() >= 36);
+  std::printf("%-10s %-8s %-8s %10s %10s %7s | %8s %8s %8s | %8s %8s %8s\n", "model", "build", "pass",
+              "measured", "phaze", "error", "gemm", "attn", "other", "p.gemm", "p.attn", "p.other");
+  double sum = 0.0;
+  double worst = 0.0;
+  double worst_tp1 = 0.0;
+  double worst_forward = 0.0;
+  int fused = 0;
+  for (const auto& r : rows) {
+    const std::string build = r.at("build");
+    const std::string pass = r.at("pass");
+    const std::string name = r.at("model");
+    const int tp = std::stoi(r.at("tp"));
+    h100_block::block_time p = h100_block::phaze_block(name, std::stoll(r.at("tokens")), tp, build != "bf16");
+    const double measured = std::stod(r.at("wall_s"));
+    REQUIRE(measured > 0.0);
+    const bool whole = pass == "fwd+bwd";
+    const double predicted = whole ? p.forward + p.backward : p.forward;
+    const double error = (predicted - measured) / measured;
+    std::printf("%-10s %-8s %-8s %10.3f %10.3f %+6.1f%% | %8.3f %8.3f %8.3f | %8.3f %8.3f %8.3f\n",
+                name.c_str(), build.c_str(), pass.c_str(), 1e3 * measured, 1e3 * predicted, 100.0 * error,
+                1e3 * std::stod(r.at("gemm_s")), 1e3 * std::stod(r.at("attention_s")),
+                1e3 * std::stod(r.at("other_s")), whole ? 1e3 * p.by_kind["gemm"] : 0.0,
+                whole ? 1e3 * p.by_kind["attention"] : 0.0, whole ? 1e3 * p.by_kind["other"] : 0.0);
+    INFO(name << " " << build << " " << pass);
+    if (build == "eager") {
+      // One PyTorch kernel per operation: slower than the fused kernels phaze (and Transformer Engine)
+      // assume.
+      CHECK(predicted < measured);
+      continue;
+    }
+    if (!whole) {
+      worst_forward = std::max(worst_forward, std::abs(error));
+      continue;
+    }
+    sum += std::abs(error);
+    worst = std::max(worst, std::abs(error));
+    if (tp == 1) worst_tp1 = std::max(worst_tp1, std::abs(error));
+    ++fused;
+  }
+  REQUIRE(fused == 12);
+  const double mean = sum / fused;
+  std::printf(
+      "forward + backward, fused builds (FP8 and bf16): mean %.1f%%, max %.1f%% (tp 1: %.1f%%); "
+      "forward alone: max %.1f%%\n",
+      100.0 * mean, 100.0 * worst, 100.0 * worst_tp1, 100.0 * worst_forward);
+  // Measured at this commit: mean 5.8%, max 14.4% (GPT-3 175B's tp-4 share, phaze fast), tp 1 at most 5.8%;
+  // the forward pass alone is off by up to 15.2% (phaze slow in the forward, fast in the backward). Bounds
+  // with a small margin, to catch a cost-model change that moves a whole block.
+  CHECK(mean <= 0.07);
+  CHECK(worst <= 0.16);
+  CHECK(worst_tp1 <= 0.07);
+  CHECK(worst_forward <= 0.18);
+}
