@@ -1,7 +1,8 @@
 /// @file
 /// phaze's time of one transformer block, forward and backward, against whole blocks measured on an H100
 /// SXM (tests/data/gpu/h100-sxm-block.csv, made by tools/gpu/fp8_block.py; docs/gpu-measurements.md,
-/// "Whole FP8 blocks"): Llama 2 7B, Llama 3 8B and GPT-3 5B blocks at the shapes of NeMo's published H100
+/// "Whole FP8 and bf16 blocks"): Llama 2 7B, Llama 3 8B and GPT-3 5B blocks and one tensor-parallel rank's
+/// share of Llama 2 70B, Llama 3 70B and GPT-3 175B blocks at tp 4, at the shapes of NeMo's published H100
 /// runs, in FP8 (every linear layer's GEMMs) and in bf16, with cuDNN's fused attention. The step model adds
 /// these blocks up, so a block that is off here is off by the same share in every estimate of that model.
 /// No GPU is needed: the measurements are data.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Time whole transformer blocks, forward and backward, in FP8 and bf16 on one Hopper GPU, kernel by kernel.
 
-Our own code, PyTorch only (docs/gpu-measurements.md, section "Whole FP8 and bf16 blocks"). It checks phaze's block
-time where its parts were measured one by one: Llama 2 7B, Llama 3 8B and GPT-3 5B blocks, and one
+Our own code, PyTorch only (docs/gpu-measurements.md, section "Whole FP8 and bf16 blocks"). It checks
+phaze's block time where its parts were measured one by one: Llama 2 7B, Llama 3 8B and GPT-3 5B blocks, and one
 tensor-parallel rank's share of Llama 2 70B, Llama 3 70B and GPT-3 175B blocks at tp 4, at the shapes of NeMo's
 published H100 runs, built the way Transformer Engine runs them:
 
