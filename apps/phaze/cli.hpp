@@ -137,11 +137,12 @@ struct step_options {
   int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
+  bool fsdp = false;
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
 };
 
 /// Adds `--attention fused|unfused`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
-/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather` and `--bf16-blocks`.
+/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp` and `--bf16-blocks`.
 inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option("--attention", o.attention,
                  "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored), unfused (score "
@@ -174,6 +175,12 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       "--fp8-param-gather", o.fp8_param_gather,
       "with --precision fp8: keep the weights in FP8 only and all-gather them in FP8 (Megatron-Core's "
       "--fp8-param-gather)");
+  app.add_flag(
+      "--fsdp", o.fsdp,
+      "fully sharded data parallelism (ZeRO-3; PyTorch FSDP2, Megatron-FSDP): weights, gradients and "
+      "optimizer state sharded over the data-parallel ranks; every microbatch gathers each layer's "
+      "weights before its forward and backward and reduce-scatters its gradients, prefetched under "
+      "the neighbouring layers");
   app.add_option("--bf16-blocks", o.bf16_blocks,
                  "with --precision fp8: START,END blocks at the start and the end of the model that stay in "
                  "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")
@@ -224,6 +231,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.vocab_padding = o.vocab_padding;
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   k.fp8_param_gather = o.fp8_param_gather;
+  k.fsdp = o.fsdp;
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
   std::string_view rest = o.overlap;
   while (!rest.empty()) {

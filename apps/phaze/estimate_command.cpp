@@ -96,7 +96,7 @@ int run_estimate(const estimate_options& o) {
     while (i + 1 < e.stages.size() && e.stages[i].memory <= e.stages[i].capacity) ++i;
     throw infeasible_error(fmt::format(
         "the plan does not fit: stage {} needs {} per device but {} holds {}; use more pipeline or tensor "
-        "parallelism, a smaller microbatch, recomputation or the distributed optimizer",
+        "parallelism, a smaller microbatch, recomputation, the distributed optimizer or --fsdp",
         i, io::format_bytes(e.stages[i].memory),
         c.device_at(static_cast<int>(i) * p.tp * p.cp * p.dp).name.view(),
         io::format_bytes(e.stages[i].capacity)));

@@ -156,6 +156,12 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
            "interleaved";
   if (k.grad_reduce_in_bf16)
     return "--grad-reduce-in-bf16 came after Megatron-LM core_r0.11.0, which reduces bf16 gradients in fp32";
+  // core_r0.11.0's --use-torch-fsdp2 (megatron/training/arguments.py, validate_args) asserts untied
+  // embeddings and no fp16; its pipeline and expert-parallel rules are kept by the search (pp = ep = 1).
+  if (k.fsdp && c.tied_embeddings)
+    return "--use-torch-fsdp2 needs untied embeddings (--untie-embeddings-and-output-weights) and this "
+           "model ties them";
+  if (k.fsdp && k.precision == hw::precision::fp16) return "--use-torch-fsdp2 does not run fp16";
   for (const auto& kind : m.kinds)
     if (kind.bf16)
       return "blocks kept in bf16 under FP8 (--first-last-layers-bf16) came after Megatron-LM core_r0.11.0";
@@ -230,10 +236,13 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
                        c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
   }
   out += fmt::format(" --make-vocab-size-divisible-by {}", k.vocab_padding);
-  if (k.distributed_optimizer) out += " --use-distributed-optimizer";
+  // FSDP2 under Megatron-LM core_r0.11.0: without the distributed optimizer and gradient accumulation
+  // fusion, which --use-torch-fsdp2 refuses (validate_args).
+  if (k.fsdp) out += " --use-torch-fsdp2 --no-gradient-accumulation-fusion";
+  if (k.distributed_optimizer && !k.fsdp) out += " --use-distributed-optimizer";
   out += k.fused_attention ? " --attention-backend fused" : " --attention-backend unfused";
   if (k.overlap_grad_reduce) out += " --overlap-grad-reduce";
-  if (k.overlap_param_gather && k.distributed_optimizer) out += " --overlap-param-gather";
+  if (k.overlap_param_gather && k.distributed_optimizer && !k.fsdp) out += " --overlap-param-gather";
   if (k.tp_comm_overlap && k.sequence_parallel) out += " --tp-comm-overlap";
   // core_r0.11.0 overlaps the interleaved schedule's sends by default; say when a plan was costed without.
   if (k.schedule == train::pipeline_schedule::interleaved && !k.overlap_p2p)
@@ -313,6 +322,7 @@ int run_plan(const plan_options& o) {
     asked.schedule = train::parse_pipeline_schedule(o.schedule);
     asked.grad_reduce_in_bf16 = o.step.grad_reduce_in_bf16;
     asked.precision = train::parse_precision(o.precision);
+    asked.fsdp = o.step.fsdp;
     if (const auto why =
             megatron_cannot_run(apply_model_options(o.step, io::load_model(o.model), asked), asked)) {
       throw input_error(
@@ -349,6 +359,14 @@ int run_plan(const plan_options& o) {
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
   if (o.tp) fixed.tensor_parallel = {*o.tp};
+  if (o.emit == "megatron" && base.fsdp) {
+    // Megatron-LM core_r0.11.0 runs FSDP2 without pipeline or expert parallelism (validate_args).
+    if ((o.pp && *o.pp != 1) || (o.ep && *o.ep != 1))
+      throw input_error(
+          "--emit megatron with --fsdp: Megatron-LM core_r0.11.0 runs --use-torch-fsdp2 without pipeline and "
+          "expert parallelism; give --pp 1 and --ep 1, or drop --emit megatron");
+    fixed.pp = 1;
+  }
   if (o.ep) {
     if (m.config.experts == 0) model::rules::expert_parallelism_needs_a_mixture_of_experts_model();
     if (m.config.experts % *o.ep != 0) model::rules::expert_parallel_size_must_divide_experts();

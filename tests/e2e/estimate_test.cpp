@@ -136,6 +136,24 @@ TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report an
   }
 }
 
+TEST_CASE("phaze estimate --fsdp: sharded states in less memory, stated in the report and the JSON",
+          "[e2e][estimate]") {
+  const std::string llama =
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 1 "
+      "--seq 2048";
+  const auto zero1 = run_json(llama + " --distributed-optimizer");
+  const auto sharded = run_json(llama + " --fsdp");
+  CHECK(sharded["plan"]["fsdp"] == true);
+  CHECK(zero1["plan"]["fsdp"] == false);
+  CHECK(sharded["peak_memory_bytes"].get<double>() < zero1["peak_memory_bytes"].get<double>());
+  CHECK(sharded["breakdown"]["dp_comm_s"].get<double>() > zero1["breakdown"]["dp_comm_s"].get<double>());
+  const auto table = run_phaze(
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 "
+      "--microbatch 1 --seq 4096 --fsdp");
+  CHECK(table.status == 0);
+  CHECK(contains(table.out, "fully sharded (FSDP)"));
+}
+
 TEST_CASE("phaze estimate of an uneven split differs from the uniform one and keeps the breakdown exact",
           "[e2e][estimate]") {
   const std::string plan =

@@ -215,6 +215,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8 "
        "--distributed-optimizer --fp8-param-gather",
        {"--fp8-format", "--fp8-param-gather", "--use-distributed-optimizer"}},
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp",
+       {"--use-torch-fsdp2", "--no-gradient-accumulation-fusion", "--untie-embeddings-and-output-weights"}},
       {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
            "/hf/deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
        {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-token-dispatcher-type",
@@ -255,6 +257,15 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
 }
 
 TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as costed, exit 2", "[e2e][plan]") {
+  // Megatron-LM core_r0.11.0's FSDP2 does not run tied embeddings nor pipelines: --emit megatron says so.
+  const auto tied =
+      run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --fsdp --emit megatron");
+  CHECK(tied.status == 2);
+  CHECK(contains(tied.err, "untied embeddings"));
+  const auto piped = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --pp 2 --emit megatron");
+  CHECK(piped.status == 2);
+  CHECK(contains(piped.err, "--pp 1"));
   const auto gpipe = run_phaze(
       "plan gpt2 --device a100-80gb --devices 8 --global-batch 32 --schedule gpipe "
       "--emit megatron");

@@ -29,7 +29,7 @@ inline std::int64_t bf16_block_count(const model::model& m) {
 inline std::vector<std::string> overlap_names(const train::training_knobs& k) {
   std::vector<std::string> out;
   if (k.overlap_grad_reduce) out.emplace_back("grad");
-  if (k.overlap_param_gather && k.distributed_optimizer) out.emplace_back("param");
+  if (k.overlap_param_gather && k.distributed_optimizer && !k.fsdp) out.emplace_back("param");
   if (k.tp_comm_overlap && k.sequence_parallel) out.emplace_back("tp");
   if (k.overlap_p2p && k.schedule == train::pipeline_schedule::interleaved) out.emplace_back("pp");
   return out;
@@ -99,6 +99,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"sequence_parallel", k.sequence_parallel},
             {"optimizer", std::string{train::to_string(k.opt)}},
             {"distributed_optimizer", k.distributed_optimizer},
+            {"fsdp", k.fsdp},
             {"precision", std::string{hw::to_string(k.precision)}},
             {"bf16_blocks", bf16_block_count(m)},
             {"grad_reduce_in_bf16", k.grad_reduce_in_bf16},
@@ -133,7 +134,11 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (const std::int64_t n = bf16_block_count(m); n > 0) out += fmt::format(" ({} blocks in bf16)", n);
   if (k.fp8_param_gather) out += ", FP8 weights";
   if (k.grad_reduce_in_bf16) out += ", bf16 gradients";
-  if (k.distributed_optimizer) out += ", distributed optimizer";
+  if (k.fsdp) {
+    out += ", fully sharded (FSDP)";
+  } else if (k.distributed_optimizer) {
+    out += ", distributed optimizer";
+  }
   const auto overlap = overlap_names(k);
   out += overlap.empty() ? ", nothing overlapped" : ", overlap " + fmt::format("{}", fmt::join(overlap, "+"));
   return out;

@@ -37,7 +37,9 @@ struct width_terms {
   bytes boundary{};
   bool uniform_cuts = true;           ///< every cut carries `boundary` (the sum of stage times is split-free)
   double tied_copy_parameters = 0.0;  ///< the head's copy of a tied embedding, per rank (0 when untied)
-  bytes recompute_working_set{};  ///< full recomputation: the largest block's full activations (memory.hpp)
+  /// What a stage holds once beside its layers' states and activations: under full recomputation the largest
+  /// block's full activations, under fully sharded data parallelism the gathered layers (memory.hpp).
+  bytes working_set{};
 };
 
 /// The training-step model (train::step_model) as a placer policy: every term forwards to the step model,
@@ -160,7 +162,7 @@ struct step_policy {
                                     const stage_context& c) const {
     return model
         .stage_memory(parameters_of(s, l.parameter_bytes, c), bytes{l.activation_bytes},
-                      terms(c.tp).recompute_working_set, stage, shape_of(c))
+                      terms(c.tp).working_set, stage, shape_of(c))
         .total.value();
   }
 };
@@ -213,9 +215,10 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
       activations[v] = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
       w.tied_copy_parameters += static_cast<double>(model::layer_params(built.at(run, v), true) -
                                                     model::layer_params(built.at(run, v), false));
-      w.recompute_working_set = std::max(
-          w.recompute_working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
+      w.working_set =
+          std::max(w.working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
     }
+    w.working_set += train::detail::fully_sharded_working_set(run, built, k);
     // Node 0's own tied weights are not a copy.
     w.tied_copy_parameters -= static_cast<double>(model::layer_params(built.at(run, 0), true) -
                                                   model::layer_params(built.at(run, 0), false));

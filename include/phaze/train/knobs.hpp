@@ -116,6 +116,12 @@ struct training_knobs {
   bool sequence_parallel = false;
   /// ZeRO-1 / Megatron's distributed optimizer: optimizer state sharded over data-parallel ranks.
   bool distributed_optimizer = false;
+  /// Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2, Megatron-FSDP): weights, gradients and optimizer
+  /// state all sharded over the data-parallel ranks. Every microbatch all-gathers each layer's weights before
+  /// its forward and again before its backward, and reduce-scatters its gradients after it, prefetched under
+  /// the neighbouring layers' computation (step_model::exposed_fully_sharded); a device holds its shards
+  /// plus the gathered layers in use (detail::fully_sharded_working_set).
+  bool fsdp = false;
   pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
   int virtual_stages = 1;  ///< model chunks per device (interleaved schedule only)
   /// Attention as one fused kernel (model::layer_shape::fused_attention): no s x s scores stored, the
@@ -227,8 +233,10 @@ namespace rules {
 }
 [[noreturn]] inline void fp8_param_gather_needs_the_distributed_optimizer() {
   throw input_error(
-      "--fp8-param-gather all-gathers the FP8 weights through the distributed optimizer (Megatron-LM "
-      "supports it only there); add --distributed-optimizer, or drop --fp8-param-gather");
+      "--fp8-param-gather all-gathers the FP8 weights through the distributed optimizer or fully sharded "
+      "data "
+      "parallelism (Megatron-LM supports it only there); add --distributed-optimizer or --fsdp, or drop "
+      "--fp8-param-gather");
 }
 [[noreturn]] inline void recompute_layers_must_not_be_negative() {
   throw input_error("--recompute-layers counts blocks per model chunk: give N >= 1 (or 0 for every block)");
@@ -362,7 +370,7 @@ struct validate_fn {
       rules::bf16_gradients_need_bf16_or_fp8_training();
     if (k.recompute_layers < 0) rules::recompute_layers_must_not_be_negative();
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
-    if (k.fp8_param_gather && !k.distributed_optimizer)
+    if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
       rules::fp8_param_gather_needs_the_distributed_optimizer();
     if (k.recompute_layers > 0 && k.recompute != model::recompute::full)
       rules::recompute_layers_need_full_recomputation();

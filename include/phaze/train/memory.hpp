@@ -82,14 +82,22 @@ constexpr bytes_per_parameter state_bytes_of(const training_knobs& k) {
   return per;
 }
 
+/// Bytes one rank holds of `bytes_each` per parameter for `parameters` per rank of which `expert` are routed
+/// experts', sharded over `ranks` data-parallel ranks (the experts' over the `expert_ranks`
+/// expert-data-parallel ranks) when `sharded`, else whole.
+constexpr double sharded_bytes(double parameters, double expert, double bytes_each, bool sharded, int ranks,
+                               int expert_ranks) {
+  const double shard = sharded ? static_cast<double>(std::max(ranks, 1)) : 1.0;
+  const double expert_shard = sharded ? static_cast<double>(std::max(expert_ranks, 1)) : 1.0;
+  return (parameters - expert) * bytes_each / shard + expert * bytes_each / expert_shard;
+}
+
 /// Optimizer-state elements' bytes one rank holds for `parameters` per rank of which `expert` are routed
 /// experts' (ZeRO stage 1 / Megatron's distributed optimizer when `sharded`): the others' state over
 /// `ranks` data-parallel ranks, the experts' over `expert_ranks` (the expert-data-parallel ranks).
 constexpr double optimizer_state_bytes(double parameters, double expert, const bytes_per_parameter& per,
                                        bool sharded, int ranks, int expert_ranks) {
-  const double shard = sharded ? static_cast<double>(std::max(ranks, 1)) : 1.0;
-  const double expert_shard = sharded ? static_cast<double>(std::max(expert_ranks, 1)) : 1.0;
-  return (parameters - expert) * per.optimizer / shard + expert * per.optimizer / expert_shard;
+  return sharded_bytes(parameters, expert, per.optimizer, sharded, ranks, expert_ranks);
 }
 
 /// The layers one device holds for a pipeline stage: a number of body nodes (a transformer's blocks; over
@@ -227,15 +235,25 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
 /// (full recomputation: one block's full activations while it is recomputed); `dp` counts the ranks the
 /// distributed optimizer shards over (dp * cp under context parallelism). The one memory formula of
 /// phaze: the step estimate and the placers' step policy both call it.
+///
+/// With fully sharded data parallelism (training_knobs::fsdp) the weights and gradients are sharded like the
+/// optimizer state, and the FP8 copies exist only for the gathered layers: those, like the gathered weights
+/// and the unsharded gradients, are in `working_set` (detail::fully_sharded_working_set).
 constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
                                                 int stage, int stages, int dp, std::int64_t microbatches,
                                                 const training_knobs& k, double expert = 0.0, int ep = 1) {
   memory_breakdown r;
   const bytes_per_parameter per = state_bytes_of(k);
-  r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
-  r.gradients = bytes{parameters * per.gradients};
+  const int expert_ranks = dp / std::max(ep, 1);
+  if (k.fsdp) {
+    r.weights = bytes{sharded_bytes(parameters, expert, per.weights, true, dp, expert_ranks)};
+    r.gradients = bytes{sharded_bytes(parameters, expert, per.gradients, true, dp, expert_ranks)};
+  } else {
+    r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
+    r.gradients = bytes{parameters * per.gradients};
+  }
   r.optimizer = bytes{
-      optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer, dp, dp / std::max(ep, 1))};
+      optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer || k.fsdp, dp, expert_ranks)};
   r.activations =
       activations * microbatches_in_flight(k.schedule, stage, stages, microbatches, k.virtual_stages) +
       working_set;
@@ -331,13 +349,29 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
   return most;
 }
 
+/// What fully sharded data parallelism (training_knobs::fsdp) holds beside the shards: the weights of two
+/// gathered layers, the one running and the one prefetched (PyTorch FSDP2's default prefetch of one unit, a
+/// unit per layer), with their FP8 copies under FP8 training, and the unsharded gradients of one layer
+/// before its reduce-scatter. The layer is the model's largest (the embedding or head included), whichever
+/// stage it is on, so a split's stages count alike. Nothing without fsdp.
+constexpr bytes fully_sharded_working_set(const model::model& m, const built_layers& l,
+                                          const training_knobs& k) {
+  if (!k.fsdp) return bytes{0.0};
+  std::int64_t largest = 0;
+  for (std::size_t v = 0; v < m.size(); ++v)
+    largest = std::max(largest, model::layer_params(l.at(m, v), true));
+  const bytes_per_parameter per = state_bytes_of(k);
+  return bytes{static_cast<double>(largest) * (2.0 * (per.weights + per.fp8_copies) + per.gradients)};
+}
+
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
                                            const training_knobs& k, node_range r, int stage) {
   return stage_memory_of_load(
       static_cast<double>(stage_parameters(m, l, r)),
       stage_activations_per_microbatch(m, l, r, k.recompute, k.recompute_layers, k.virtual_stages),
-      recompute_working_set(m, l, r, k.recompute), stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k),
-      k, static_cast<double>(stage_expert_parameters(m, l, r)), p.ep);
+      recompute_working_set(m, l, r, k.recompute) + fully_sharded_working_set(m, l, k), stage, p.pp,
+      p.dp * p.cp, microbatches_per_replica(p, k), k, static_cast<double>(stage_expert_parameters(m, l, r)),
+      p.ep);
 }
 }  // namespace detail
 

@@ -374,26 +374,53 @@ class step_model {
   /// mean stage) does not hide (exposed_after over gradient_buckets).
   [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s, seconds stage_time,
                                                    double expert = 0.0) const {
+    if (knobs_.fsdp) return seconds{0.0};  // every microbatch's: exposed_fully_sharded
     const seconds all = gradient_sync(parameters, s, expert) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
     if (!knobs_.overlap_grad_reduce) return all;
     return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).second);
   }
 
   /// The distributed optimizer's all-gather of the updated weights (none without the distributed
-  /// optimizer): the other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16, 1 with
-  /// fp8_param_gather) where the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16 gradients
-  /// in fp32: accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py; bf16 ones with
-  /// grad_reduce_in_bf16); all of it, or with
-  /// overlap_param_gather what the first microbatch's forward pass does not hide.
+  /// optimizer, nor under fsdp, whose gathers exposed_fully_sharded counts): weight_gather, the other half
+  /// of gradient_sync's rings, where the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16
+  /// gradients in fp32: accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py; bf16 ones with
+  /// grad_reduce_in_bf16); all of it, or with overlap_param_gather what the first microbatch's forward pass
+  /// does not hide.
   [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s, seconds stage_time,
                                                  double expert = 0.0) const {
-    if (!knobs_.distributed_optimizer) return seconds{0.0};
-    const bytes_per_parameter per = state_bytes_of(knobs_);
-    // --fp8-param-gather: the blocks' weights travel as FP8 (1 byte; the embedding's in bf16, left out).
-    const double carried = knobs_.fp8_param_gather ? 1.0 : per.weights;
-    const seconds all = gradient_sync(parameters, s, expert) * (0.5 * carried / per.gradients);
+    if (!knobs_.distributed_optimizer || knobs_.fsdp) return seconds{0.0};
+    const seconds all = weight_gather(parameters, s, expert);
     if (!knobs_.overlap_param_gather) return all;
     return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).first);
+  }
+
+  /// One all-gather of the weights of a stage holding `parameters` per rank over the data-parallel ranks: the
+  /// other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16, 1 with
+  /// fp8_param_gather; the embedding's FP8-less weights left out) where the reduce-scatter carries gradients.
+  [[nodiscard]] seconds weight_gather(double parameters, const plan_shape& s, double expert = 0.0) const {
+    const bytes_per_parameter per = state_bytes_of(knobs_);
+    const double carried = knobs_.fp8_param_gather ? 1.0 : per.weights;
+    return gradient_sync(parameters, s, expert) * (0.5 * carried / per.gradients);
+  }
+
+  /// Fully sharded data parallelism's communication (training_knobs::fsdp) as it adds to the iteration, for
+  /// a stage holding `parameters` per rank that takes `stage_time` per microbatch: in every one of the
+  /// microbatches, an all-gather of the weights before the forward pass and another before the backward pass
+  /// (FSDP2 frees the gathered weights after the forward: reshard_after_forward, its default), and a
+  /// reduce-scatter of the gradients after it (FSDP2 reduces in every backward pass unless gradient sync is
+  /// turned off between microbatches, which PyTorch leaves on by default). Each pass prefetches the next
+  /// layer's gather under the current layer's computation, so of each pass's collectives what stays is what
+  /// exposed_after leaves over the pass (overlap_windows), in units of gradient_buckets.
+  [[nodiscard]] seconds exposed_fully_sharded(double parameters, const plan_shape& s, seconds stage_time,
+                                              double expert = 0.0) const {
+    if (!knobs_.fsdp) return seconds{0.0};
+    const seconds gather = weight_gather(parameters, s, expert);
+    const seconds reduce = gradient_sync(parameters, s, expert) * 0.5;
+    const double units = gradient_buckets(parameters, s);
+    const auto [forward, backward] = overlap_windows(stage_time);
+    const seconds each =
+        exposed_after(gather, units, forward) + exposed_after(gather + reduce, units, backward);
+    return each * static_cast<double>(std::max<std::int64_t>(s.microbatches, 1));
   }
 
   /// The data-parallel communication an iteration waits for: exposed_gradient_reduction plus
@@ -404,7 +431,8 @@ class step_model {
                                               double expert = 0.0) const {
     const seconds mean = stage_time_sum / static_cast<double>(std::max(s.pp, 1));
     return exposed_gradient_reduction(parameters, s, mean, expert) +
-           exposed_parameter_gather(parameters, s, mean, expert);
+           exposed_parameter_gather(parameters, s, mean, expert) +
+           exposed_fully_sharded(parameters, s, mean, expert);
   }
 
   /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
@@ -413,9 +441,12 @@ class step_model {
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
                                        double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
-    const double state_bytes = parameters * (per.weights + per.gradients) +
-                               optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer,
-                                                     s.gradient_ranks(), s.expert_gradient_ranks());
+    const int ranks = s.gradient_ranks();
+    const int expert_ranks = s.expert_gradient_ranks();
+    const double state_bytes =
+        sharded_bytes(parameters, expert, per.weights + per.gradients, knobs_.fsdp, ranks, expert_ranks) +
+        optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer || knobs_.fsdp, ranks,
+                              expert_ranks);
     return seconds{2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value()};
   }
 

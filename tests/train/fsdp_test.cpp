@@ -1,0 +1,206 @@
+// Fully sharded data parallelism (training_knobs::fsdp; ZeRO-3, PyTorch FSDP2, Megatron-FSDP), checked
+// against closed forms:
+// - memory: every model state sharded over the data-parallel ranks (Rajbhandari et al. 2020, section 5.1:
+//   (2 + 2 + K) psi / Nd bytes for mixed-precision Adam), plus two gathered copies of the largest layer's
+//   weights and one of its gradients;
+// - communication: per microbatch two all-gathers of the weights and one reduce-scatter of the gradients,
+//   1.5 times a data-parallel all-reduce's volume when weights and gradients have one width (ZeRO section
+//   7.2.2: 3 psi against 2 psi), all of it exposed with no computation to hide under, only each pass's last
+//   unit with plenty;
+// - one model for the estimate and the placers: step_policy on a model's tables equals estimate_step's time
+//   and memory for any split under fsdp.
+#include <catch2/catch.hpp>
+
+#include "../support/clusters.hpp"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "phaze/hw/presets.hpp"
+#include "phaze/model/zoo.hpp"
+#include "phaze/place/model_placement.hpp"
+#include "phaze/sched/scheduler.hpp"
+#include "phaze/train/knobs.hpp"
+#include "phaze/train/memory.hpp"
+#include "phaze/train/step.hpp"
+
+using namespace phaze;
+
+namespace fsdp_test {
+train::training_knobs knobs(bool fsdp, std::int64_t global_batch = 64) {
+  train::training_knobs k;
+  k.global_batch = global_batch;
+  k.microbatch = 1;
+  k.fused_attention = true;
+  k.distributed_optimizer = !fsdp;
+  k.fsdp = fsdp;
+  k.overlap_grad_reduce = k.overlap_param_gather = true;  // ZeRO-1 overlapped as Megatron-Core runs it
+  return k;
+}
+
+model::model small_llama() {
+  model::transformer_config c = zoo::get("llama3-8b").config;
+  c.layers = 8;
+  return model::make_model(c);
+}
+}  // namespace fsdp_test
+
+TEST_CASE("fsdp: every model state sharded over the data-parallel ranks, plus the gathered layers",
+          "[train][fsdp]") {
+  const model::model m = fsdp_test::small_llama();
+  const train::parallelism p{1, 1, 8};
+  const auto k = fsdp_test::knobs(true);
+  const auto sharded = train::device_memory(m, p, k, 0);
+  const auto zero1 = train::device_memory(m, p, fsdp_test::knobs(false), 0);
+  const auto params = static_cast<double>(train::stage_parameters(m, train::uniform_stage(m, 1, 0), 1));
+  // bf16 + Adam: 2-byte weights, 4-byte fp32 gradients, 12 bytes of master weights and moments.
+  CHECK(sharded.weights.value() == Approx(params * 2.0 / 8.0).epsilon(1e-12));
+  CHECK(sharded.gradients.value() == Approx(params * 4.0 / 8.0).epsilon(1e-12));
+  CHECK(sharded.optimizer.value() == Approx(params * 12.0 / 8.0).epsilon(1e-12));
+  CHECK(sharded.optimizer == zero1.optimizer);
+  CHECK(zero1.weights.value() == Approx(params * 2.0).epsilon(1e-12));
+
+  // The working set: the largest layer (here the head, its 128256 x 4096 output projection and final norm,
+  // larger than a block) gathered twice, its gradients once.
+  const auto built = train::detail::build_layers(m, train::layer_shape_of(m, p, k));
+  std::int64_t largest = 0;
+  for (std::size_t v = 0; v < m.size(); ++v)
+    largest = std::max(largest, model::layer_params(built.at(m, v), true));
+  CHECK(largest == 128256 * 4096 + 4096);
+  const double working = static_cast<double>(largest) * (2.0 * 2.0 + 4.0);
+  CHECK(train::detail::fully_sharded_working_set(m, built, k).value() == Approx(working).epsilon(1e-12));
+  CHECK(train::detail::fully_sharded_working_set(m, built, fsdp_test::knobs(false)).value() == 0.0);
+  // Same activations: the difference is the states' sharding and the working set.
+  CHECK(sharded.activations.value() == Approx(zero1.activations.value() + working).epsilon(1e-12));
+  CHECK(sharded.total < zero1.total);
+
+  // Under FP8 the gathered layers carry their FP8 copies (2 bytes more per parameter), the shards do not.
+  auto fp8 = k;
+  fp8.precision = hw::precision::fp8;
+  const auto fp8_memory = train::device_memory(m, p, fp8, 0);
+  CHECK(fp8_memory.weights.value() == Approx(params * 2.0 / 8.0).epsilon(1e-12));
+  const auto fp8_built = train::detail::build_layers(m, train::layer_shape_of(m, p, fp8));
+  CHECK(train::detail::fully_sharded_working_set(m, fp8_built, fp8).value() ==
+        Approx(static_cast<double>(largest) * (2.0 * 4.0 + 4.0)).epsilon(1e-12));
+
+  // One rank: nothing to shard; fsdp holds ZeRO-1's states plus its working set.
+  const train::parallelism alone{1, 1, 1};
+  const auto one = train::device_memory(m, alone, fsdp_test::knobs(true, 8), 0);
+  const auto one_zero1 = train::device_memory(m, alone, fsdp_test::knobs(false, 8), 0);
+  CHECK(one.model_states().value() == Approx(one_zero1.model_states().value()).epsilon(1e-12));
+}
+
+TEST_CASE("fsdp: per microbatch two weight gathers and a gradient reduce-scatter, 1.5x an all-reduce",
+          "[train][fsdp]") {
+  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 64);
+  auto k = fsdp_test::knobs(true);
+  k.grad_reduce_in_bf16 = true;  // weights and gradients both 2 bytes: ZeRO's 3 psi against 2 psi
+  const train::step_model model{c, k};
+  const double params = 8e10;  // large enough that the rings' latency terms hardly count
+  const std::int64_t microbatches = 4;
+  const train::plan_shape s{1, 1, 64, microbatches};
+  const double all_reduce = model.gradient_sync(params, s).value();
+  // Nothing to hide under: every byte exposed, in every microbatch.
+  const double bare = model.exposed_fully_sharded(params, s, seconds{0.0}).value();
+  CHECK(bare == Approx(1.5 * all_reduce * static_cast<double>(microbatches)).epsilon(1e-9));
+  // Plenty to hide under: each pass exposes its last unit only (forward: one gather's; backward: a gather's
+  // and a reduce-scatter's).
+  const double units = train::step_model::gradient_buckets(params, s);
+  const double hidden = model.exposed_fully_sharded(params, s, seconds{1e6}).value();
+  CHECK(hidden == Approx((0.5 + 1.0) * all_reduce / units * static_cast<double>(microbatches)).epsilon(1e-9));
+  // The ZeRO-1 terms are FSDP's own here: no separate reduction or gather after the last microbatch.
+  CHECK(model.exposed_gradient_reduction(params, s, seconds{0.0}).value() == 0.0);
+  CHECK(model.exposed_parameter_gather(params, s, seconds{0.0}).value() == 0.0);
+  CHECK(model.exposed_data_parallel(params, s, seconds{0.0}).value() == Approx(bare).epsilon(1e-12));
+  // The optimizer step touches this rank's shards only.
+  const train::step_model zero1{c, fsdp_test::knobs(false)};
+  const auto& d = c.device_at(0);
+  CHECK(model.optimizer_step(params, s, d).value() < zero1.optimizer_step(params, s, d).value() / 10.0);
+
+  // fp32 gradients: the reduce-scatter carries twice the weights' bytes.
+  const train::step_model fp32{c, fsdp_test::knobs(true)};
+  const double fp32_all_reduce = fp32.gradient_sync(params, s).value();
+  CHECK(fp32.exposed_fully_sharded(params, s, seconds{0.0}).value() ==
+        Approx((2.0 * 0.25 + 0.5) * fp32_all_reduce * static_cast<double>(microbatches)).epsilon(1e-9));
+}
+
+TEST_CASE("fsdp: more exposed communication than ZeRO-1, a smaller optimizer step, equal on one rank",
+          "[train][fsdp]") {
+  const model::model m = fsdp_test::small_llama();
+  const sched::schedule_cache cache;
+  const auto d = *hw::find_preset("h100-sxm");
+  for (const int dp : {1, 8}) {
+    const train::parallelism p{1, 1, dp};
+    const auto c = phaze::test::cluster_of(d, p);
+    const auto a = train::estimate_step(m, c, p, fsdp_test::knobs(true), cache);
+    const auto b = train::estimate_step(m, c, p, fsdp_test::knobs(false), cache);
+    INFO("dp " << dp);
+    if (dp == 1) {
+      CHECK(a.time_per_batch.value() == Approx(b.time_per_batch.value()).epsilon(1e-12));
+    } else {
+      // Gathers and reduce-scatters in every microbatch against one overlapped reduction per iteration; an
+      // optimizer step over shards only; the same computation.
+      CHECK(a.breakdown.dp_comm > b.breakdown.dp_comm);
+      CHECK(a.breakdown.optimizer < b.breakdown.optimizer);
+      CHECK(a.breakdown.compute == b.breakdown.compute);
+      CHECK(a.time_per_batch.value() ==
+            Approx(b.time_per_batch.value() + (a.breakdown.dp_comm - b.breakdown.dp_comm).value() +
+                   (a.breakdown.optimizer - b.breakdown.optimizer).value())
+                .epsilon(1e-12));
+      CHECK(a.peak_memory < b.peak_memory);
+    }
+  }
+  // --fp8-param-gather needs a sharded weight gather: the distributed optimizer's, or fsdp's.
+  auto k = fsdp_test::knobs(true);
+  k.precision = hw::precision::fp8;
+  k.fp8_param_gather = true;
+  CHECK_NOTHROW(train::validate(m, train::parallelism{1, 1, 8}, k, 8));
+  k.fsdp = false;
+  k.distributed_optimizer = false;
+  CHECK_THROWS_AS(train::validate(m, train::parallelism{1, 1, 8}, k, 8), input_error);
+}
+
+TEST_CASE("fsdp: step_policy on a model's tables equals estimate_step for any split",
+          "[train][fsdp][place]") {
+  const model::model m = zoo::get("llama3-8b");
+  std::mt19937 rng(11);
+  const sched::schedule_cache cache;
+  const auto d = *hw::find_preset("h100-sxm");
+  int compared = 0;
+  for (const auto mode : {model::recompute::none, model::recompute::full}) {
+    auto k = fsdp_test::knobs(true, 256);
+    k.recompute = mode;
+    const int tp = 2;
+    const auto mp = place::model_tables(m, phaze::test::cluster_of(d, 64), k, {tp}, cache);
+    const auto& table = mp.problem.tables.front();
+    for (const int pp : {1, 2, 4}) {
+      const int dp = 64 / (tp * pp);
+      const train::parallelism p{tp, pp, dp};
+      for (int trial = 0; trial < 2; ++trial) {
+        std::vector<train::stage_layers> split;
+        for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
+        if (trial == 1 && pp > 1) {
+          // Move blocks from the first stage to the last: an uneven split.
+          split.front().blocks -= 2;
+          split.back().blocks += 2;
+        }
+        std::vector<std::vector<std::size_t>> nodes;
+        std::size_t next = 0;
+        for (const auto& st : split) {
+          std::vector<std::size_t> own;
+          const auto count =
+              static_cast<std::size_t>(st.blocks) + (st.embedding ? 1U : 0U) + (st.head ? 1U : 0U);
+          for (std::size_t j = 0; j < count; ++j) own.push_back(next++);
+          nodes.push_back(own);
+        }
+        const auto e = train::estimate_step(m, phaze::test::cluster_of(d, p), p, k, cache, split);
+        const auto planned = place::evaluate(mp.problem, table, dp, nodes, mp.policy);
+        CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
+        CHECK(planned.peak_memory.value() == Approx(e.peak_memory.value()).epsilon(1e-9));
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 12);
+}
