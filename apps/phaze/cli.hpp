@@ -138,11 +138,13 @@ struct step_options {
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
   bool fsdp = false;
+  std::string optimizer_dtype = "fp32";
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
 };
 
 /// Adds `--attention fused|unfused`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
-/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp` and `--bf16-blocks`.
+/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--optimizer-dtype` and
+/// `--bf16-blocks`.
 inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option("--attention", o.attention,
                  "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored), unfused (score "
@@ -181,6 +183,13 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       "optimizer state sharded over the data-parallel ranks; every microbatch gathers each layer's "
       "weights before its forward and backward and reduce-scatters its gradients, prefetched under "
       "the neighbouring layers");
+  app.add_option(
+         "--optimizer-dtype", o.optimizer_dtype,
+         "format of the optimizer state under mixed precision: fp32 (master weights and moments), fp16 "
+         "(Megatron-Core's precision-aware optimizer: 2-byte master weights and moments) or bf16 "
+         "(bf16 moments, the bf16 weights updated in place: Apex's distributed Adam with dtype bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->default_str("fp32");
   app.add_option("--bf16-blocks", o.bf16_blocks,
                  "with --precision fp8: START,END blocks at the start and the end of the model that stay in "
                  "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")
@@ -232,6 +241,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
+  k.optimizer_dtype = train::parse_optimizer_dtype(o.optimizer_dtype);
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
   std::string_view rest = o.overlap;
   while (!rest.empty()) {

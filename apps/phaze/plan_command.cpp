@@ -162,6 +162,12 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
     return "--use-torch-fsdp2 needs untied embeddings (--untie-embeddings-and-output-weights) and this "
            "model ties them";
   if (k.fsdp && k.precision == hw::precision::fp16) return "--use-torch-fsdp2 does not run fp16";
+  if (k.optimizer_dtype != hw::precision::fp32 && k.opt != train::optimizer::adam)
+    return "Megatron-LM core_r0.11.0's precision-aware optimizer (a state below fp32) is Adam's";
+  if (k.optimizer_dtype == hw::precision::bf16)
+    return "its optimizer state is bf16 without master weights, and Megatron-LM core_r0.11.0's "
+           "precision-aware "
+           "optimizer keeps fp32 or fp16 master weights (--optimizer-dtype fp16 runs there)";
   for (const auto& kind : m.kinds)
     if (kind.bf16)
       return "blocks kept in bf16 under FP8 (--first-last-layers-bf16) came after Megatron-LM core_r0.11.0";
@@ -257,6 +263,10 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (k.precision == hw::precision::bf16) out += " --bf16";
   if (k.precision == hw::precision::fp16) out += " --fp16";
   if (k.opt == train::optimizer::sgd) out += " --optimizer sgd";
+  if (k.optimizer_dtype == hw::precision::fp16)
+    out +=
+        " --use-precision-aware-optimizer --main-params-dtype fp16 --exp-avg-dtype fp16 --exp-avg-sq-dtype "
+        "fp16";
   return out + "\n";
 }
 
@@ -323,6 +333,8 @@ int run_plan(const plan_options& o) {
     asked.grad_reduce_in_bf16 = o.step.grad_reduce_in_bf16;
     asked.precision = train::parse_precision(o.precision);
     asked.fsdp = o.step.fsdp;
+    asked.optimizer_dtype = train::parse_optimizer_dtype(o.step.optimizer_dtype);
+    asked.opt = train::parse_optimizer(o.optimizer);
     if (const auto why =
             megatron_cannot_run(apply_model_options(o.step, io::load_model(o.model), asked), asked)) {
       throw input_error(

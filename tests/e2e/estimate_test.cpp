@@ -116,6 +116,7 @@ TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report an
   CHECK(plan["grad_reduce_in_bf16"] == true);
   CHECK(plan["fp8_param_gather"] == true);
   CHECK(plan["precision"] == "fp8");
+  CHECK(plan["optimizer_dtype"] == "fp32");
   const auto table =
       run_phaze(llama + " --precision fp8 --fp8-param-gather --bf16-blocks 1,1 --grad-reduce-in-bf16");
   CHECK(table.status == 0);
@@ -128,6 +129,8 @@ TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report an
            {" --fp8-param-gather", "--fp8-param-gather"},
            {" --recompute-layers 2", "--recompute-layers"},
            {" --precision fp32 --grad-reduce-in-bf16", "--grad-reduce-in-bf16"},
+           {" --precision fp32 --optimizer-dtype fp16", "--optimizer-dtype"},
+           {" --precision fp16 --optimizer-dtype bf16", "--optimizer-dtype"},
            {" --overlap grad,pipeline", "pp"}}) {
     INFO(args);
     const auto r = run_phaze(llama + args);

@@ -215,6 +215,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8 "
        "--distributed-optimizer --fp8-param-gather",
        {"--fp8-format", "--fp8-param-gather", "--use-distributed-optimizer"}},
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --optimizer-dtype fp16",
+       {"--use-precision-aware-optimizer", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype"}},
       {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp",
        {"--use-torch-fsdp2", "--no-gradient-accumulation-fusion", "--untie-embeddings-and-output-weights"}},
       {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
@@ -266,6 +268,11 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
       "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --pp 2 --emit megatron");
   CHECK(piped.status == 2);
   CHECK(contains(piped.err, "--pp 1"));
+  const auto bf16_state = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --optimizer-dtype bf16 --emit "
+      "megatron");
+  CHECK(bf16_state.status == 2);
+  CHECK(contains(bf16_state.err, "precision-aware"));
   const auto gpipe = run_phaze(
       "plan gpt2 --device a100-80gb --devices 8 --global-batch 32 --schedule gpipe "
       "--emit megatron");

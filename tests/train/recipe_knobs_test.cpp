@@ -75,6 +75,55 @@ TEST_CASE("bf16 gradients: half the gradient bytes in memory and on the reduce-s
   CHECK_THROWS_AS(train::validate(m, p, fp32_training, 8), input_error);
 }
 
+TEST_CASE("optimizer state in fp16 or bf16: 6 or 4 bytes per parameter instead of 12", "[train][recipe]") {
+  const model::model m = small_llama();
+  const train::parallelism p{1, 1, 8};
+  train::training_knobs k = fp8_knobs();
+  const auto fp32 = train::device_memory(m, p, k, 0);
+  CHECK(train::state_bytes_of(k).optimizer == 12.0);
+  k.optimizer_dtype = hw::precision::fp16;  // 2-byte master weights and two 2-byte moments
+  const auto fp16 = train::device_memory(m, p, k, 0);
+  CHECK(train::state_bytes_of(k).optimizer == 6.0);
+  CHECK(fp16.optimizer.value() == Approx(fp32.optimizer.value() * 6.0 / 12.0).epsilon(1e-12));
+  k.optimizer_dtype = hw::precision::bf16;  // two bf16 moments, the bf16 weights their own master copy
+  const auto bf16 = train::device_memory(m, p, k, 0);
+  CHECK(train::state_bytes_of(k).optimizer == 4.0);
+  CHECK(bf16.optimizer.value() == Approx(fp32.optimizer.value() * 4.0 / 12.0).epsilon(1e-12));
+  CHECK(bf16.weights == fp32.weights);
+  CHECK(bf16.gradients == fp32.gradients);
+  CHECK(bf16.activations == fp32.activations);
+  k.opt = train::optimizer::sgd;  // one moment
+  CHECK(train::state_bytes_of(k).optimizer == 2.0);
+  k.optimizer_dtype = hw::precision::fp16;
+  CHECK(train::state_bytes_of(k).optimizer == 4.0);
+
+  // The optimizer step reads and writes less.
+  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 8);
+  const train::plan_shape s{1, 1, 8, 8};
+  const train::step_model wide{c, fp8_knobs()};
+  auto narrow_knobs = fp8_knobs();
+  narrow_knobs.optimizer_dtype = hw::precision::bf16;
+  const train::step_model narrow{c, narrow_knobs};
+  const auto& d = c.device_at(0);
+  // 2 x (weights 2 + gradients 4 + state / 8) bytes per parameter at the same bandwidth.
+  CHECK(narrow.optimizer_step(1e9, s, d).value() / wide.optimizer_step(1e9, s, d).value() ==
+        Approx((6.0 + 4.0 / 8.0) / (6.0 + 12.0 / 8.0)).epsilon(1e-12));
+
+  // Mixed precision only, and bf16 state only over bf16 weights.
+  auto fp32_training = fp8_knobs();
+  fp32_training.precision = hw::precision::fp32;
+  fp32_training.optimizer_dtype = hw::precision::fp16;
+  CHECK_THROWS_AS(train::validate(m, p, fp32_training, 8), input_error);
+  auto fp16_training = fp8_knobs();
+  fp16_training.precision = hw::precision::fp16;
+  fp16_training.optimizer_dtype = hw::precision::bf16;
+  CHECK_THROWS_AS(train::validate(m, p, fp16_training, 8), input_error);
+  fp16_training.optimizer_dtype = hw::precision::fp16;
+  CHECK_NOTHROW(train::validate(m, p, fp16_training, 8));
+  CHECK(train::parse_optimizer_dtype("bf16") == hw::precision::bf16);
+  CHECK_THROWS_AS(train::parse_optimizer_dtype("fp8"), input_error);
+}
+
 TEST_CASE("FP8 weights: 2 bytes per parameter instead of 4, gathered as FP8", "[train][recipe]") {
   const model::model m = small_llama();
   train::training_knobs k = fp8_knobs();

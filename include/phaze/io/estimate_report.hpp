@@ -100,6 +100,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"optimizer", std::string{train::to_string(k.opt)}},
             {"distributed_optimizer", k.distributed_optimizer},
             {"fsdp", k.fsdp},
+            {"optimizer_dtype", std::string{hw::to_string(k.optimizer_dtype)}},
             {"precision", std::string{hw::to_string(k.precision)}},
             {"bf16_blocks", bf16_block_count(m)},
             {"grad_reduce_in_bf16", k.grad_reduce_in_bf16},
@@ -134,6 +135,8 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (const std::int64_t n = bf16_block_count(m); n > 0) out += fmt::format(" ({} blocks in bf16)", n);
   if (k.fp8_param_gather) out += ", FP8 weights";
   if (k.grad_reduce_in_bf16) out += ", bf16 gradients";
+  if (k.optimizer_dtype != hw::precision::fp32)
+    out += fmt::format(", {} optimizer state", hw::to_string(k.optimizer_dtype));
   if (k.fsdp) {
     out += ", fully sharded (FSDP)";
   } else if (k.distributed_optimizer) {

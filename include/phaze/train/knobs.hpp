@@ -78,6 +78,9 @@ inline constexpr std::array all_recompute_modes{model::recompute::none, model::r
 inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16, hw::precision::fp32,
                                                 hw::precision::fp8};
 
+/// The formats an optimizer may keep its state in (training_knobs::optimizer_dtype).
+inline constexpr std::array optimizer_dtypes{hw::precision::fp32, hw::precision::bf16, hw::precision::fp16};
+
 /// Whether phaze trains in format `p` (one of training_precisions).
 constexpr bool is_training_precision(hw::precision p) {
   for (const hw::precision q : training_precisions)
@@ -96,6 +99,10 @@ inline pipeline_schedule parse_pipeline_schedule(std::string_view name) {
 /// Parses `none` / `selective` / `full`.
 inline model::recompute parse_recompute(std::string_view name) {
   return detail::parse_enum(name, "recomputation mode", all_recompute_modes);
+}
+/// Parses `fp32` / `bf16` / `fp16`, the formats of an optimizer's state (training_knobs::optimizer_dtype).
+inline hw::precision parse_optimizer_dtype(std::string_view name) {
+  return detail::parse_enum(name, "optimizer state format", optimizer_dtypes);
 }
 /// Parses `bf16` / `fp16` / `fp32` / `fp8`, the formats phaze trains in (fp8: Transformer Engine's FP8
 /// training, bf16 outside the linear layers' GEMMs; model::layer_shape::fp8).
@@ -159,6 +166,12 @@ struct training_knobs {
   /// DistributedDataParallelConfig::grad_reduce_in_fp32 off, as Megatron-Bridge's performance recipes set
   /// it): 2 bytes per gradient instead of 4, in memory and on the data-parallel rings. bf16 and fp8 only.
   bool grad_reduce_in_bf16 = false;
+  /// The format of the optimizer's state under mixed precision: fp32 (master weights and moments, as
+  /// Megatron-LM keeps them by default), fp16 (Megatron-Core's precision-aware optimizer with
+  /// --main-params-dtype, --exp-avg-dtype and --exp-avg-sq-dtype fp16: 2-byte master weights and moments),
+  /// or bf16 (moments in bf16 and no master copy: the bf16 weights are updated in place, as Apex's
+  /// DistributedFusedAdam does when its dtype is the model's, NeMo 1.0's `optim.dtype: bf16`).
+  hw::precision optimizer_dtype = hw::precision::fp32;
   /// With full recomputation: how many blocks of each model chunk (a stage's share of one virtual stage) are
   /// recomputed, the first ones (Megatron-LM's --recompute-method block --recompute-num-layers N); the
   /// others keep all their activations. 0: every block (--recompute-method uniform --recompute-num-layers 1).
@@ -234,9 +247,25 @@ namespace rules {
 [[noreturn]] inline void fp8_param_gather_needs_the_distributed_optimizer() {
   throw input_error(
       "--fp8-param-gather all-gathers the FP8 weights through the distributed optimizer or fully sharded "
-      "data "
-      "parallelism (Megatron-LM supports it only there); add --distributed-optimizer or --fsdp, or drop "
-      "--fp8-param-gather");
+      "data parallelism (Megatron-LM supports it only there); add --distributed-optimizer or --fsdp, or "
+      "drop --fp8-param-gather");
+}
+[[noreturn]] inline void optimizer_dtype_must_be_fp32_bf16_or_fp16() {
+  throw input_error(
+      "the optimizer state is kept in fp32, bf16 or fp16; give --optimizer-dtype fp32, bf16 or fp16");
+}
+[[noreturn]] inline void low_precision_optimizer_state_needs_mixed_precision() {
+  throw input_error(
+      "--optimizer-dtype bf16 or fp16 keeps the optimizer state below fp32, which needs mixed-precision "
+      "training (fp32 training keeps its fp32 weights as the master copy); give --precision bf16, fp16 or "
+      "fp8, "
+      "or --optimizer-dtype fp32");
+}
+[[noreturn]] inline void bf16_optimizer_state_needs_bf16_weights() {
+  throw input_error(
+      "--optimizer-dtype bf16 updates the bf16 weights in place, so the weights must be bf16: give "
+      "--precision "
+      "bf16 or fp8, or --optimizer-dtype fp16");
 }
 [[noreturn]] inline void recompute_layers_must_not_be_negative() {
   throw input_error("--recompute-layers counts blocks per model chunk: give N >= 1 (or 0 for every block)");
@@ -369,6 +398,14 @@ struct validate_fn {
     if (k.grad_reduce_in_bf16 && k.precision != hw::precision::bf16 && k.precision != hw::precision::fp8)
       rules::bf16_gradients_need_bf16_or_fp8_training();
     if (k.recompute_layers < 0) rules::recompute_layers_must_not_be_negative();
+    if (k.optimizer_dtype != hw::precision::fp32 && k.optimizer_dtype != hw::precision::bf16 &&
+        k.optimizer_dtype != hw::precision::fp16)
+      rules::optimizer_dtype_must_be_fp32_bf16_or_fp16();
+    if (k.optimizer_dtype != hw::precision::fp32 &&
+        (k.precision == hw::precision::fp32 || k.precision == hw::precision::tf32))
+      rules::low_precision_optimizer_state_needs_mixed_precision();
+    if (k.optimizer_dtype == hw::precision::bf16 && k.precision == hw::precision::fp16)
+      rules::bf16_optimizer_state_needs_bf16_weights();
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
     if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
       rules::fp8_param_gather_needs_the_distributed_optimizer();

@@ -72,8 +72,16 @@ inline constexpr auto state_bytes_per_parameter =
 /// With --fp8-param-gather (training_knobs::fp8_param_gather) the blocks' weights are FP8 tensors, 1 byte
 /// plus their 1-byte transposed copy, where they were a bf16 weight and its two FP8 copies; the embedding,
 /// output layer and norms stay bf16 (2 bytes): 2 bytes per parameter either way, as weights.
+///
+/// With --optimizer-dtype (training_knobs::optimizer_dtype) the optimizer state shrinks under mixed
+/// precision: fp16 halves the master weights and the moments (Adam 2 + 2 + 2 = 6 bytes, SGD 2 + 2 = 4);
+/// bf16 halves the moments and drops the master copy, the bf16 weights being updated in place (Adam 4, SGD
+/// 2).
 constexpr bytes_per_parameter state_bytes_of(const training_knobs& k) {
   bytes_per_parameter per = state_bytes_per_parameter(k.precision, k.opt);
+  const double moments = k.opt == train::optimizer::adam ? 4.0 : 2.0;  // in 2-byte formats
+  if (k.optimizer_dtype == hw::precision::fp16) per.optimizer = 2.0 + moments;
+  if (k.optimizer_dtype == hw::precision::bf16) per.optimizer = moments;
   if (k.grad_reduce_in_bf16) per.gradients = 2.0;
   if (k.fp8_param_gather && k.precision == hw::precision::fp8) {
     per.weights = 2.0;
