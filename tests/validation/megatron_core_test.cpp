@@ -521,7 +521,7 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
   // bandwidth fused cast kernels reached on an H100 (0.454 of the peak, docs/gpu-measurements.md). The
   // Megatron-Bridge and NeMo 25.02 rows are within 0.2-6.8% but for the FSDP one (+10.8%, costed fully
   // sharded); the NeMo 24.07 rows of small models and interleaved ones 14-23% too fast (docs/step-time.md;
-  // whole blocks measured on an H100 put that gap in the 24.07 software, tests/train/h100_block_test.cpp).
+  // whole blocks measured on an H100 put that gap in the 24.07 software, tests/train/hopper_block_test.cpp).
   // These bounds guard against regressions.
   CHECK(mean <= 0.11);
   CHECK(worst <= 0.25);

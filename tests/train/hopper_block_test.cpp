@@ -1,11 +1,11 @@
 /// @file
 /// phaze's time of one transformer block, forward and backward, against whole blocks measured on an H100
-/// SXM (tests/data/gpu/h100-sxm-block.csv, made by tools/gpu/fp8_block.py; docs/gpu-measurements.md,
-/// "Whole FP8 and bf16 blocks"): Llama 2 7B, Llama 3 8B and GPT-3 5B blocks and one tensor-parallel rank's
-/// share of Llama 2 70B, Llama 3 70B and GPT-3 175B blocks at tp 4, at the shapes of NeMo's published H100
-/// runs, in FP8 (every linear layer's GEMMs) and in bf16, with cuDNN's fused attention. The step model adds
-/// these blocks up, so a block that is off here is off by the same share in every estimate of that model.
-/// No GPU is needed: the measurements are data.
+/// SXM and an H200 (tests/data/gpu/{h100-sxm,h200}-block.csv, made by tools/gpu/fp8_block.py;
+/// docs/gpu-measurements.md, "Whole FP8 and bf16 blocks"): Llama 2 7B, Llama 3 8B and GPT-3 5B blocks and one
+/// tensor-parallel rank's share of Llama 2 70B, Llama 3 70B and GPT-3 175B blocks at tp 4, at the shapes of
+/// NeMo's published H100 runs, in FP8 (every linear layer's GEMMs) and in bf16, with cuDNN's fused attention.
+/// The step model adds these blocks up, so a block that is off here is off by the same share in every
+/// estimate of that model. No GPU is needed: the measurements are data.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ namespace model = phaze::model;
 namespace sched = phaze::sched;
 namespace zoo = phaze::zoo;
 
-namespace h100_block {
+namespace hopper_block {
 
 /// The measured block's architecture: the zoo's Llama blocks as they are; GPT-3 as NeMo's (biases,
 /// LayerNorm, GELU MLP of 4h) without dropout, which the measured block does not run.
@@ -59,7 +59,8 @@ std::string kind_of(const model::op& o) {
 
 /// One tensor-parallel rank's block (tp ranks, no sequence parallelism), its collectives left out: the
 /// measured block runs without them.
-block_time phaze_block(const std::string& name, std::int64_t tokens, int tp, bool fp8) {
+block_time phaze_block(const std::string& preset, const std::string& name, std::int64_t tokens, int tp,
+                       bool fp8) {
   model::transformer_config c = block_config(name);
   const std::int64_t microbatch = name == "gpt3-5b" ? 4 : 1;
   c.sequence = tokens / microbatch;
@@ -74,7 +75,7 @@ block_time phaze_block(const std::string& name, std::int64_t tokens, int tp, boo
   std::size_t block = 0;
   while (m.role_at(block) != model::layer_role::block) ++block;
   const model::layer l = model::layer_at(m, block, shape);
-  const hw::device d = *hw::find_preset("h100-sxm");
+  const hw::device d = *hw::find_preset(preset);
   const auto cluster = phaze::test::cluster_of(d, tp);
   const auto route = cluster.ring({tp, 1}, tp);
   block_time out;
@@ -99,24 +100,30 @@ block_time phaze_block(const std::string& name, std::int64_t tokens, int tp, boo
   return out;
 }
 
-}  // namespace h100_block
-
-TEST_CASE("phaze's block times against whole blocks measured on an H100 SXM", "[gpu_calibration][block]") {
-  const auto rows = phaze::testing::read_csv(std::string{PHAZE_TEST_DATA_DIR} + "/gpu/h100-sxm-block.csv");
-  REQUIRE(rows.size() >= 36);
-  std::printf("%-10s %-8s %-8s %10s %10s %7s | %8s %8s %8s | %8s %8s %8s\n", "model", "build", "pass",
-              "measured", "phaze", "error", "gemm", "attn", "other", "p.gemm", "p.attn", "p.other");
-  double sum = 0.0;
+/// The fused builds' errors on one card, forward + backward, and the forward pass alone.
+struct block_errors {
+  double mean = 0.0;
   double worst = 0.0;
   double worst_tp1 = 0.0;
   double worst_forward = 0.0;
   int fused = 0;
+};
+
+/// Compares every row of `file` (tests/data/gpu) with phaze's blocks on `preset` and prints the table.
+block_errors compare(const std::string& file, const std::string& preset) {
+  const auto rows = phaze::testing::read_csv(std::string{PHAZE_TEST_DATA_DIR} + "/gpu/" + file);
+  REQUIRE(rows.size() >= 36);
+  std::printf("%s on %s (ms)\n", file.c_str(), preset.c_str());
+  std::printf("%-10s %-8s %-8s %10s %10s %7s | %8s %8s %8s | %8s %8s %8s\n", "model", "build", "pass",
+              "measured", "phaze", "error", "gemm", "attn", "other", "p.gemm", "p.attn", "p.other");
+  block_errors out;
+  double sum = 0.0;
   for (const auto& r : rows) {
     const std::string build = r.at("build");
     const std::string pass = r.at("pass");
     const std::string name = r.at("model");
     const int tp = std::stoi(r.at("tp"));
-    h100_block::block_time p = h100_block::phaze_block(name, std::stoll(r.at("tokens")), tp, build != "bf16");
+    block_time p = phaze_block(preset, name, std::stoll(r.at("tokens")), tp, build != "bf16");
     const double measured = std::stod(r.at("wall_s"));
     REQUIRE(measured > 0.0);
     const bool whole = pass == "fwd+bwd";
@@ -127,7 +134,7 @@ TEST_CASE("phaze's block times against whole blocks measured on an H100 SXM", "[
                 1e3 * std::stod(r.at("gemm_s")), 1e3 * std::stod(r.at("attention_s")),
                 1e3 * std::stod(r.at("other_s")), whole ? 1e3 * p.by_kind["gemm"] : 0.0,
                 whole ? 1e3 * p.by_kind["attention"] : 0.0, whole ? 1e3 * p.by_kind["other"] : 0.0);
-    INFO(name << " " << build << " " << pass);
+    INFO(file << ": " << name << " " << build << " " << pass);
     if (build == "eager") {
       // One PyTorch kernel per operation: slower than the fused kernels phaze (and Transformer Engine)
       // assume.
@@ -135,25 +142,39 @@ TEST_CASE("phaze's block times against whole blocks measured on an H100 SXM", "[
       continue;
     }
     if (!whole) {
-      worst_forward = std::max(worst_forward, std::abs(error));
+      out.worst_forward = std::max(out.worst_forward, std::abs(error));
       continue;
     }
     sum += std::abs(error);
-    worst = std::max(worst, std::abs(error));
-    if (tp == 1) worst_tp1 = std::max(worst_tp1, std::abs(error));
-    ++fused;
+    out.worst = std::max(out.worst, std::abs(error));
+    if (tp == 1) out.worst_tp1 = std::max(out.worst_tp1, std::abs(error));
+    ++out.fused;
   }
-  REQUIRE(fused == 12);
-  const double mean = sum / fused;
+  REQUIRE(out.fused == 12);
+  out.mean = sum / out.fused;
   std::printf(
       "forward + backward, fused builds (FP8 and bf16): mean %.1f%%, max %.1f%% (tp 1: %.1f%%); "
       "forward alone: max %.1f%%\n",
-      100.0 * mean, 100.0 * worst, 100.0 * worst_tp1, 100.0 * worst_forward);
-  // Measured at this commit: mean 5.8%, max 14.4% (GPT-3 175B's tp-4 share, phaze fast), tp 1 at most 5.8%;
-  // the forward pass alone is off by up to 15.2% (phaze slow in the forward, fast in the backward). Bounds
-  // with a small margin, to catch a cost-model change that moves a whole block.
-  CHECK(mean <= 0.07);
-  CHECK(worst <= 0.16);
-  CHECK(worst_tp1 <= 0.07);
-  CHECK(worst_forward <= 0.18);
+      100.0 * out.mean, 100.0 * out.worst, 100.0 * out.worst_tp1, 100.0 * out.worst_forward);
+  return out;
+}
+
+}  // namespace hopper_block
+
+TEST_CASE("phaze's block times against whole blocks measured on an H100 SXM and an H200",
+          "[gpu_calibration][block]") {
+  // Measured at this commit, H100: mean 5.8%, max 14.4% (GPT-3 175B's tp-4 share, phaze fast), tp 1 at most
+  // 5.8%, the forward pass alone up to 15.2% off (phaze slow in the forward, fast in the backward). H200:
+  // mean 6.1%, max 9.0%, tp 1 at most 6.7%, forward alone up to 19.7%; phaze fast on every block of both
+  // cards. Bounds with a small margin, to catch a cost-model change that moves a whole block.
+  const auto h100 = hopper_block::compare("h100-sxm-block.csv", "h100-sxm");
+  CHECK(h100.mean <= 0.07);
+  CHECK(h100.worst <= 0.16);
+  CHECK(h100.worst_tp1 <= 0.07);
+  CHECK(h100.worst_forward <= 0.18);
+  const auto h200 = hopper_block::compare("h200-block.csv", "h200");
+  CHECK(h200.mean <= 0.07);
+  CHECK(h200.worst <= 0.16);
+  CHECK(h200.worst_tp1 <= 0.08);
+  CHECK(h200.worst_forward <= 0.22);
 }
