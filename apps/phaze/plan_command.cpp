@@ -154,8 +154,16 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.schedule == train::pipeline_schedule::gpipe)
     return "Megatron-LM has no GPipe schedule (all forwards, then all backwards); use --schedule 1f1b or "
            "interleaved";
-  if (k.grad_reduce_in_bf16)
+  if (k.grad_reduce_in_bf16 && !k.fsdp)
     return "--grad-reduce-in-bf16 came after Megatron-LM core_r0.11.0, which reduces bf16 gradients in fp32";
+  // core_r0.11.0's FSDP2 shards the bf16 module without a mixed-precision policy: its gradients are kept and
+  // reduce-scattered in bf16 (TorchFullyShardedDataParallel), so only a plan costed that way runs as costed.
+  if (k.fsdp && !k.grad_reduce_in_bf16)
+    return "Megatron-LM core_r0.11.0's FSDP2 keeps and reduces gradients in bf16; add --grad-reduce-in-bf16 "
+           "so "
+           "that phaze costs them so";
+  if (k.fsdp && k.fp8_param_gather)
+    return "--fp8-param-gather needs the distributed optimizer there, which --use-torch-fsdp2 refuses";
   // core_r0.11.0's --use-torch-fsdp2 (megatron/training/arguments.py, validate_args) asserts untied
   // embeddings and no fp16; its pipeline and expert-parallel rules are kept by the search (pp = ep = 1).
   if (k.fsdp && c.tied_embeddings)
@@ -164,6 +172,10 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.fsdp && k.precision == hw::precision::fp16) return "--use-torch-fsdp2 does not run fp16";
   if (k.optimizer_dtype != hw::precision::fp32 && k.opt != train::optimizer::adam)
     return "Megatron-LM core_r0.11.0's precision-aware optimizer (a state below fp32) is Adam's";
+  if (k.optimizer_dtype == hw::precision::fp16 && (!k.distributed_optimizer || k.fsdp))
+    return "Megatron-LM core_r0.11.0's precision-aware optimizer (--optimizer-dtype fp16) runs only inside "
+           "its "
+           "distributed optimizer: add --distributed-optimizer, without --fsdp";
   if (k.optimizer_dtype == hw::precision::bf16)
     return "its optimizer state is bf16 without master weights, and Megatron-LM core_r0.11.0's "
            "precision-aware "
@@ -335,6 +347,8 @@ int run_plan(const plan_options& o) {
     asked.fsdp = o.step.fsdp;
     asked.optimizer_dtype = train::parse_optimizer_dtype(o.step.optimizer_dtype);
     asked.opt = train::parse_optimizer(o.optimizer);
+    asked.distributed_optimizer = o.distributed_optimizer;
+    asked.fp8_param_gather = o.step.fp8_param_gather;
     if (const auto why =
             megatron_cannot_run(apply_model_options(o.step, io::load_model(o.model), asked), asked)) {
       throw input_error(
@@ -371,14 +385,6 @@ int run_plan(const plan_options& o) {
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
   if (o.tp) fixed.tensor_parallel = {*o.tp};
-  if (o.emit == "megatron" && base.fsdp) {
-    // Megatron-LM core_r0.11.0 runs FSDP2 without pipeline or expert parallelism (validate_args).
-    if ((o.pp && *o.pp != 1) || (o.ep && *o.ep != 1))
-      throw input_error(
-          "--emit megatron with --fsdp: Megatron-LM core_r0.11.0 runs --use-torch-fsdp2 without pipeline and "
-          "expert parallelism; give --pp 1 and --ep 1, or drop --emit megatron");
-    fixed.pp = 1;
-  }
   if (o.ep) {
     if (m.config.experts == 0) model::rules::expert_parallelism_needs_a_mixture_of_experts_model();
     if (m.config.experts % *o.ep != 0) model::rules::expert_parallel_size_must_divide_experts();
@@ -401,6 +407,14 @@ int run_plan(const plan_options& o) {
     fixed.context_parallel = o.cp;
   }
   fixed.pp = o.pp;
+  if (o.emit == "megatron" && base.fsdp) {
+    // Megatron-LM core_r0.11.0 runs FSDP2 without pipeline or expert parallelism (validate_args).
+    if ((o.pp && *o.pp != 1) || (o.ep && *o.ep != 1))
+      throw input_error(
+          "--emit megatron with --fsdp: Megatron-LM core_r0.11.0 runs --use-torch-fsdp2 without pipeline and "
+          "expert parallelism; give --pp 1 and --ep 1, or drop --emit megatron");
+    fixed.pp = 1;
+  }
   fixed.dp = o.dp;
   if (o.microbatch) fixed.microbatches = {*o.microbatch};
   if (o.recompute) fixed.recompute = {train::parse_recompute(*o.recompute)};

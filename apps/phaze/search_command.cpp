@@ -597,7 +597,8 @@ command add_search_command(CLI::App& root) {
   return {parser, [o, parser] {
             if (o->cluster_space.empty()) {
               for (const char* name : {"--attention", "--overlap", "--memory-headroom", "--vocab-padding",
-                                       "--grad-reduce-in-bf16", "--fp8-param-gather", "--bf16-blocks"}) {
+                                       "--grad-reduce-in-bf16", "--fp8-param-gather", "--fsdp",
+                                       "--optimizer-dtype", "--bf16-blocks"}) {
                 if (parser->get_option(name)->count() > 0) {
                   throw input_error(fmt::format(
                       "{} applies to GPU clusters (--cluster-space); a design search's training step is "

@@ -154,7 +154,8 @@ TEST_CASE("phaze estimate --fsdp: sharded states in less memory, stated in the r
       "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 "
       "--microbatch 1 --seq 4096 --fsdp");
   CHECK(table.status == 0);
-  CHECK(contains(table.out, "fully sharded (FSDP)"));
+  CHECK(contains(table.out, "fully sharded (FSDP, gathers prefetched)"));
+  CHECK(!contains(table.out, "overlap grad"));
 }
 
 TEST_CASE("phaze estimate of an uneven split differs from the uniform one and keeps the breakdown exact",

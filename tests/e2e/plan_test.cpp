@@ -215,9 +215,10 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8 "
        "--distributed-optimizer --fp8-param-gather",
        {"--fp8-format", "--fp8-param-gather", "--use-distributed-optimizer"}},
-      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --optimizer-dtype fp16",
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --optimizer-dtype fp16 "
+       "--distributed-optimizer",
        {"--use-precision-aware-optimizer", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype"}},
-      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp",
+      {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --grad-reduce-in-bf16",
        {"--use-torch-fsdp2", "--no-gradient-accumulation-fusion", "--untie-embeddings-and-output-weights"}},
       {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
            "/hf/deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
@@ -260,12 +261,14 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
 
 TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as costed, exit 2", "[e2e][plan]") {
   // Megatron-LM core_r0.11.0's FSDP2 does not run tied embeddings nor pipelines: --emit megatron says so.
-  const auto tied =
-      run_phaze("plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --fsdp --emit megatron");
+  const auto tied = run_phaze(
+      "plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --fsdp --grad-reduce-in-bf16 "
+      "--emit megatron");
   CHECK(tied.status == 2);
   CHECK(contains(tied.err, "untied embeddings"));
   const auto piped = run_phaze(
-      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --pp 2 --emit megatron");
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --grad-reduce-in-bf16 --pp 2 "
+      "--emit megatron");
   CHECK(piped.status == 2);
   CHECK(contains(piped.err, "--pp 1"));
   const auto bf16_state = run_phaze(
@@ -273,6 +276,24 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
       "megatron");
   CHECK(bf16_state.status == 2);
   CHECK(contains(bf16_state.err, "precision-aware"));
+  // Combinations Megatron-LM core_r0.11.0 rejects together, each named.
+  for (const auto& [args, named] : std::vector<std::pair<std::string, std::string>>{
+           {" --optimizer-dtype fp16", "--distributed-optimizer"},
+           {" --optimizer-dtype fp16 --distributed-optimizer --fsdp --grad-reduce-in-bf16", "without --fsdp"},
+           {" --fsdp", "--grad-reduce-in-bf16"},
+           {" --fsdp --grad-reduce-in-bf16 --precision fp8 --fp8-param-gather", "--fp8-param-gather"}}) {
+    INFO(args);
+    const auto r =
+        run_phaze("plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --emit megatron" + args);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, named));
+  }
+  // With --fsdp the emitted plan has no pipeline: core_r0.11.0's FSDP2 runs without one.
+  const auto flat = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --grad-reduce-in-bf16 --emit "
+      "megatron");
+  REQUIRE(flat.status == 0);
+  CHECK(contains(flat.out, "--pipeline-model-parallel-size 1 "));
   const auto gpipe = run_phaze(
       "plan gpt2 --device a100-80gb --devices 8 --global-batch 32 --schedule gpipe "
       "--emit megatron");

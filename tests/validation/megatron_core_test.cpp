@@ -386,8 +386,7 @@ struct outcome {
   double predicted = 0.0;  // tokens per second per GPU
   double measured = 0.0;
   bool fits = false;
-  double peak_gib = 0.0;  // phaze's peak memory per device and what a plan may fill (10% headroom)
-  double capacity_gib = 0.0;
+  double peak_gib = 0.0;  // phaze's peak memory per device
   [[nodiscard]] double error() const { return (predicted - measured) / measured; }
 };
 
@@ -478,7 +477,6 @@ outcome estimate(const nemo_row& r, const model::transformer_config& config,
   o.measured = *r.tokens_per_gpu;
   o.fits = e.fits;
   o.peak_gib = e.peak_memory.value() / 1073741824.0;
-  o.capacity_gib = e.memory_capacity.value() / 1073741824.0;
   return o;
 }
 

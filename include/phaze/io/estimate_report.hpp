@@ -28,7 +28,8 @@ inline std::int64_t bf16_block_count(const model::model& m) {
 /// The communication a plan overlaps with computation, as `--overlap` names it (empty: none).
 inline std::vector<std::string> overlap_names(const train::training_knobs& k) {
   std::vector<std::string> out;
-  if (k.overlap_grad_reduce) out.emplace_back("grad");
+  // Under fsdp the data-parallel collectives are always prefetched (step_model::exposed_fully_sharded).
+  if (k.overlap_grad_reduce && !k.fsdp) out.emplace_back("grad");
   if (k.overlap_param_gather && k.distributed_optimizer && !k.fsdp) out.emplace_back("param");
   if (k.tp_comm_overlap && k.sequence_parallel) out.emplace_back("tp");
   if (k.overlap_p2p && k.schedule == train::pipeline_schedule::interleaved) out.emplace_back("pp");
@@ -138,7 +139,7 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (k.optimizer_dtype != hw::precision::fp32)
     out += fmt::format(", {} optimizer state", hw::to_string(k.optimizer_dtype));
   if (k.fsdp) {
-    out += ", fully sharded (FSDP)";
+    out += ", fully sharded (FSDP, gathers prefetched)";
   } else if (k.distributed_optimizer) {
     out += ", distributed optimizer";
   }

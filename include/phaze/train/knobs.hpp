@@ -246,8 +246,9 @@ namespace rules {
 }
 [[noreturn]] inline void fp8_param_gather_needs_the_distributed_optimizer() {
   throw input_error(
-      "--fp8-param-gather all-gathers the FP8 weights through the distributed optimizer or fully sharded "
-      "data parallelism (Megatron-LM supports it only there); add --distributed-optimizer or --fsdp, or "
+      "--fp8-param-gather all-gathers the FP8 weights through a sharded data-parallel scheme "
+      "(Megatron-Core's "
+      "distributed optimizer, or Megatron-FSDP's sharded buffers); add --distributed-optimizer or --fsdp, or "
       "drop --fp8-param-gather");
 }
 [[noreturn]] inline void optimizer_dtype_must_be_fp32_bf16_or_fp16() {
@@ -264,8 +265,7 @@ namespace rules {
 [[noreturn]] inline void bf16_optimizer_state_needs_bf16_weights() {
   throw input_error(
       "--optimizer-dtype bf16 updates the bf16 weights in place, so the weights must be bf16: give "
-      "--precision "
-      "bf16 or fp8, or --optimizer-dtype fp16");
+      "--precision bf16 or fp8 without --fp8-param-gather, or --optimizer-dtype fp16");
 }
 [[noreturn]] inline void recompute_layers_must_not_be_negative() {
   throw input_error("--recompute-layers counts blocks per model chunk: give N >= 1 (or 0 for every block)");
@@ -404,7 +404,8 @@ struct validate_fn {
     if (k.optimizer_dtype != hw::precision::fp32 &&
         (k.precision == hw::precision::fp32 || k.precision == hw::precision::tf32))
       rules::low_precision_optimizer_state_needs_mixed_precision();
-    if (k.optimizer_dtype == hw::precision::bf16 && k.precision == hw::precision::fp16)
+    if (k.optimizer_dtype == hw::precision::bf16 &&
+        (k.precision == hw::precision::fp16 || k.fp8_param_gather))
       rules::bf16_optimizer_state_needs_bf16_weights();
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
     if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
