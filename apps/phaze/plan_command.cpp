@@ -398,11 +398,6 @@ int run_plan(const plan_options& o) {
   if (!o.cp.empty()) {
     for (const int cp : o.cp) {
       if (cp < 1) throw input_error("--cp: every context-parallel size must be a positive whole number");
-      if (cp > 1 && fixed.placement != place::stage_placement::uniform) {
-        throw input_error(
-            "--cp above 1 needs --placer uniform: the placers split stages without context parallelism, so "
-            "the plans with the sequence split over ranks are searched with Megatron-LM's uniform split");
-      }
     }
     fixed.context_parallel = o.cp;
   }
@@ -642,7 +637,7 @@ command add_plan_command(CLI::App& root) {
   parser
       ->add_option("--cp", o->cp,
                    "context-parallel sizes to try, comma-separated (long sequences: each split over cp ranks "
-                   "with ring attention; with --placer uniform when above 1); default 1")
+                   "with ring attention); default 1")
       ->delimiter(',')
       ->check(device_count);
   parser->add_option("--microbatch", o->microbatch, "fix the microbatch size")->check(batch_size);

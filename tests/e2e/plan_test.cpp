@@ -68,10 +68,18 @@ TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed,
   const auto emitted = run_phaze("plan" + model + " --cp 8 --placer uniform --emit megatron");
   CHECK(emitted.status == 0);
   CHECK(contains(emitted.out, "--context-parallel-size 8"));
-  // The placers do not split stages under context parallelism.
-  const auto uneven = run_phaze("plan" + model + " --cp 8");
-  CHECK(uneven.status == 2);
-  CHECK(contains(uneven.err, "--placer uniform"));
+  // The default chain placer splits stages under context parallelism too: never slower than the uniform
+  // split, and estimate of its split agrees.
+  const auto uneven = run_json("plan" + model + " --cp 1,2,4,8,16");
+  CHECK(uneven.at("time_per_batch_s").get<double>() <= j.at("time_per_batch_s").get<double>() * (1 + 1e-12));
+  CHECK(uneven.at("plan").at("cp").get<int>() > 1);
+  CHECK(run_json(estimate_args_of(model, uneven.at("plan"))).at("time_per_batch_s").get<double>() ==
+        Approx(uneven.at("time_per_batch_s").get<double>()).epsilon(1e-9));
+  // Expert parallelism stays with the uniform split, said so.
+  const auto experts = run_phaze(
+      "plan mixtral-8x7b --device h100-sxm --devices 64 --global-batch 256 --ep 8 --distributed-optimizer");
+  CHECK(experts.status == 2);
+  CHECK(contains(experts.err, "--placer uniform"));
 }
 
 TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM arguments", "[e2e][plan]") {

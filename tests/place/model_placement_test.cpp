@@ -214,3 +214,131 @@ TEST_CASE("Uneven placement is never slower than the best uniform plan and its t
   CHECK(again.time_per_batch.value() == Approx(best.estimate.time_per_batch.value()).epsilon(1e-12));
   CHECK(best.parallel.devices() == 64);
 }
+
+TEST_CASE("Under context parallelism step_policy on a model's tables equals estimate_step for any split",
+          "[place][model_placement][cp]") {
+  // Llama 3 8B at 32K tokens in FP8 on 64 H100s: the tables of one rank of a context-parallel group
+  // (each sequence split over cp ranks, ring attention on their links) placed on 64 / cp groups.
+  const model::model m = model::with_sequence(zoo::get("llama3-8b"), 32768);
+  const auto d = *hw::find_preset("h100-sxm");
+  const auto c = phaze::test::cluster_of(d, 64);
+  std::mt19937 rng(23);
+  sched::schedule_cache cache;
+  int compared = 0;
+  for (const int cp : {2, 4, 8}) {
+    for (const int tp : {1, 2}) {
+      for (const bool distributed : {false, true}) {
+        auto k =
+            placement_knobs(64, 1, distributed ? model::recompute::full : model::recompute::none, tp > 1);
+        k.precision = hw::precision::fp8;
+        k.fused_attention = true;
+        k.distributed_optimizer = distributed;
+        const auto mp = place::model_tables(m, c, k, {tp}, cache, cp);
+        CHECK(mp.problem.devices == 64 / cp);
+        const auto& table = mp.problem.tables.front();
+        for (const int pp : {1, 2, 4}) {
+          const train::parallelism p{tp, pp, 64 / (tp * pp * cp), cp};
+          for (int trial = 0; trial < 2; ++trial) {
+            std::vector<train::stage_layers> split;
+            if (trial == 0) {
+              for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
+            } else {
+              split = random_split(rng, m.config.layers, pp);
+            }
+            INFO("cp " << cp << " tp " << tp << " pp " << pp << " trial " << trial);
+            train::validate(m, p, k, 64);
+            const auto e = train::estimate_step(m, c, p, k, cache, split);
+            const auto planned = place::evaluate(mp.problem, table, p.dp, node_sets(split), mp.policy);
+            CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
+            REQUIRE(planned.stages.size() == e.stages.size());
+            for (std::size_t i = 0; i < e.stages.size(); ++i)
+              CHECK(planned.stages[i].memory.value() == Approx(e.stages[i].memory.value()).epsilon(1e-9));
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared == 3 * 2 * 2 * 3 * 2);
+}
+
+TEST_CASE("Under context parallelism chain_dp and downset_dp equal brute force on a small model",
+          "[place][model_placement][cp]") {
+  // A six-block GPT-2 with fused attention on 16 A100s, its sequence split over 2 and 4 ranks.
+  model::model m = zoo::get("gpt2");
+  m.config.layers = 6;
+  m = model::make_model(m.config);
+  const auto d = *hw::find_preset("a100-40gb");
+  sched::schedule_cache cache;
+  int compared = 0;
+  int feasible = 0;
+  for (const int cp : {2, 4}) {
+    for (const auto mode : {model::recompute::none, model::recompute::full}) {
+      auto k = placement_knobs(32, 2, mode, false);
+      k.fused_attention = true;
+      auto mp = place::model_tables(m, phaze::test::cluster_of(d, 16), k, {1, 2}, cache, cp);
+      for (const double capacity_gib : {40.0, 0.8, 0.5}) {
+        mp.problem.memory_per_device = bytes{capacity_gib * 1024.0 * 1024.0 * 1024.0};
+        const auto chain = place::chain_dp(mp.problem, mp.policy).use_all_devices(true).run();
+        const auto downset = place::downset_dp(mp.problem, mp.policy).use_all_devices(true).run();
+        const auto oracle = place::brute_force(mp.problem, mp.policy).use_all_devices(true).run();
+        INFO("cp " << cp << " capacity " << capacity_gib);
+        REQUIRE(chain.feasible == oracle.feasible);
+        REQUIRE(downset.feasible == oracle.feasible);
+        if (oracle.feasible) {
+          CHECK(chain.time_per_batch.value() == Approx(oracle.time_per_batch.value()).epsilon(1e-12));
+          CHECK(downset.time_per_batch.value() == Approx(oracle.time_per_batch.value()).epsilon(1e-12));
+          CHECK(chain.devices_used() * cp == 16);
+          ++feasible;
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared == 12);
+  CHECK(feasible >= 4);
+}
+
+TEST_CASE("Uneven placement with context parallelism: never slower than uniform, estimate_step's time",
+          "[place][model_placement][cp]") {
+  const model::model m = model::with_sequence(zoo::get("llama3-8b"), 32768);
+  const auto d = *hw::find_preset("h100-sxm");
+  const auto c = phaze::test::cluster_of(d, 32);
+  sched::schedule_cache cache;
+  train::training_knobs base;
+  base.global_batch = 32;
+  base.precision = hw::precision::fp8;
+  base.fused_attention = true;
+  base.distributed_optimizer = true;
+  place::plan_choices choices;
+  choices.context_parallel = {1, 2, 4};
+  choices.microbatches = {1};
+  choices.recompute = {model::recompute::none, model::recompute::full};
+  const auto uniform = place::search_plans(m, c, base, choices, cache);
+  choices.placement = place::stage_placement::uneven;
+  const auto uneven = place::search_plans(m, c, base, choices, cache);
+  REQUIRE_FALSE(uniform.feasible.empty());
+  REQUIRE_FALSE(uneven.feasible.empty());
+  CHECK(uneven.feasible.front().estimate.time_per_batch <= uniform.feasible.front().estimate.time_per_batch);
+  bool some_cp = false;
+  int compared = 0;
+  for (const auto& u : uneven.feasible) {
+    CHECK(u.parallel.devices() == 32);
+    some_cp = some_cp || u.parallel.cp > 1;
+    // Its time is estimate_step's for its split.
+    const auto again = train::estimate_step(m, c, u.parallel, u.knobs, cache, u.split);
+    CHECK(again.time_per_batch.value() == Approx(u.estimate.time_per_batch.value()).epsilon(1e-12));
+    for (const auto& f : uniform.feasible) {
+      if (f.parallel.tp == u.parallel.tp && f.parallel.cp == u.parallel.cp && f.knobs == u.knobs) {
+        CHECK(u.estimate.time_per_batch.value() <= f.estimate.time_per_batch.value() * (1 + 1e-12));
+        ++compared;
+      }
+    }
+  }
+  CHECK(some_cp);
+  CHECK(compared > 5);
+  // Expert parallelism stays with the uniform placement, said so.
+  choices.expert_parallel = {2};
+  CHECK_THROWS_WITH(place::search_plans(m, c, base, choices, cache),
+                    Catch::Contains("expert parallelism above 1 needs the uniform placement"));
+}

@@ -60,6 +60,10 @@ struct step_policy {
   train::step_model model;
   std::vector<width_terms> widths;  ///< one per table
   std::vector<hw::device> devices;  ///< the device types, one table of each per width (empty: one type)
+  /// Context-parallel ranks of every plan placed on these tables (parallelism::cp): each table's tp ranks
+  /// times cp make one replica's share of a stage, so the placers see c.devices() / cp devices and choose
+  /// tp * pp * dp of them; the step model's terms take the whole shape (tp, cp, dp, pp).
+  int cp = 1;
 
   [[nodiscard]] std::size_t types() const { return std::max<std::size_t>(devices.size(), 1); }
   /// Only the first table of each width starts configurations; the others cost stages on other types.
@@ -90,8 +94,8 @@ struct step_policy {
       if (w.tp == tp) return w;
     throw input_error("step_policy: no terms for tp " + std::to_string(tp));
   }
-  [[nodiscard]] static train::plan_shape shape_of(const stage_context& c) {
-    return {c.tp, c.stages, c.dp, c.microbatches};
+  [[nodiscard]] train::plan_shape shape_of(const stage_context& c) const {
+    return {c.tp, c.stages, c.dp, c.microbatches, cp};
   }
   [[nodiscard]] double parameters_of(const placement_settings& s, double parameter_bytes,
                                      const stage_context& c) const {
@@ -179,10 +183,14 @@ struct model_problem {
 /// the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule): one node
 /// per layer node of the model (its forward, backward and recomputation times with TP collectives on the
 /// device type, parameters with a tied copy counted, activations as train/memory.hpp keeps them), one edge
-/// per cut carrying the layer's output; one table per width and device type.
+/// per cut carrying the layer's output; one table per width and device type. With context parallelism
+/// (`cp` > 1) the layers are those of one rank of a context-parallel group (a 1/cp share of each sequence,
+/// with ring attention's exchange timed on the cp ranks' links), and the placers place them on
+/// c.devices() / cp groups of cp ranks (step_policy::cp).
 inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
                                   const train::training_knobs& k, const std::vector<int>& widths,
-                                  const sched::schedule_cache& cache) {
+                                  const sched::schedule_cache& cache, int cp = 1) {
+  if (cp < 1) train::rules::parallel_degrees_must_be_positive();
   model_problem out;
   // The device types, in the order of their groups; one table per width and type.
   std::vector<hw::device> types;
@@ -192,16 +200,21 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
   const double weight_bytes = static_cast<double>(train::activation_element_bytes(k.precision));
   auto& p = out.problem;
   static_cast<placement_settings&>(p) =
-      model_settings(types.front(), c.groups().front().node, c.devices(), k);
+      model_settings(types.front(), c.groups().front().node, c.devices() / cp, k);
   // The bounds of the DPs take the largest memory; each stage is checked against its own (stage_capacity).
   for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, train::usable_memory(t, k));
   out.policy.model = train::step_model{c, k};
+  out.policy.cp = cp;
   if (types.size() > 1) out.policy.devices = types;
   const std::size_t n = run.size();
   for (const int tp : widths) {
     const auto built =
-        train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
+        train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1, cp}, k));
     const cluster::route route = out.policy.model.tensor_parallel_route(tp);
+    // The context-parallel ring: cp ranks tp apart, the same for every pipeline depth and data-parallel
+    // degree that uses all the devices (train::step_model::context_parallel_route).
+    const cluster::route cp_route =
+        out.policy.model.context_parallel_route({tp, 1, std::max(1, c.devices() / (tp * cp)), 1, cp});
     // What a node holds does not depend on the device: parameters (a tied copy counted: a node alone is on
     // a stage without node 0 unless it is node 0) and activations.
     std::vector<bytes> parameters(n);
@@ -233,7 +246,7 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
         const bool block = kind.role == model::layer_role::block;
         timed.push_back(train::detail::time_with_shares(built.kinds[timed.size()], d, route, cache,
                                                         block ? k.recompute : model::recompute::none,
-                                                        k.tp_comm_overlap));
+                                                        k.tp_comm_overlap, cp_route));
       }
       cost_table t;
       t.tp = tp;
@@ -302,20 +315,26 @@ struct model_placement {
 using model_placer = any_placer<cost_table, step_policy>;
 
 /// The best placement with uneven stages of `m` for the knobs `k` over tensor-parallel widths `widths`,
-/// pipeline depths up to the block count and dp = devices / (tp * pp) (every device used), by `placer` under
-/// step_policy. `fixed` may fix tp, pp or dp and set a cutoff. The plan's time equals
-/// train::estimate_step's for its split. The interleaved schedule is not placed unevenly (its chunks are not
-/// contiguous): give 1F1B or GPipe.
+/// pipeline depths up to the block count and dp = devices / (tp * cp * pp) (every device used), by `placer`
+/// under step_policy, with context-parallel size `cp`. `fixed` may fix tp, pp or dp and set a cutoff. The
+/// plan's time equals train::estimate_step's for its split. The interleaved schedule is not placed unevenly
+/// (its chunks are not contiguous): give 1F1B or GPipe.
 inline model_placement place_model(const model::model& m, const cluster::cluster& c,
                                    const train::training_knobs& k, const std::vector<int>& widths,
                                    const sched::schedule_cache& cache, placement_request fixed = {},
-                                   const model_placer& placer = chain_placer{}) {
+                                   const model_placer& placer = chain_placer{}, int cp = 1) {
   if (k.schedule == train::pipeline_schedule::interleaved) {
     throw input_error(
         "uneven stages need the 1F1B or GPipe schedule; the interleaved schedule is placed "
         "uniformly (use the uniform placer)");
   }
-  const model_problem mp = model_tables(m, c, k, widths, cache);
+  if (cp < 1) train::rules::parallel_degrees_must_be_positive();
+  if (c.devices() % cp != 0) {
+    throw no_admissible_configuration("a context-parallel size of " + std::to_string(cp) +
+                                      " does not divide the cluster's " + std::to_string(c.devices()) +
+                                      " devices; give a cp that divides them");
+  }
+  const model_problem mp = model_tables(m, c, k, widths, cache, cp);
   if (mp.policy.types() > 1 && placer.name() != chain_placer::name()) {
     throw input_error(
         "on a cluster of several device types only the chain placer costs each stage on its own "
@@ -335,7 +354,7 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
   model_placement out;
   out.placed = placer.place(mp.problem, mp.policy, fixed);
   if (!out.placed.feasible) return out;
-  out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp};
+  out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp, cp};
   out.split = stage_split(out.placed, mp.problem.tables.front().nodes.size());
   out.estimate = train::estimate_step(m, c, out.parallel, k, cache, out.split);
   return out;

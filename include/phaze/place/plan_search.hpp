@@ -31,10 +31,12 @@ struct plan_choices {
   model_placer placer = chain_placer{};  ///< places uneven stages
   std::vector<int> tensor_parallel;      ///< empty: every admissible width
   /// Expert-parallel sizes tried (mixture-of-experts models; each must divide dp): empty means 1. Only the
-  /// uniform placement carries them (the placers split stages without expert parallelism).
+  /// uniform placement carries them (the placers' tables hold one parameter count per layer, not the
+  /// experts' share that expert parallelism shards over fewer ranks).
   std::vector<int> expert_parallel;
   /// Context-parallel sizes tried (the sequence split over cp ranks; cp multiplies the devices a replica
-  /// takes): empty means 1. Only the uniform placement carries them (the placers split stages without it).
+  /// takes): empty means 1. Both placements carry them (uneven: the placers place groups of cp ranks,
+  /// model_tables).
   std::vector<int> context_parallel;
   std::optional<int> pp;
   std::optional<int> dp;
@@ -119,7 +121,7 @@ namespace detail {
 /// placer chooses.
 struct plan_item {
   bool uneven = false;
-  train::parallelism parallel;  ///< uneven: tp only
+  train::parallelism parallel;  ///< uneven: tp and cp only
   train::training_knobs knobs;
 };
 
@@ -147,7 +149,7 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
     f.dp = fixed.dp.value_or(0);
     model_placement placed;
     try {
-      placed = place_model(m, c, item.knobs, {item.parallel.tp}, cache, f, fixed.placer);
+      placed = place_model(m, c, item.knobs, {item.parallel.tp}, cache, f, fixed.placer, item.parallel.cp);
     } catch (const no_admissible_configuration&) {
       return out;  // no (pp, dp) uses the devices with this batch: not a plan
     }
@@ -181,23 +183,33 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   }
   const bool uneven =
       fixed.placement == stage_placement::uneven && base.schedule != train::pipeline_schedule::interleaved;
+  const std::vector<int> cps = fixed.context_parallel.empty() ? std::vector<int>{1} : fixed.context_parallel;
+  const std::vector<int> eps = fixed.expert_parallel.empty() ? std::vector<int>{1} : fixed.expert_parallel;
+  if (uneven && std::any_of(eps.begin(), eps.end(), [](int ep) { return ep > 1; })) {
+    throw input_error(
+        "expert parallelism above 1 needs the uniform placement: the placers split stages on one "
+        "parameter count per layer, not the experts' share that expert parallelism shards; use the "
+        "uniform placer (--placer uniform)");
+  }
   std::vector<plan_item> items;
   for (const int tp : tps) {
     if (uneven) {
-      for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
-        // The rules that do not depend on pp and dp (shape, batch, precision) must hold at pp = dp = 1.
-        try {
-          train::validate(m, train::parallelism{tp, 1, 1}, k, tp);
-        } catch (const input_error&) {
-          return;
-        }
-        items.push_back({true, {tp, 1, 1}, k});
-      });
+      for (const int cp : cps) {
+        if (cp < 1 || devices % (tp * cp) != 0) continue;
+        for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
+          // The rules that do not depend on pp and dp (shape, batch, precision, the sequence's split over
+          // cp) must hold at pp = dp = 1.
+          const train::parallelism p{tp, 1, 1, cp};
+          try {
+            train::validate(m, p, k, tp * cp);
+          } catch (const input_error&) {
+            return;
+          }
+          items.push_back({true, p, k});
+        });
+      }
       continue;
     }
-    const std::vector<int> cps =
-        fixed.context_parallel.empty() ? std::vector<int>{1} : fixed.context_parallel;
-    const std::vector<int> eps = fixed.expert_parallel.empty() ? std::vector<int>{1} : fixed.expert_parallel;
     for (const int cp : cps) {
       if (cp < 1 || devices % (tp * cp) != 0) continue;
       const int replicas = devices / (tp * cp);  // devices per tp x cp group count: pp * dp
@@ -232,9 +244,10 @@ inline bool faster(const ranked_plan& a, const ranked_plan& b) {
 /// Searches the plans of `m` on every device of cluster `c`. `base` gives the knobs that are not searched
 /// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
 /// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
-/// uniform split; with stage_placement::uneven, for every tp and knob setting `fixed.placer` (chain_dp by
-/// default) finds the best pp, dp and split under the same model (one plan per tp and knob setting; the
-/// interleaved schedule is always placed uniformly). The uneven plan of a setting is never slower than its
+/// uniform split; with stage_placement::uneven, for every tp, cp and knob setting `fixed.placer` (chain_dp
+/// by default) finds the best pp, dp and split under the same model (one plan per tp, cp and knob setting;
+/// the interleaved schedule is always placed uniformly; expert parallelism above 1 needs the uniform
+/// placement, an input_error otherwise). The uneven plan of a setting is never slower than its
 /// best uniform plan. Layer times come from `cache`; with `fixed.refine` the best `fixed.refine_top` plans
 /// are exact under that scheduler: a plan's time with lower-bound layer times (sched::bound_scheduler) is no
 /// later than with any schedule, and no refined time is later than the first, so every item whose bound is
