@@ -390,8 +390,8 @@ int run_plan(const plan_options& o) {
     if (m.config.experts % *o.ep != 0) model::rules::expert_parallel_size_must_divide_experts();
     if (*o.ep > 1 && fixed.placement != place::stage_placement::uniform) {
       throw input_error(
-          "--ep above 1 needs --placer uniform: the placers split stages without expert parallelism, so "
-          "the plans with experts spread over ranks are searched with Megatron-LM's uniform split");
+          "--ep above 1 needs the uniform placer: the placers that split stages unevenly do not carry expert "
+          "parallelism; give --placer uniform (or no --placer, which then uses it)");
     }
     fixed.expert_parallel = {*o.ep};
   }
@@ -631,8 +631,9 @@ command add_plan_command(CLI::App& root) {
   parser->add_option("--pp", o->pp, "fix the pipeline depth")->check(device_count);
   parser->add_option("--dp", o->dp, "fix the data-parallel degree")->check(device_count);
   parser
-      ->add_option("--ep", o->ep,
-                   "expert-parallel size (mixture-of-experts models; with --placer uniform when above 1)")
+      ->add_option(
+          "--ep", o->ep,
+          "expert-parallel size (mixture-of-experts models; above 1 searched with the uniform split)")
       ->check(device_count);
   parser
       ->add_option("--cp", o->cp,
@@ -686,7 +687,20 @@ command add_plan_command(CLI::App& root) {
           whole_number_up_to(100'000'000, "10^8 steps, over an hour of annealing; docs/limits.md", "STEPS"))
       ->default_str("20000");
   add_format_option(*parser, o->format);
-  return {parser, [o] { return run_plan(*o); }};
+  return {
+      parser, [o, parser] {
+        // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
+        // not carry it): when no placer was asked for, that split is the one searched, as the
+        // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.
+        if (parser->get_option("--placer")->count() == 0 && o->layer_table.empty() && o->ep && *o->ep > 1) {
+          o->placer = "uniform";
+          fmt::print(stderr,
+                     "phaze: note: --ep {} is searched with Megatron-LM's uniform split (--placer uniform); "
+                     "the placers that split stages unevenly do not carry expert parallelism\n",
+                     *o->ep);
+        }
+        return run_plan(*o);
+      }};
 }
 
 }  // namespace phaze::cli

@@ -75,11 +75,18 @@ TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed,
   CHECK(uneven.at("plan").at("cp").get<int>() > 1);
   CHECK(run_json(estimate_args_of(model, uneven.at("plan"))).at("time_per_batch_s").get<double>() ==
         Approx(uneven.at("time_per_batch_s").get<double>()).epsilon(1e-9));
-  // Expert parallelism stays with the uniform split, said so.
-  const auto experts = run_phaze(
-      "plan mixtral-8x7b --device h100-sxm --devices 64 --global-batch 256 --ep 8 --distributed-optimizer");
-  CHECK(experts.status == 2);
-  CHECK(contains(experts.err, "--placer uniform"));
+  // Expert parallelism stays with the uniform split: taken when no placer is named (a note on stderr),
+  // refused when an uneven one is.
+  const std::string mixtral =
+      "plan mixtral-8x7b --device h100-sxm --devices 64 --global-batch 256 --ep 8 --distributed-optimizer "
+      "--microbatch 1";
+  const auto experts = run_phaze(mixtral);
+  CHECK(experts.status == 0);
+  CHECK(contains(experts.err, "uniform split"));
+  CHECK(contains(experts.out, "uniform stages"));
+  const auto chain = run_phaze(mixtral + " --placer chain");
+  CHECK(chain.status == 2);
+  CHECK(contains(chain.err, "--placer uniform"));
 }
 
 TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM arguments", "[e2e][plan]") {
