@@ -74,11 +74,14 @@ int run_estimate(const estimate_options& o) {
   k.virtual_stages = o.vp;
   apply_step_options(o.step, k, device_types(c));
   m = apply_model_options(o.step, std::move(m), k);
-  train::validate(m, p, k, c.devices());
+  train::validate(m, p, k, c.devices(), o.stage_blocks.empty());
 
   const sched::schedule_cache cache = schedule_cache_for(o.solver);
   std::vector<train::stage_layers> split;
-  if (!o.stage_blocks.empty()) split = train::split_of_blocks(m, o.stage_blocks, p.pp);
+  if (!o.stage_blocks.empty()) {
+    const int chunks = k.schedule == train::pipeline_schedule::interleaved ? k.virtual_stages : 1;
+    split = train::split_of_blocks(m, o.stage_blocks, p.pp, chunks);
+  }
   const train::step_estimate e = train::estimate_step(m, c, p, k, cache, split);
 
   if (parse_format(o.format) == output_format::json) {

@@ -99,6 +99,25 @@ TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate
     CHECK(empty.status == 2);
     CHECK(contains(empty.err, "interior stages need at least one block"));
   }
+  SECTION("under the interleaved schedule, stage counts that do not split into the vp chunks") {
+    // Megatron-Core's uneven pipeline with virtual stages builds every chunk of a stage alike: 16 blocks
+    // over 5 chunks is refused; 15, 25, 25, 15 runs, as does an uneven split whose total pp * vp does not
+    // divide (Llama 3 8B's 32 blocks over 3 stages of 2 chunks: 10, 12, 10).
+    const std::string plan =
+        "estimate llama3-70b --device h100-sxm --devices 64 --tp 4 --pp 4 --schedule interleaved --vp 5 "
+        "--global-batch 128 --microbatch 1 --distributed-optimizer --recompute full";
+    const auto uneven = run_phaze(plan + " --stage-blocks 16,24,24,16");
+    CHECK(uneven.status == 2);
+    CHECK(contains(uneven.err, "stage 0 has 16 blocks, which do not split into its 5 interleaved"));
+    CHECK(run_phaze(plan + " --stage-blocks 15,25,25,15").status == 0);
+    const std::string three =
+        "estimate llama3-8b --device h100-sxm --devices 24 --tp 1 --pp 3 --schedule interleaved --vp 2 "
+        "--global-batch 96 --microbatch 1 --distributed-optimizer";
+    const auto uniform = run_phaze(three);
+    CHECK(uniform.status == 2);
+    CHECK(contains(uniform.err, "pp * vp model chunks"));
+    CHECK(run_phaze(three + " --stage-blocks 10,12,10").status == 0);
+  }
 }
 
 TEST_CASE("phaze estimate: the knobs of current recipes, stated in the report and the JSON, misuse is exit 2",

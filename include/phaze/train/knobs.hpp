@@ -380,9 +380,11 @@ struct training_space;  // train/knob_space.hpp
 /// says how to fix it.
 struct validate_fn {
   /// Checks that a model can be trained on `devices` devices with the given degrees and knobs. tp * pp * dp
-  /// must equal `devices` exactly: a plan leaves no device idle.
-  constexpr void operator()(const model::model& m, const parallelism& p, const training_knobs& k,
-                            int devices) const {
+  /// must equal `devices` exactly: a plan leaves no device idle. `uniform_split` false: the stages' blocks
+  /// are given (split_of_blocks checks them), so the interleaved schedule does not need pp * vp to divide the
+  /// block count, only each stage's count to divide into its vp chunks.
+  constexpr void operator()(const model::model& m, const parallelism& p, const training_knobs& k, int devices,
+                            bool uniform_split = true) const {
     if (devices <= 0) rules::device_count_must_be_positive();
     if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0) rules::parallel_degrees_must_be_positive();
     if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
@@ -422,7 +424,7 @@ struct validate_fn {
       if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
       if (p.pp < 2 || (p.pp == 2 && !k.overlap_p2p))
         rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
-      if (blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
+      if (uniform_split && blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
         rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
       if (microbatches_per_replica(p, k) % p.pp != 0)
         rules::interleaved_schedule_needs_microbatches_divisible_by_pp();

@@ -209,9 +209,13 @@ inline constexpr auto microbatches_in_flight =
 /// A stage split from blocks per stage (the embedding joins the first stage, the head the last), as
 /// `phaze estimate --stage-blocks` takes it. Throws input_error unless there is one count per stage, the
 /// counts add up to the model's blocks, and every stage holds something (a first or last stage may hold only
-/// the embedding or the head).
+/// the embedding or the head). Under the interleaved schedule of `virtual_stages` chunks per stage every
+/// stage's count must divide into them: Megatron-Core builds each chunk of a stage with the same number of
+/// layers and stops with "number of layers at last stage ... must be divisible by virtual pipeline parallel
+/// degree" otherwise (its uneven pipeline, --decoder-first/last-pipeline-num-layers with virtual stages).
 inline std::vector<stage_layers> split_of_blocks(const model::model& m,
-                                                 const std::vector<std::int64_t>& blocks, int stages) {
+                                                 const std::vector<std::int64_t>& blocks, int stages,
+                                                 int virtual_stages = 1) {
   if (static_cast<int>(blocks.size()) != stages) {
     throw input_error("--stage-blocks gives " + std::to_string(blocks.size()) + " counts for " +
                       std::to_string(stages) + " pipeline stages; give one count per stage");
@@ -223,6 +227,11 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
     if (s.blocks < 0 || (s.blocks == 0 && !s.embedding && !s.head)) {
       throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
                         " blocks; interior stages need at least one block, the first and last at least 0");
+    }
+    if (virtual_stages > 1 && s.blocks % virtual_stages != 0) {
+      throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
+                        " blocks, which do not split into its " + std::to_string(virtual_stages) +
+                        " interleaved model chunks; give every stage a multiple of --vp blocks");
     }
     total += s.blocks;
     split.push_back(s);
