@@ -398,6 +398,12 @@ int run_plan(const plan_options& o) {
   if (!o.cp.empty()) {
     for (const int cp : o.cp) {
       if (cp < 1) throw input_error("--cp: every context-parallel size must be a positive whole number");
+      if (c.devices() % cp != 0) {
+        throw input_error(fmt::format(
+            "--cp {}: a context-parallel size must divide the {} devices (each replica spans tp x cp of "
+            "them); give sizes that divide {}",
+            cp, c.devices(), c.devices()));
+      }
     }
     fixed.context_parallel = o.cp;
   }
@@ -430,6 +436,10 @@ int run_plan(const plan_options& o) {
                     found.evaluated, io::format_bytes(found.smallest_infeasible_need), memories));
   }
   const auto& best = found.feasible.front();
+  // How the stages were placed, as the reports say it: the interleaved schedule is always placed uniformly.
+  const bool uneven = fixed.placement == place::stage_placement::uneven &&
+                      base.schedule != train::pipeline_schedule::interleaved;
+  const std::string placement = uneven ? fmt::format("uneven ({} placer)", o.placer) : std::string{"uniform"};
   const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
   // Which devices run the best plan: its rank order, timed on the layer schedules it was chosen on.
   const sched::schedule_cache rank_cache = schedule_cache_for(o.solver);
@@ -490,8 +500,7 @@ int run_plan(const plan_options& o) {
     io::plan_report_input in;
     in.model = &m;
     in.cluster = chosen.label;
-    in.placement =
-        o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer);
+    in.placement = placement;
     in.evaluated = found.evaluated;
     in.plans = found.feasible;
     in.best = best_estimate;
@@ -517,7 +526,7 @@ int run_plan(const plan_options& o) {
     auto j = io::estimate_json(m, ordered, best.parallel, best.knobs, best_estimate);
     j["scheduler"] = best.scheduler;
     j["schedule_gap"] = best.schedule_gap;
-    j["placement"] = o.placer == "uniform" ? "uniform" : "uneven";
+    j["placement"] = uneven ? "uneven" : "uniform";
     j["plans_evaluated"] = found.evaluated;
     j["plans_feasible"] = found.feasible.size();
     j["ranks"] = {{"method", order.method},
@@ -575,10 +584,9 @@ int run_plan(const plan_options& o) {
       row.push_back(std::move(cell));
     t.add_row(row);
   }
-  print_text(fmt::format(
-      "{} on {}, {} stages: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(), chosen.label,
-      o.placer == "uniform" ? std::string{"uniform"} : fmt::format("uneven ({} placer)", o.placer),
-      found.evaluated, found.feasible.size(), shown == 1 ? "plan" : "plans"));
+  print_text(fmt::format("{} on {}, {} stages: {} plans evaluated, {} fit; best {}:\n", m.config.name.view(),
+                         chosen.label, placement, found.evaluated, found.feasible.size(),
+                         shown == 1 ? "plan" : "plans"));
   print_text(t.render() + "\n");
   print_text(io::estimate_table(m, ordered, best.parallel, best.knobs, best_estimate));
   print_text(fmt::format("\nlayer times: {}\n", schedules_text(best.scheduler, best.schedule_gap)));

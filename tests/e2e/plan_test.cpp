@@ -75,6 +75,13 @@ TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed,
   CHECK(uneven.at("plan").at("cp").get<int>() > 1);
   CHECK(run_json(estimate_args_of(model, uneven.at("plan"))).at("time_per_batch_s").get<double>() ==
         Approx(uneven.at("time_per_batch_s").get<double>()).epsilon(1e-9));
+  // A size that does not divide the devices is named; the interleaved schedule's plans are reported as
+  // placed uniformly, which they are.
+  const auto three = run_phaze("plan" + model + " --cp 3");
+  CHECK(three.status == 2);
+  CHECK(contains(three.err, "--cp 3: a context-parallel size must divide the 64 devices"));
+  const auto interleaved = run_json("plan" + model + " --cp 8 --schedule interleaved --vp 2");
+  CHECK(interleaved.at("placement") == "uniform");
   // Expert parallelism stays with the uniform split: taken when no placer is named (a note on stderr),
   // refused when an uneven one is.
   const std::string mixtral =
