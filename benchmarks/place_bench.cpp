@@ -164,6 +164,30 @@ void chain_dp_step_policy_gpt3_175b(benchmark::State& state) {
 }
 BENCHMARK(chain_dp_step_policy_gpt3_175b)->Unit(benchmark::kMillisecond);
 
+/// Uneven stages under context parallelism: Llama 3 8B at a 128K-token sequence in FP8 on 256 H100s, the
+/// tables of one rank of a context-parallel group of 8 (its 16K-token share, ring attention on the cp links)
+/// for TP 1..8, then chain_dp over every pp and dp = 256 / (tp cp pp), global batch 64, microbatch 1, full
+/// recomputation: what `phaze plan --cp 8` runs per knob setting. Tables are built once (outside the loop).
+void chain_dp_step_policy_llama3_8b_cp8(benchmark::State& state) {
+  train::training_knobs k;
+  k.global_batch = 64;
+  k.precision = hw::precision::fp8;
+  k.fused_attention = true;
+  k.distributed_optimizer = true;
+  k.recompute = model::recompute::full;
+  k.sequence_parallel = true;
+  const auto m = model::with_sequence(zoo::get("llama3-8b"), 131072);
+  sched::schedule_cache cache;
+  const auto mp = model_tables(m, cluster::preset_cluster("h100-sxm", 256), k, {1, 2, 4, 8}, cache, 8);
+  plan best;
+  for (auto _ : state) {
+    best = chain_dp(mp.problem, mp.policy).max_pp(32).use_all_devices(true).run();
+    benchmark::DoNotOptimize(best);
+  }
+  report(state, best);
+}
+BENCHMARK(chain_dp_step_policy_llama3_8b_cp8)->Unit(benchmark::kMillisecond);
+
 /// The same placement on a cluster of two device types: 512 H100-SXM followed by 512 A100-80GB (DGX nodes of
 /// each). The tables come in one per width and type, every stage is costed on its own type's table and
 /// checked against its own memory, and a (tp, pp, dp) whose stage would span both types is skipped: what
