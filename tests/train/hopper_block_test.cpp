@@ -45,6 +45,13 @@ model::transformer_config block_config(const std::string& name) {
 struct block_time {
   double forward = 0.0;
   double backward = 0.0;
+  /// What the measurement adds to each backward besides the block: tools/gpu/fp8_block.py recorded these
+  /// CSVs without clearing the gradients (its --grads accumulate), so every backward after the first adds
+  /// each weight's gradient and the input's to the ones before, one elementwise kernel per tensor reading
+  /// two and writing one bf16 value (6 bytes per element) at the card's copy bandwidth. Megatron-Core
+  /// accumulates weight gradients in the weight-gradient GEMM (gradient accumulation fusion), and phaze
+  /// costs it that way, so the comparison takes this closed form off the measured time.
+  double accumulation = 0.0;
   std::map<std::string, double> by_kind;  // gemm, attention, other: forward + backward
 };
 
@@ -79,6 +86,9 @@ block_time phaze_block(const std::string& preset, const std::string& name, std::
   const auto cluster = phaze::test::cluster_of(d, tp);
   const auto route = cluster.ring({tp, 1}, tp);
   block_time out;
+  const double elements =
+      static_cast<double>(model::layer_params(l, false)) + static_cast<double>(tokens * c.hidden);
+  out.accumulation = 6.0 * elements / hw::achievable_hbm_bandwidth(d).value();
   for (const auto which : {sched::pass::forward, sched::pass::backward}) {
     const sched::problem p = sched::layer_problem(l, d, route, which);
     // On a GPU the ops run one after another: the pass takes the sum of its compute ops.
@@ -104,6 +114,8 @@ block_time phaze_block(const std::string& preset, const std::string& name, std::
 struct block_errors {
   double mean = 0.0;
   double worst = 0.0;
+  double mean_net = 0.0;  ///< against the measured time less the gradient accumulation (block_time)
+  double worst_net = 0.0;
   double worst_tp1 = 0.0;
   double worst_forward = 0.0;
   int fused = 0;
@@ -118,6 +130,7 @@ block_errors compare(const std::string& file, const std::string& preset) {
               "measured", "phaze", "error", "gemm", "attn", "other", "p.gemm", "p.attn", "p.other");
   block_errors out;
   double sum = 0.0;
+  double sum_net = 0.0;
   for (const auto& r : rows) {
     const std::string build = r.at("build");
     const std::string pass = r.at("pass");
@@ -147,15 +160,23 @@ block_errors compare(const std::string& file, const std::string& preset) {
     }
     sum += std::abs(error);
     out.worst = std::max(out.worst, std::abs(error));
+    const double net = measured - p.accumulation;
+    const double net_error = (predicted - net) / net;
+    std::printf("%-10s %-8s %-8s %10.3f %10.3f %+6.1f%%   (measured less %.3f ms of gradient accumulation)\n",
+                "", "", "net", 1e3 * net, 1e3 * predicted, 100.0 * net_error, 1e3 * p.accumulation);
+    sum_net += std::abs(net_error);
+    out.worst_net = std::max(out.worst_net, std::abs(net_error));
     if (tp == 1) out.worst_tp1 = std::max(out.worst_tp1, std::abs(error));
     ++out.fused;
   }
   REQUIRE(out.fused == 12);
   out.mean = sum / out.fused;
+  out.mean_net = sum_net / out.fused;
   std::printf(
       "forward + backward, fused builds (FP8 and bf16): mean %.1f%%, max %.1f%% (tp 1: %.1f%%); "
-      "forward alone: max %.1f%%\n",
-      100.0 * out.mean, 100.0 * out.worst, 100.0 * out.worst_tp1, 100.0 * out.worst_forward);
+      "forward alone: max %.1f%%; less the gradient accumulation: mean %.1f%%, max %.1f%%\n",
+      100.0 * out.mean, 100.0 * out.worst, 100.0 * out.worst_tp1, 100.0 * out.worst_forward,
+      100.0 * out.mean_net, 100.0 * out.worst_net);
   return out;
 }
 
@@ -166,15 +187,21 @@ TEST_CASE("phaze's block times against whole blocks measured on an H100 SXM and 
   // Measured at this commit, H100: mean 5.8%, max 14.4% (GPT-3 175B's tp-4 share, phaze fast), tp 1 at most
   // 5.8%, the forward pass alone up to 15.2% off (phaze slow in the forward, fast in the backward). H200:
   // mean 6.1%, max 9.0%, tp 1 at most 6.7%, forward alone up to 19.7%; phaze fast on every block of both
-  // cards. Bounds with a small margin, to catch a cost-model change that moves a whole block.
+  // cards. Less the measurement's own gradient accumulation (block_time::accumulation, 0.44-0.95 ms on the
+  // H100): H100 mean 2.4%, max 5.7%; H200 mean 2.5%, max 6.0%, phaze on both sides. Bounds with a small
+  // margin, to catch a cost-model change that moves a whole block.
   const auto h100 = hopper_block::compare("h100-sxm-block.csv", "h100-sxm");
   CHECK(h100.mean <= 0.07);
   CHECK(h100.worst <= 0.16);
   CHECK(h100.worst_tp1 <= 0.07);
   CHECK(h100.worst_forward <= 0.18);
+  CHECK(h100.mean_net <= 0.035);
+  CHECK(h100.worst_net <= 0.07);
   const auto h200 = hopper_block::compare("h200-block.csv", "h200");
   CHECK(h200.mean <= 0.07);
   CHECK(h200.worst <= 0.16);
   CHECK(h200.worst_tp1 <= 0.08);
   CHECK(h200.worst_forward <= 0.22);
+  CHECK(h200.mean_net <= 0.035);
+  CHECK(h200.worst_net <= 0.07);
 }

@@ -166,6 +166,13 @@ class Block:
         self.cos = ang.cos().to(DT)[:, None, :]
         self.sin = ang.sin().to(DT)[:, None, :]
 
+    def parameters(self):
+        """Every tensor of the block that gets a gradient."""
+        out = [self.n1, self.n2] + [t for t in (self.b1, self.b2) if t is not None]
+        for lin in (self.qkv, self.proj, self.fc1, self.fc2):
+            out += [lin.weight] + ([lin.bias] if lin.bias is not None else [])
+        return out
+
     def normed(self, x, w, b):
         return self.kern.rms_norm(x, w) if self.norm == "rms" else self.kern.layer_norm(x, w, b)
 
@@ -232,7 +239,7 @@ def time_it(fn, reps):
     return statistics.median(s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends))
 
 
-def run_case(w, shape, build, reps):
+def run_case(w, shape, build, reps, grads="write"):
     name, h, heads, kv, ffn, mlp, norm, bias, seq, mb, tp = shape
     fp8 = build != "bf16"
     kern = Kernels(compiled=build != "eager")
@@ -245,7 +252,16 @@ def run_case(w, shape, build, reps):
         with torch.no_grad():
             block(x)
 
+    params = block.parameters() + [x]
+
     def fwd_bwd():
+        # "write": each backward writes fresh gradients, as Megatron-Core's weight-gradient GEMMs accumulate
+        # into main_grad in their epilogue (gradient accumulation fusion) with no separate add; "accumulate"
+        # adds them to .grad with one elementwise kernel per tensor (6 bytes per parameter), what the
+        # CSVs in tests/data/gpu/*-block.csv were recorded with.
+        if grads == "write":
+            for p in params:
+                p.grad = None
         y = block(x)
         y.backward(go)
 
@@ -285,6 +301,8 @@ def main():
     ap.add_argument("--models", default=",".join(s[0] for s in SHAPES))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--budget-s", type=float, default=400.0)
+    ap.add_argument("--grads", choices=("write", "accumulate"), default="write",
+                    help="clear the gradients before each backward (write, the default) or add to them")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     start = time.time()
@@ -295,7 +313,7 @@ def main():
             setattr(torch._dynamo.config, knob, 1024)
     print("fp8 linear vs bf16, relative error of y, dx, dw: %.4f %.4f %.4f" % fp8_linear_check(), flush=True)
     with open(os.path.join(args.out, "block-env.txt"), "w") as f:
-        f.write("\n".join(environment()) + "\n")
+        f.write("\n".join(environment()) + f"\ngrads: {args.grads}\n")
     path = os.path.join(args.out, "block.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -309,7 +327,7 @@ def main():
                     print(f"budget reached; skipping {shape[0]} {build}", flush=True)
                     continue
                 try:
-                    run_case(w, shape, build, args.reps)
+                    run_case(w, shape, build, args.reps, args.grads)
                 except Exception as e:  # noqa: BLE001 - recorded, not fatal
                     print(f"{shape[0]} {build}: {type(e).__name__}: {e}"[:600], flush=True)
                 f.flush()
