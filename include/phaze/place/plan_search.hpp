@@ -192,26 +192,26 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         "uniform placer (--placer uniform)");
   }
   std::vector<plan_item> items;
-  for (const int tp : tps) {
-    if (uneven) {
-      for (const int cp : cps) {
-        if (cp < 1 || devices % (tp * cp) != 0) continue;
-        for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
-          // The rules that do not depend on pp and dp (shape, batch, precision, the sequence's split over
-          // cp) must hold at pp = dp = 1.
-          const train::parallelism p{tp, 1, 1, cp};
-          try {
-            train::validate(m, p, k, tp * cp);
-          } catch (const input_error&) {
-            return;
-          }
-          items.push_back({true, p, k});
-        });
+  // Every knob setting of plan `p` whose rules hold on `checked` devices.
+  auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {
+    for_each_knob_setting(base, fixed, p.tp, [&](const train::training_knobs& k) {
+      try {
+        train::validate(m, p, k, checked);
+      } catch (const input_error&) {
+        return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
       }
-      continue;
-    }
+      items.push_back({placed_unevenly, p, k});
+    });
+  };
+  for (const int tp : tps) {
     for (const int cp : cps) {
       if (cp < 1 || devices % (tp * cp) != 0) continue;
+      if (uneven) {
+        // The placer chooses pp and dp: the rules that do not depend on them (shape, batch, precision, the
+        // sequence's split over cp) must hold at pp = dp = 1.
+        admit({tp, 1, 1, cp}, tp * cp, true);
+        continue;
+      }
       const int replicas = devices / (tp * cp);  // devices per tp x cp group count: pp * dp
       for (int pp = 1; pp <= replicas && pp <= model::body_nodes(m); ++pp) {
         if (fixed.pp && pp != *fixed.pp) continue;
@@ -219,16 +219,7 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         const int dp = fixed.dp ? *fixed.dp : replicas / pp;
         if (static_cast<std::int64_t>(tp) * pp * dp * cp != devices) continue;
         for (const int ep : eps) {
-          if (ep < 1 || dp % ep != 0) continue;
-          for_each_knob_setting(base, fixed, tp, [&](const train::training_knobs& k) {
-            const train::parallelism p{tp, pp, dp, cp, ep};
-            try {
-              train::validate(m, p, k, devices);
-            } catch (const input_error&) {
-              return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
-            }
-            items.push_back({false, p, k});
-          });
+          if (ep >= 1 && dp % ep == 0) admit({tp, pp, dp, cp, ep}, devices, false);
         }
       }
     }
