@@ -186,11 +186,17 @@ struct model_problem {
 /// per cut carrying the layer's output; one table per width and device type. With context parallelism
 /// (`cp` > 1) the layers are those of one rank of a context-parallel group (a 1/cp share of each sequence,
 /// with ring attention's exchange timed on the cp ranks' links), and the placers place them on
-/// c.devices() / cp groups of cp ranks (step_policy::cp).
+/// c.devices() / cp groups of cp ranks (step_policy::cp); a cp that does not divide the devices is
+/// no_admissible_configuration.
 inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
                                   const train::training_knobs& k, const std::vector<int>& widths,
                                   const sched::schedule_cache& cache, int cp = 1) {
   if (cp < 1) train::rules::parallel_degrees_must_be_positive();
+  if (c.devices() % cp != 0) {
+    throw no_admissible_configuration("a context-parallel size of " + std::to_string(cp) +
+                                      " does not divide the cluster's " + std::to_string(c.devices()) +
+                                      " devices; give a cp that divides them");
+  }
   model_problem out;
   // The device types, in the order of their groups; one table per width and type.
   std::vector<hw::device> types;
@@ -327,12 +333,6 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
     throw input_error(
         "uneven stages need the 1F1B or GPipe schedule; the interleaved schedule is placed "
         "uniformly (use the uniform placer)");
-  }
-  if (cp < 1) train::rules::parallel_degrees_must_be_positive();
-  if (c.devices() % cp != 0) {
-    throw no_admissible_configuration("a context-parallel size of " + std::to_string(cp) +
-                                      " does not divide the cluster's " + std::to_string(c.devices()) +
-                                      " devices; give a cp that divides them");
   }
   const model_problem mp = model_tables(m, c, k, widths, cache, cp);
   if (mp.policy.types() > 1 && placer.name() != chain_placer::name()) {
