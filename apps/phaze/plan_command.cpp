@@ -339,24 +339,6 @@ int run_plan(const plan_options& o) {
       throw input_error(
           fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
   }
-  if (o.emit == "megatron" && !o.model.empty()) {
-    train::training_knobs asked;
-    asked.schedule = train::parse_pipeline_schedule(o.schedule);
-    asked.grad_reduce_in_bf16 = o.step.grad_reduce_in_bf16;
-    asked.precision = train::parse_precision(o.precision);
-    asked.fsdp = o.step.fsdp;
-    asked.optimizer_dtype = train::parse_optimizer_dtype(o.step.optimizer_dtype);
-    asked.opt = train::parse_optimizer(o.optimizer);
-    asked.distributed_optimizer = o.distributed_optimizer;
-    asked.fp8_param_gather = o.step.fp8_param_gather;
-    if (const auto why =
-            megatron_cannot_run(apply_model_options(o.step, io::load_model(o.model), asked), asked)) {
-      throw input_error(
-          "--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as "
-          "phaze would cost it: " +
-          *why + "; drop --emit megatron");
-    }
-  }
   const chosen_cluster chosen = resolve_cluster(o.where, "plan");
   const cluster::cluster& c = chosen.value;
   model::model m = io::load_model(o.model);
@@ -381,6 +363,15 @@ int run_plan(const plan_options& o) {
   base.distributed_optimizer = o.distributed_optimizer;
   apply_step_options(o.step, base, device_types(c));
   m = apply_model_options(o.step, std::move(m), base);
+  // Refused before the search: what Megatron-LM cannot run as phaze would cost it.
+  if (o.emit == "megatron") {
+    if (const auto why = megatron_cannot_run(m, base)) {
+      throw input_error(
+          "--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as phaze would "
+          "cost it: " +
+          *why + "; drop --emit megatron");
+    }
+  }
   place::plan_choices fixed;
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
