@@ -159,9 +159,8 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   // core_r0.11.0's FSDP2 shards the bf16 module without a mixed-precision policy: its gradients are kept and
   // reduce-scattered in bf16 (TorchFullyShardedDataParallel), so only a plan costed that way runs as costed.
   if (k.fsdp && !k.grad_reduce_in_bf16)
-    return "Megatron-LM core_r0.11.0's FSDP2 keeps and reduces gradients in bf16; add --grad-reduce-in-bf16 "
-           "so "
-           "that phaze costs them so";
+    return "Megatron-LM core_r0.11.0's FSDP2 keeps and reduces gradients in bf16; add "
+           "--grad-reduce-in-bf16 so that phaze costs them so";
   if (k.fsdp && k.fp8_param_gather)
     return "--fp8-param-gather needs the distributed optimizer there, which --use-torch-fsdp2 refuses";
   // core_r0.11.0's --use-torch-fsdp2 (megatron/training/arguments.py, validate_args) asserts untied
@@ -173,13 +172,12 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.optimizer_dtype != hw::precision::fp32 && k.opt != train::optimizer::adam)
     return "Megatron-LM core_r0.11.0's precision-aware optimizer (a state below fp32) is Adam's";
   if (k.optimizer_dtype == hw::precision::fp16 && (!k.distributed_optimizer || k.fsdp))
-    return "Megatron-LM core_r0.11.0's precision-aware optimizer (--optimizer-dtype fp16) runs only inside "
-           "its "
-           "distributed optimizer: add --distributed-optimizer, without --fsdp";
+    return "Megatron-LM core_r0.11.0's precision-aware optimizer (--optimizer-dtype fp16) runs only "
+           "inside its distributed optimizer: add --distributed-optimizer, without --fsdp";
   if (k.optimizer_dtype == hw::precision::bf16)
     return "its optimizer state is bf16 without master weights, and Megatron-LM core_r0.11.0's "
-           "precision-aware "
-           "optimizer keeps fp32 or fp16 master weights (--optimizer-dtype fp16 runs there)";
+           "precision-aware optimizer keeps fp32 or fp16 master weights (--optimizer-dtype fp16 runs "
+           "there)";
   for (const auto& kind : m.kinds)
     if (kind.bf16)
       return "blocks kept in bf16 under FP8 (--first-last-layers-bf16) came after Megatron-LM core_r0.11.0";

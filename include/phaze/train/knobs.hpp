@@ -247,9 +247,8 @@ namespace rules {
 [[noreturn]] inline void fp8_param_gather_needs_the_distributed_optimizer() {
   throw input_error(
       "--fp8-param-gather all-gathers the FP8 weights through a sharded data-parallel scheme "
-      "(Megatron-Core's "
-      "distributed optimizer, or Megatron-FSDP's sharded buffers); add --distributed-optimizer or --fsdp, or "
-      "drop --fp8-param-gather");
+      "(Megatron-Core's distributed optimizer, or Megatron-FSDP's sharded buffers); add "
+      "--distributed-optimizer or --fsdp, or drop --fp8-param-gather");
 }
 [[noreturn]] inline void optimizer_dtype_must_be_fp32_bf16_or_fp16() {
   throw input_error(
@@ -258,9 +257,8 @@ namespace rules {
 [[noreturn]] inline void low_precision_optimizer_state_needs_mixed_precision() {
   throw input_error(
       "--optimizer-dtype bf16 or fp16 keeps the optimizer state below fp32, which needs mixed-precision "
-      "training (fp32 training keeps its fp32 weights as the master copy); give --precision bf16, fp16 or "
-      "fp8, "
-      "or --optimizer-dtype fp32");
+      "training (fp32 training keeps its fp32 weights as the master copy); give --precision bf16, fp16 "
+      "or fp8, or --optimizer-dtype fp32");
 }
 [[noreturn]] inline void bf16_optimizer_state_needs_bf16_weights() {
   throw input_error(
