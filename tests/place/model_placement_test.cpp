@@ -57,6 +57,31 @@ std::vector<train::stage_layers> random_split(std::mt19937& rng, std::int64_t bl
   return split;
 }
 
+/// The uniform split of `pp` stages (trial 0), else a random one.
+std::vector<train::stage_layers> split_for(int trial, std::mt19937& rng, const model::model& m, int pp) {
+  if (trial != 0) return random_split(rng, m.config.layers, pp);
+  std::vector<train::stage_layers> split;
+  for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
+  return split;
+}
+
+/// step_policy on `mp`'s first table against estimate_step on cluster `c` for plan `p` and `split`: the
+/// time per batch, every stage's memory and the peak.
+void check_policy_against_estimate(const model::model& m, const cluster::cluster& c,
+                                   const place::model_problem& mp, const train::parallelism& p,
+                                   const train::training_knobs& k, const sched::schedule_cache& cache,
+                                   const std::vector<train::stage_layers>& split) {
+  const auto e = train::estimate_step(m, c, p, k, cache, split);
+  const auto planned =
+      place::evaluate(mp.problem, mp.problem.tables.front(), p.dp, node_sets(split), mp.policy);
+  CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
+  REQUIRE(planned.stages.size() == e.stages.size());
+  for (std::size_t i = 0; i < e.stages.size(); ++i) {
+    CHECK(planned.stages[i].memory.value() == Approx(e.stages[i].memory.value()).epsilon(1e-9));
+  }
+  CHECK(planned.peak_memory.value() == Approx(e.peak_memory.value()).epsilon(1e-9));
+}
+
 /// Places `mp` with chain_dp, downset_dp and brute force at each memory capacity and checks that both DPs
 /// find the oracle's time (every device used: `devices` of the placers' own count), or when nothing fits,
 /// its smallest memory need. Returns how many capacities had a feasible plan.
@@ -100,26 +125,13 @@ TEST_CASE("step_policy on a model's tables equals estimate_step and memory.hpp f
           k.opt = distributed ? train::optimizer::adam : train::optimizer::sgd;
           const int tp = 8;
           const auto mp = place::model_tables(m, phaze::test::cluster_of(d, 1024), k, {tp}, cache);
-          const auto& table = mp.problem.tables.front();
-          REQUIRE(table.nodes.size() == 98);
+          REQUIRE(mp.problem.tables.front().nodes.size() == 98);
           for (const int pp : {1, 2, 8, 16}) {
             const int dp = 1024 / (tp * pp) > 16 ? 16 : 1024 / (tp * pp);
             const train::parallelism p{tp, pp, dp};
             for (int trial = 0; trial < 2; ++trial) {
-              std::vector<train::stage_layers> split;
-              if (trial == 0) {
-                for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
-              } else {
-                split = random_split(rng, m.config.layers, pp);
-              }
-              const auto e = train::estimate_step(m, phaze::test::cluster_of(d, p), p, k, cache, split);
-              const auto planned = place::evaluate(mp.problem, table, dp, node_sets(split), mp.policy);
-              CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
-              REQUIRE(planned.stages.size() == e.stages.size());
-              for (std::size_t i = 0; i < e.stages.size(); ++i) {
-                CHECK(planned.stages[i].memory.value() == Approx(e.stages[i].memory.value()).epsilon(1e-9));
-              }
-              CHECK(planned.peak_memory.value() == Approx(e.peak_memory.value()).epsilon(1e-9));
+              check_policy_against_estimate(m, phaze::test::cluster_of(d, p), mp, p, k, cache,
+                                            split_for(trial, rng, m, pp));
               ++compared;
             }
           }
@@ -247,24 +259,12 @@ TEST_CASE("Under context parallelism step_policy on a model's tables equals esti
         k.distributed_optimizer = distributed;
         const auto mp = place::model_tables(m, c, k, {tp}, cache, cp);
         CHECK(mp.problem.devices == 64 / cp);
-        const auto& table = mp.problem.tables.front();
         for (const int pp : {1, 2, 4}) {
           const train::parallelism p{tp, pp, 64 / (tp * pp * cp), cp};
+          train::validate(m, p, k, 64);
           for (int trial = 0; trial < 2; ++trial) {
-            std::vector<train::stage_layers> split;
-            if (trial == 0) {
-              for (int i = 0; i < pp; ++i) split.push_back(train::uniform_stage(m, pp, i));
-            } else {
-              split = random_split(rng, m.config.layers, pp);
-            }
             INFO("cp " << cp << " tp " << tp << " pp " << pp << " trial " << trial);
-            train::validate(m, p, k, 64);
-            const auto e = train::estimate_step(m, c, p, k, cache, split);
-            const auto planned = place::evaluate(mp.problem, table, p.dp, node_sets(split), mp.policy);
-            CHECK(planned.time_per_batch.value() == Approx(e.time_per_batch.value()).epsilon(1e-9));
-            REQUIRE(planned.stages.size() == e.stages.size());
-            for (std::size_t i = 0; i < e.stages.size(); ++i)
-              CHECK(planned.stages[i].memory.value() == Approx(e.stages[i].memory.value()).epsilon(1e-9));
+            check_policy_against_estimate(m, c, mp, p, k, cache, split_for(trial, rng, m, pp));
             ++compared;
           }
         }
