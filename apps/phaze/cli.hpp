@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +24,8 @@
 #include "phaze/core/error.hpp"
 #include "phaze/core/limits.hpp"
 #include "phaze/cost/attention.hpp"
+#include "phaze/io/calibration_json.hpp"
+#include "phaze/train/calibration.hpp"
 #include "phaze/io/schema.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/sched/scheduler.hpp"
@@ -132,6 +136,7 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
 /// Engine's userbuffers) on request.
 struct step_options {
   std::string attention = "auto";
+  std::string attention_kernel = "auto";
   std::string overlap = "grad,param,pp";
   double memory_headroom = 0.10;
   int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
@@ -140,9 +145,10 @@ struct step_options {
   bool fsdp = false;
   std::string optimizer_dtype = "fp32";
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
+  std::string calibration;                 // a phaze.calibration file; empty: none
 };
 
-/// Adds `--attention fused|unfused`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
+/// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
 /// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--optimizer-dtype` and
 /// `--bf16-blocks`.
 inline void add_step_options(CLI::App& app, step_options& o) {
@@ -151,6 +157,14 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "GEMM, softmax, dropout, context GEMM), or auto: fused where every device runs it (Ampere "
                  "and later), else unfused")
       ->check(CLI::IsMember({"auto", "fused", "unfused"}))
+      ->default_str("auto");
+  app.add_option("--attention-kernel", o.attention_kernel,
+                 "the fused attention kernel's implementation: cudnn (Transformer Engine's fused attention, "
+                 "Megatron-Core and NeMo on Hopper), flash3 (FlashAttention-3, Hopper), flash2 "
+                 "(FlashAttention-2: flash-attn 2.x, PyTorch SDPA, torchtitan), triton (flash-attn 1.0's "
+                 "Triton kernel, LLM Foundry's attn_impl triton), or auto: the device's own (cudnn on Hopper, "
+                 "flash2 on Ampere)")
+      ->check(CLI::IsMember({"auto", "cudnn", "flash3", "flash2", "triton"}))
       ->default_str("auto");
   app.add_option(
          "--overlap", o.overlap,
@@ -190,11 +204,38 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "(bf16 moments, the bf16 weights updated in place: Apex's distributed Adam with dtype bf16)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->default_str("fp32");
+  app.add_option("--calibration", o.calibration,
+                 "a calibration file `phaze calibrate --out` wrote: factors fitted to measured steps of your "
+                 "stack, applied to every device, collective and step (docs/calibration.md)");
   app.add_option("--bf16-blocks", o.bf16_blocks,
                  "with --precision fp8: START,END blocks at the start and the end of the model that stay in "
                  "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")
       ->delimiter(',')
       ->expected(2);
+}
+
+/// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
+inline void write_atomically(const std::filesystem::path& file, const std::string& text) {
+  const auto temporary = std::filesystem::path{file.string() + ".tmp"};
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw input_error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, file, ec);
+  if (ec) throw input_error("cannot write '" + file.string() + "': " + ec.message());
+}
+
+/// The calibration `--calibration FILE` names (the neutral one without it).
+inline train::calibration calibration_of(const step_options& o) {
+  return o.calibration.empty() ? train::calibration{} : io::read_calibration(o.calibration);
+}
+
+/// The cluster `c` under the calibration `--calibration` names (train::calibrated; `c` itself without it).
+inline cluster::cluster with_calibration(const step_options& o, const cluster::cluster& c) {
+  return o.calibration.empty() ? c : train::calibrated(c, calibration_of(o));
 }
 
 /// The model the step options make of `m`: with --bf16-blocks START,END (FP8 training only) its first START
@@ -235,6 +276,20 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   }
   const bool all_fuse = std::all_of(devices.begin(), devices.end(), cost::fused_attention_runs_on);
   k.fused_attention = o.attention == "fused" || (o.attention == "auto" && all_fuse);
+  k.attention_kernel = train::parse_attention_kernel(o.attention_kernel);
+  if (k.attention_kernel != model::attention_kernel::standard && !k.fused_attention) {
+    throw input_error(fmt::format(
+        "--attention-kernel {} names a fused kernel, but attention runs unfused here (--attention {}); give "
+        "--attention fused, or drop --attention-kernel",
+        o.attention_kernel, o.attention));
+  }
+  for (const hw::device& d : devices) {
+    if (cost::attention_kernel_runs_on(k.attention_kernel, d.sheet.arch)) continue;
+    throw input_error(fmt::format(
+        "--attention-kernel {}: device '{}' is {}, and FlashAttention-3 runs on Hopper only; give "
+        "--attention-kernel flash2 or cudnn",
+        o.attention_kernel, d.name.view(), hw::to_string(d.sheet.arch)));
+  }
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   k.vocab_padding = o.vocab_padding;
@@ -242,6 +297,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
   k.optimizer_dtype = train::parse_optimizer_dtype(o.optimizer_dtype);
+  if (!o.calibration.empty()) k = train::calibrated(k, calibration_of(o));
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
   std::string_view rest = o.overlap;
   while (!rest.empty()) {
@@ -342,6 +398,7 @@ command add_devices_command(CLI::App& root);
 command add_cluster_command(CLI::App& root);
 command add_schedule_command(CLI::App& root);
 command add_estimate_command(CLI::App& root);
+command add_calibrate_command(CLI::App& root);
 command add_plan_command(CLI::App& root);
 command add_search_command(CLI::App& root);
 

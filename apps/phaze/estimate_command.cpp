@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "estimate.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/io/device_source.hpp"
 #include "phaze/io/estimate_report.hpp"
@@ -24,39 +25,12 @@
 
 namespace phaze::cli {
 
-namespace {
-struct estimate_options {
-  std::string model;
-  cluster_choice where;
-  int tp = 1;
-  int pp = 1;
-  int dp = 0;  // 0: devices / (tp * pp * cp)
-  int cp = 1;
-  int ep = 1;
-  int vp = 1;
-  std::int64_t global_batch = 1;
-  std::int64_t microbatch = 1;
-  std::int64_t sequence = 0;
-  std::int64_t vocab = 0;
-  std::string recompute = "none";
-  int recompute_layers = 0;
-  std::string schedule = "1f1b";
-  bool sequence_parallel = false;
-  std::string optimizer = "adam";
-  bool distributed_optimizer = false;
-  std::string precision = "bf16";
-  std::string solver = "ilp";
-  std::vector<std::int64_t> stage_blocks;  // empty: the uniform split
-  std::string format = "table";
-  step_options step;
-};
-
-int run_estimate(const estimate_options& o) {
+estimate_input build_estimate(const estimate_options& o) {
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
   const chosen_cluster chosen = resolve_cluster(o.where, "estimate");
-  const cluster::cluster& c = chosen.value;
+  const cluster::cluster c = with_calibration(o.step, chosen.value);
 
   train::parallelism p{o.tp, o.pp, o.dp, o.cp, o.ep};
   if (o.cp <= 0) train::rules::parallel_degrees_must_be_positive();
@@ -76,13 +50,23 @@ int run_estimate(const estimate_options& o) {
   m = apply_model_options(o.step, std::move(m), k);
   train::validate(m, p, k, c.devices(), o.stage_blocks.empty());
 
-  const sched::schedule_cache cache = schedule_cache_for(o.solver);
   std::vector<train::stage_layers> split;
   if (!o.stage_blocks.empty()) {
     const int chunks = k.schedule == train::pipeline_schedule::interleaved ? k.virtual_stages : 1;
     split = train::split_of_blocks(m, o.stage_blocks, p.pp, chunks);
   }
-  const train::step_estimate e = train::estimate_step(m, c, p, k, cache, split);
+  return {std::move(m), c, chosen.label, p, k, std::move(split)};
+}
+
+namespace {
+int run_estimate(const estimate_options& o) {
+  const estimate_input in = build_estimate(o);
+  const model::model& m = in.m;
+  const cluster::cluster& c = in.c;
+  const train::parallelism& p = in.p;
+  const train::training_knobs& k = in.k;
+  const sched::schedule_cache cache = schedule_cache_for(o.solver);
+  const train::step_estimate e = train::estimate_step(m, c, p, k, cache, in.split);
 
   if (parse_format(o.format) == output_format::json) {
     auto j = io::estimate_json(m, c, p, k, e);
@@ -108,10 +92,9 @@ int run_estimate(const estimate_options& o) {
 }
 }  // namespace
 
-command add_estimate_command(CLI::App& root) {
-  auto o = std::make_shared<estimate_options>();
-  CLI::App* parser = root.add_subcommand(
-      "estimate", "Estimate time per batch, throughput, MFU and memory of one fully given training plan");
+void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
+  CLI::App* parser = &parser_ref;
+  estimate_options* o = &options;
   parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json")->required();
   add_cluster_options(*parser, o->where);
   parser->add_option("--tp", o->tp, "tensor-parallel width")->required()->check(device_count);
@@ -166,6 +149,13 @@ command add_estimate_command(CLI::App& root) {
                    "transformer blocks per pipeline stage, comma-separated (default: the uniform split)")
       ->delimiter(',');
   add_format_option(*parser, o->format);
+}
+
+command add_estimate_command(CLI::App& root) {
+  auto o = std::make_shared<estimate_options>();
+  CLI::App* parser = root.add_subcommand(
+      "estimate", "Estimate time per batch, throughput, MFU and memory of one fully given training plan");
+  add_estimate_options(*parser, *o);
   return {parser, [o] { return run_estimate(*o); }};
 }
 

@@ -32,6 +32,7 @@ constexpr std::array command_table{
     &phaze::cli::add_cluster_command,
     &phaze::cli::add_schedule_command,
     &phaze::cli::add_estimate_command,
+    &phaze::cli::add_calibrate_command,
     &phaze::cli::add_plan_command,
     &phaze::cli::add_search_command,
 };

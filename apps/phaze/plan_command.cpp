@@ -338,7 +338,7 @@ int run_plan(const plan_options& o) {
           fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
   }
   const chosen_cluster chosen = resolve_cluster(o.where, "plan");
-  const cluster::cluster& c = chosen.value;
+  const cluster::cluster c = with_calibration(o.step, chosen.value);
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);

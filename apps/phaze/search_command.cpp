@@ -201,20 +201,6 @@ inline void arm(const std::filesystem::path& results, std::size_t done) {
 }
 }  // namespace interruption
 
-/// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
-void write_atomically(const std::filesystem::path& file, const std::string& text) {
-  const auto temporary = std::filesystem::path{file.string() + ".tmp"};
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw input_error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, file, ec);
-  if (ec) throw input_error("cannot write '" + file.string() + "': " + ec.message());
-}
-
 /// `phaze search MODEL --cluster-space FILE --global-batch B ...`: the device mixes of a cluster space on the
 /// Pareto fronts of throughput vs cost and vs power, each with its best plan (search::cluster_search).
 /// `parser` tells which options were given: those of the design search are refused, and the layer times
@@ -231,7 +217,12 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   if (o.model.empty())
     throw input_error("phaze search --cluster-space needs MODEL (a zoo name or a HuggingFace config.json)");
   if (!given("--global-batch")) throw input_error("phaze search --cluster-space needs --global-batch B");
-  const io::cluster_space_description space = io::read_cluster_space_file(o.cluster_space);
+  io::cluster_space_description space = io::read_cluster_space_file(o.cluster_space);
+  if (!o.step.calibration.empty()) {
+    const train::calibration cal = calibration_of(o.step);
+    for (auto& offer : space.value.devices) offer.device = train::calibrated(offer.device, cal);
+    space.value.efficiency.calibrated = cal.collective;
+  }
   model::model m = io::load_model(o.model);
   if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
   if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
@@ -596,9 +587,9 @@ command add_search_command(CLI::App& root) {
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {
             if (o->cluster_space.empty()) {
-              for (const char* name : {"--attention", "--overlap", "--memory-headroom", "--vocab-padding",
+              for (const char* name : {"--attention", "--attention-kernel", "--overlap", "--memory-headroom", "--vocab-padding",
                                        "--grad-reduce-in-bf16", "--fp8-param-gather", "--fsdp",
-                                       "--optimizer-dtype", "--bf16-blocks"}) {
+                                       "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
                 if (parser->get_option(name)->count() > 0) {
                   throw input_error(fmt::format(
                       "{} applies to GPU clusters (--cluster-space); a design search's training step is "

@@ -31,7 +31,16 @@ struct collective_efficiency {
   double all_gather = 1.0;
   double reduce_scatter = 1.0;
   double send_recv = 1.0;
+  /// A time multiplier fitted to a user's measured steps (train::apply_calibration): each collective's
+  /// bandwidth term runs at the efficiency above divided by it, never above the link's rate.
+  double calibrated = 1.0;
   friend constexpr bool operator==(const collective_efficiency&, const collective_efficiency&) = default;
+
+  /// The share of a link's bandwidth reached at efficiency `e` under the calibration: min(1, e / calibrated).
+  [[nodiscard]] constexpr double reached(double e) const {
+    const double x = e / calibrated;
+    return x < 1.0 ? x : 1.0;
+  }
 };
 
 /// One node of a device group: how many devices it holds, the fast domain between them (NVLink, ICI, PCIe)

@@ -51,6 +51,56 @@ constexpr hw::attention_efficiency attention_efficiency_of(const hw::datasheet_s
           r.key_tiles_half};
 }
 
+/// How fast a fused attention kernel implementation runs against the device's own kernel (the one its
+/// attention_efficiency describes: cuDNN's on Hopper, measured; FlashAttention-2 on Ampere), as factors on
+/// the forward and the backward fractions. From the kernels' published benchmarks (docs/cost-model.md,
+/// section 7.2b):
+/// - Hopper. FlashAttention-3 reaches up to 740 TFLOP/s forward in bf16 at head dimension 128, 75% of the
+///   H100's peak (Shah et al., "FlashAttention-3", 2024, section 4.1), against the 0.8175 measured for cuDNN
+///   here: 0.917; its backward is taken as cuDNN's. FlashAttention-2 reaches 35% of the H100's peak forward
+///   (the same paper, abstract and section 1) and FlashAttention-3's backward is 1.5-1.75 times
+///   FlashAttention-2's (section 4.1): 0.35 / 0.8175 forward, 1 / 1.625 backward.
+/// - Ampere. cuDNN's fused attention (flash attention since cuDNN 8.9) is taken as fast as FlashAttention-2;
+///   FlashAttention-3 does not run (train::validate refuses it).
+/// - Both. The Triton FlashAttention of flash-attn 1.0.x runs 1.3-2.5 times slower than FlashAttention-2
+///   (Dao 2023, section 4.1, on the A100); 1 / 1.8 (the geometric middle of the range) of FlashAttention-2 in
+///   both passes, on Hopper too (neither uses Hopper's own instructions).
+/// Devices of unspecified architecture run every kernel at their own efficiency.
+struct kernel_speed {
+  double forward = 1.0;
+  double backward = 1.0;
+};
+inline constexpr double hopper_flash3_forward = 0.75 / 0.8175;
+inline constexpr double hopper_flash2_forward = 0.35 / 0.8175;
+inline constexpr double hopper_flash2_backward = 1.0 / 1.625;
+inline constexpr double triton_against_flash2 = 1.0 / 1.8;
+
+/// Whether kernel `k` runs on a device of architecture `a` (FlashAttention-3 needs Hopper).
+constexpr bool attention_kernel_runs_on(model::attention_kernel k, hw::architecture a) {
+  return k != model::attention_kernel::flash3 || a == hw::architecture::hopper ||
+         a == hw::architecture::unspecified;
+}
+
+constexpr kernel_speed attention_kernel_speed(model::attention_kernel k, hw::architecture a) {
+  using model::attention_kernel;
+  if (a == hw::architecture::hopper) {
+    switch (k) {
+      case attention_kernel::standard:
+      case attention_kernel::cudnn:
+        return {};
+      case attention_kernel::flash3:
+        return {hopper_flash3_forward, 1.0};
+      case attention_kernel::flash2:
+        return {hopper_flash2_forward, hopper_flash2_backward};
+      case attention_kernel::triton:
+        return {hopper_flash2_forward * triton_against_flash2, hopper_flash2_backward * triton_against_flash2};
+    }
+  }
+  if (a == hw::architecture::ampere && k == attention_kernel::triton)
+    return {triton_against_flash2, triton_against_flash2};
+  return {};
+}
+
 /// The share of the s x s scores a fused kernel computes: all of them; half under a causal mask (the tiles
 /// above the diagonal skipped; under context parallelism, whose load balancing gives every rank the same
 /// share of the causal work, half of its queries x all keys); under a causal sliding window of w < s keys
@@ -82,24 +132,30 @@ constexpr double fused_attention_key_tiles(const model::op& o) {
 }
 
 /// Fused attention on a datasheet device: executed FLOPs at the matrix peak times the efficiency for its pass
-/// and mask, w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal), and
-/// L / (L + key_tiles_half) of that for L key tiles per unit (fused_attention_key_tiles); never less than its
+/// and mask (times the kernel implementation's speed, attention_kernel_speed), w / (w + work_half) of it for w work units (batch * ceil(s / 128), halved when causal), and
+/// L / (L + key_tiles_half) of that for L key tiles per unit (fused_attention_key_tiles), times the device's
+/// calibrated attention factor but never faster than the peak; never less than its
 /// inputs read and output written once at the achievable HBM bandwidth.
 inline constexpr auto datasheet_attention_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   if (!detail::valid(o.gemm)) return seconds{0.0};
   const hw::attention_efficiency e = attention_efficiency_of(d.sheet);
   const bool forward = o.phase == model::op_phase::forward;
+  const kernel_speed speed = attention_kernel_speed(o.kernel, d.sheet.arch);
   const double fraction =
-      o.causal ? (forward ? e.causal_forward : e.causal_backward) : (forward ? e.forward : e.backward);
+      (o.causal ? (forward ? e.causal_forward : e.causal_backward) : (forward ? e.forward : e.backward)) *
+      (forward ? speed.forward : speed.backward);
   const double units = static_cast<double>(o.gemm.batch) *
                        static_cast<double>((o.gemm.m + attention_block_rows - 1) / attention_block_rows) *
                        fused_attention_score_share(o);
   const double occupancy = units / (units + e.work_half);
   const double tiles = fused_attention_key_tiles(o);
   const double pipeline = tiles / (tiles + e.key_tiles_half);
-  const seconds compute = flops{fused_attention_executed_flops(o)} /
-                          (hw::matrix_peak(d.sheet, d.compute) * (fraction * occupancy * pipeline));
+  const flops executed{fused_attention_executed_flops(o)};
+  const flops_per_second peak = hw::matrix_peak(d.sheet, d.compute);
+  const seconds compute = std::max(executed / (peak * (fraction * occupancy * pipeline)) *
+                                       d.sheet.calibrated.attention,
+                                   executed / peak);
   const seconds memory =
       (model::bytes_read(o) + model::bytes_written(o)) / (d.hbm_bandwidth * d.sheet.memory_efficiency);
   return std::max(compute, memory);

@@ -21,7 +21,7 @@ inline constexpr auto all_reduce_time =
     [](bytes message, int n, const cluster::route& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
-  return 2.0 * (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.all_reduce)) +
+  return 2.0 * (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.all_reduce))) +
          2.0 * (members - 1.0) * r.hop.latency;
 };
 
@@ -31,7 +31,7 @@ inline constexpr auto reduce_scatter_time =
     [](bytes message, int n, const cluster::route& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
-  return (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reduce_scatter)) +
+  return (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.reduce_scatter))) +
          (members - 1.0) * r.hop.latency;
 };
 
@@ -41,14 +41,14 @@ inline constexpr auto all_gather_time =
     [](bytes message, int n, const cluster::route& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
-  return (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.all_gather)) +
+  return (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.all_gather))) +
          (members - 1.0) * r.hop.latency;
 };
 
 /// A point-to-point transfer (a pipeline-stage boundary) between two devices: message / bandwidth + one
 /// latency.
 inline constexpr auto point_to_point_time = [](bytes message, const cluster::route& r) constexpr -> seconds {
-  return message / (r.hop.bandwidth * r.efficiency.send_recv) + r.hop.latency;
+  return message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.send_recv)) + r.hop.latency;
 };
 
 /// The links of an all-to-all group: `local` of its members share a node (route `inside` among them); the
@@ -76,11 +76,11 @@ inline constexpr auto all_to_all_time =
   seconds out{0.0};
   seconds latency{0.0};
   if (local > 1) {
-    in = message * in_share / (r.inside.hop.bandwidth * r.inside.efficiency.send_recv);
+    in = message * in_share / (r.inside.hop.bandwidth * r.inside.efficiency.reached(r.inside.efficiency.send_recv));
     latency = r.inside.hop.latency;
   }
   if (local < n) {
-    out = message * out_share / (r.across.hop.bandwidth * r.across.efficiency.send_recv);
+    out = message * out_share / (r.across.hop.bandwidth * r.across.efficiency.reached(r.across.efficiency.send_recv));
     latency = std::max(latency, r.across.hop.latency);
   }
   return std::max(in, out) + latency * (members - 1.0);

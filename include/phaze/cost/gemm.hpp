@@ -324,7 +324,8 @@ inline constexpr auto gemm_fraction =
   return e.max_fraction * (useful / issued) * (k / (k + e.k_half));
 };
 
-/// GEMM time on a datasheet device in format `p`: FLOPs / (matrix peak in `p` * gemm_fraction), never less
+/// GEMM time on a datasheet device in format `p`: FLOPs / (matrix peak in `p` * gemm_fraction) (times the
+/// device's calibrated GEMM factor, never below FLOPs / peak), never less
 /// than the operands read once and the result written once over the achievable HBM bandwidth
 /// (hbm_bandwidth * memory_efficiency). FP8 GEMMs take hw::fp8_gemm_efficiency, 1-byte operands and a
 /// 2-byte (bf16) result.
@@ -338,7 +339,9 @@ inline constexpr auto datasheet_gemm_in =
   const flops work{2.0 * b * m * k * n};
   const bool fp8 = p == hw::precision::fp8;
   const hw::gemm_efficiency e = fp8 ? hw::fp8_gemm_efficiency(d.sheet.gemm) : d.sheet.gemm;
-  const seconds compute = work / (hw::matrix_peak(d.sheet, p) * gemm_fraction(g, e));
+  const flops_per_second peak = hw::matrix_peak(d.sheet, p);
+  const seconds compute =
+      std::max(work / (peak * gemm_fraction(g, e)) * d.sheet.calibrated.gemm, work / peak);
   const double operand_bytes = fp8 ? 1.0 : static_cast<double>(hw::element_bytes(p));
   const double result_bytes = fp8 ? 2.0 : static_cast<double>(hw::element_bytes(p));
   const bytes moved{b * (operand_bytes * (m * k + k * n) + result_bytes * m * n)};

@@ -40,7 +40,7 @@ inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::devi
       o.phase == model::op_phase::backward_data || (o.phase == model::op_phase::forward && o.fp8_cast);
   if (!casts) return gemm;
   const bytes pass{static_cast<double>(o.in_elements) * (static_cast<double>(o.elem_bytes) + 2.0)};
-  return gemm + pass / hw::fp8_quantize_bandwidth(d);
+  return gemm + std::max(pass / hw::fp8_quantize_bandwidth(d) * d.sheet.calibrated.memory, pass / d.hbm_bandwidth);
 };
 
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper

@@ -156,12 +156,15 @@ inline constexpr auto datasheet_vector_bytes = [](const model::op& o) constexpr 
 
 /// Time of a vector op on a datasheet device: elements * cycles_per_element operations at the vector
 /// (CUDA-core / VPU) rate, never less than datasheet_vector_bytes over the achievable HBM bandwidth
-/// (hbm_bandwidth * memory_efficiency). Vector ops on GPUs are almost always memory-bound.
+/// (hbm_bandwidth * memory_efficiency; times the device's calibrated memory factor, never above the peak). Vector ops on GPUs are almost always memory-bound.
 inline constexpr auto datasheet_vector_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
   const seconds compute = work / d.sheet.vector;
-  return std::max(compute, datasheet_vector_bytes(o) / (d.hbm_bandwidth * d.sheet.memory_efficiency));
+  const bytes moved = datasheet_vector_bytes(o);
+  const seconds memory = std::max(moved / (d.hbm_bandwidth * d.sheet.memory_efficiency) * d.sheet.calibrated.memory,
+                                  moved / d.hbm_bandwidth);
+  return std::max(compute, memory);
 };
 
 }  // namespace phaze::cost

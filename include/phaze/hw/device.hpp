@@ -122,6 +122,40 @@ struct attention_efficiency {
   friend constexpr bool operator==(const attention_efficiency&, const attention_efficiency&) = default;
 };
 
+/// The GPU generation of a datasheet device, where it decides which kernels run and how fast
+/// (cost/attention.hpp: FlashAttention-3 and the Hopper-specific instructions of cuDNN's kernels need
+/// Hopper; FlashAttention-2 and Triton kernels run on Ampere and later without them). `unspecified` for
+/// devices of no known generation (TPUs, device files without the field): every fused kernel then runs at
+/// the device's own attention efficiency.
+enum class architecture : std::uint8_t { unspecified, volta, turing, ampere, hopper };
+
+constexpr std::string_view to_string(architecture a) {
+  switch (a) {
+    case architecture::unspecified:
+      return "unspecified";
+    case architecture::volta:
+      return "volta";
+    case architecture::turing:
+      return "turing";
+    case architecture::ampere:
+      return "ampere";
+    case architecture::hopper:
+      return "hopper";
+  }
+  return "?";
+}
+
+/// Time multipliers fitted to a user's measured training steps (train::calibration, `phaze calibrate`), applied
+/// where each kind of kernel is costed (cost/): GEMMs, fused attention, memory-bound kernels (vector ops, FP8
+/// quantization passes). 1: the model as published. A calibrated kernel is never faster than its roofline
+/// (peak matrix rate, peak HBM bandwidth), whatever the factor.
+struct calibration_factors {
+  double gemm = 1.0;
+  double attention = 1.0;
+  double memory = 1.0;
+  friend constexpr bool operator==(const calibration_factors&, const calibration_factors&) = default;
+};
+
 /// A real device by its datasheet: dense (non-sparse) peak matrix rates per format, vector rate, and the
 /// achieved-efficiency model.
 struct datasheet_spec {
@@ -134,6 +168,12 @@ struct datasheet_spec {
   gemm_efficiency gemm{};
   double memory_efficiency = 1.0;    ///< achievable share of HBM bandwidth (STREAM-like copy)
   attention_efficiency attention{};  ///< fused attention (zeros: derived from `gemm`)
+  architecture arch = architecture::unspecified;
+  /// The share by which computation slows while a collective it overlaps (data-parallel gradient buckets,
+  /// FSDP gathers) runs beside it on the same GPU: the collective's kernels take SMs and memory bandwidth
+  /// (measured on the Hopper presets, docs/gpu-measurements.md); 0: not modelled.
+  double overlap_slowdown = 0.0;
+  calibration_factors calibrated{};  ///< fitted to measured steps (train::apply_calibration); 1s otherwise
   friend constexpr bool operator==(const datasheet_spec&, const datasheet_spec&) = default;
 };
 

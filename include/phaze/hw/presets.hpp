@@ -133,6 +133,13 @@ inline constexpr double h200_fp8_quantize_fraction = 0.378;
 // h100-sxm-train-step-env.txt), H200 139.8 GiB (tests/data/gpu/h200-env.txt; nvidia-smi 143,771 MiB). The
 // datasheets' "80 GB" and "141 GB" count in binary units (the H100's five 16 GiB HBM3 stacks): read as 80e9
 // and 141e9 bytes they left plans about 6% less memory than the cards give a program.
+// Computation slowed by an overlapped collective: the dgrad and wgrad GEMMs of a Llama 3 8B block ran 1.2-8.3%
+// slower (median 5.8%) on the H100 and -3.9 to 2.8% (median 1.6%) on the H200 while a reduction kernel
+// standing in for NCCL's streamed gradient buckets on 16 or 32 thread blocks beside them (eight launch variants;
+// tools/gpu/measure_hopper.py, docs/gpu-measurements.md "Overlapping communication with compute on one GPU").
+// The medians; the A100 (not measured) takes the H100's.
+inline constexpr double h100_overlap_slowdown = 0.058;
+inline constexpr double h200_overlap_slowdown = 0.016;
 inline constexpr bytes h100_sxm_memory{85017493504.0};
 inline constexpr bytes h200_memory{139.8 * 1073741824.0};
 inline constexpr attention_efficiency h100_attention{0.8175, 0.55, 0.7375, 0.5125, 86.0, 3.0};
@@ -140,6 +147,34 @@ inline constexpr attention_efficiency h200_attention{0.8025, 0.585, 0.7275, 0.53
 constexpr device with_attention(device d, attention_efficiency a) {
   d.sheet.attention = a;
   return d;
+}
+constexpr device with_architecture(device d, architecture a, double overlap_slowdown = 0.0) {
+  d.sheet.arch = a;
+  d.sheet.overlap_slowdown = overlap_slowdown;
+  return d;
+}
+// Fused attention on the A100: FlashAttention-2, the kernel Ampere stacks run (flash-attn 2.x, PyTorch SDPA's
+// flash backend). Its forward pass reaches up to 73% of the A100's peak (230 TFLOP/s at head dimension 128 and
+// long sequences: Dao, "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning",
+// 2023, section 4.1); that is the forward fraction. The backward, causal forward and causal backward fractions
+// keep the H100's measured ratios to its forward fraction, the work units at half occupancy scale with the SMs
+// (108 of 132) and the key tiles at half rate are the H100's: the same tiling on the previous generation. No
+// A100 was available to measure (docs/cost-model.md, section 7.2b).
+inline constexpr double a100_flash2_forward = 0.73;
+constexpr attention_efficiency a100_attention() {
+  const attention_efficiency& h = h100_attention;
+  const double scale = a100_flash2_forward / h.forward;
+  return {a100_flash2_forward, h.backward * scale, h.causal_forward * scale, h.causal_backward * scale,
+          h.work_half * 108.0 / 132.0, h.key_tiles_half};
+}
+/// An SXM A100 (GA100: 108 SMs; 312 TFLOP/s bf16/fp16 dense, 156 tf32, 19.5 fp32) with its memory, its
+/// GEMM efficiency and FlashAttention-2's attention efficiency.
+constexpr device ampere(std::string_view name, bytes hbm, bytes_per_second hbm_bw) {
+  return with_architecture(
+      with_attention(gpu(name, hbm, hbm_bw, sheet(156, 312, 312, 0, 19.5, a100_max_fraction, 128, 128, 108,
+                                                   a100_k_half)),
+                     a100_attention()),
+      architecture::ampere, h100_overlap_slowdown);
 }
 // Hopper output tile that fits both cards' measured GEMMs best among 256x128, 128x256, 256x256, 128x128,
 // 192x128, 128x64 and 64x128 once the mean and the max error are both weighed (see above).
@@ -149,11 +184,12 @@ inline constexpr int hopper_tile_n = 128;
 /// and its calibrated GEMM and fused-attention efficiency.
 constexpr device hopper(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double max_fraction,
                         double k_half, double fp8_max_fraction, double fp8_quantize_fraction,
-                        attention_efficiency attention) {
-  device d = with_attention(
-      gpu(name, hbm, hbm_bw,
-          sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m, hopper_tile_n, 132, k_half)),
-      attention);
+                        attention_efficiency attention, double overlap_slowdown) {
+  device d = with_architecture(
+      with_attention(gpu(name, hbm, hbm_bw,
+                         sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m, hopper_tile_n, 132, k_half)),
+                     attention),
+      architecture::hopper, overlap_slowdown);
   d.sheet.gemm.fp8_max_fraction = fp8_max_fraction;
   d.sheet.gemm.fp8_quantize_fraction = fp8_quantize_fraction;
   return d;
@@ -182,17 +218,13 @@ inline constexpr std::array presets{
         "a100-40gb",
         "NVIDIA A100 datasheet (SXM): 312 TFLOP/s bf16/fp16, 156 tf32, 19.5 fp32, 40 GB HBM2 at 1555 GB/s, "
         "NVLink3 600 GB/s (300 per direction), 108 SMs; DGX A100: 8 x 200 Gb/s HDR per 8 GPUs",
-        detail::gpu("a100-40gb", bytes{40e9}, bytes_per_second{1555e9},
-                    detail::sheet(156, 312, 312, 0, 19.5, detail::a100_max_fraction, 128, 128, 108,
-                                  detail::a100_k_half))},
+        detail::ampere("a100-40gb", bytes{40e9}, bytes_per_second{1555e9})},
     preset{
         "a100-80gb",
         "NVIDIA A100 datasheet (SXM 80GB): 312 TFLOP/s bf16/fp16, 80 GB HBM2e at 2039 GB/s, NVLink3 300 GB/s "
         "per "
         "direction, 108 SMs; Selene/DGX A100: 8 x 200 Gb/s HDR InfiniBand per node (Korthikanti et al. 2022)",
-        detail::gpu("a100-80gb", bytes{80e9}, bytes_per_second{2039e9},
-                    detail::sheet(156, 312, 312, 0, 19.5, detail::a100_max_fraction, 128, 128, 108,
-                                  detail::a100_k_half))},
+        detail::ampere("a100-80gb", bytes{80e9}, bytes_per_second{2039e9})},
     preset{"h100-sxm",
            "NVIDIA H100 datasheet (SXM5): 989 TFLOP/s bf16/fp16 dense, 495 tf32, 1979 fp8, 67 fp32, 80 GB "
            "HBM3 at "
@@ -200,13 +232,15 @@ inline constexpr std::array presets{
            "memory as CUDA reports it on an H100 SXM (79.2 GiB)",
            detail::hopper("h100-sxm", detail::h100_sxm_memory, bytes_per_second{3.35e12},
                           detail::h100_max_fraction, detail::h100_k_half, detail::h100_fp8_max_fraction,
-                          detail::h100_fp8_quantize_fraction, detail::h100_attention)},
+                          detail::h100_fp8_quantize_fraction, detail::h100_attention,
+                          detail::h100_overlap_slowdown)},
     preset{"h100-pcie",
            "NVIDIA H100 datasheet (PCIe): 756 TFLOP/s bf16/fp16 dense, 378 tf32, 1513 fp8, 51 fp32, 80 GB "
            "HBM2e at "
            "2.0 TB/s, PCIe Gen5 128 GB/s (64 per direction), 114 SMs; 400 Gb/s network per GPU assumed",
-           detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12},
-                       detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114))},
+           detail::with_architecture(detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12},
+                                                 detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114)),
+                                     hw::architecture::hopper)},
     preset{
         "h200",
         "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
@@ -215,7 +249,7 @@ inline constexpr std::array presets{
         "it on an H200 (139.8 GiB)",
         detail::hopper("h200", detail::h200_memory, bytes_per_second{4.8e12}, detail::h200_max_fraction,
                        detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_fp8_quantize_fraction,
-                       detail::h200_attention)},
+                       detail::h200_attention, detail::h200_overlap_slowdown)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

@@ -361,7 +361,8 @@ class reader {
     std::vector<std::string> keys;
     add_keys(keys, matrix_rates);
     add_keys(keys, vector_rate);
-    keys.insert(keys.end(), {"gemm_efficiency", "memory_efficiency", "attention_efficiency"});
+    keys.insert(keys.end(), {"gemm_efficiency", "memory_efficiency", "attention_efficiency", "architecture",
+                             "overlap_slowdown"});
     s->check_keys(keys, "datasheet");
     auto& sheet = d_.sheet;
 
@@ -415,6 +416,22 @@ class reader {
       if (const auto v = g->fraction("fp8_quantize_fraction")) e.fp8_quantize_fraction = *v;
     }
     if (const auto v = s->fraction("memory_efficiency")) sheet.memory_efficiency = *v;
+    if (const auto v = s->number("overlap_slowdown", true)) {
+      if (*v >= 1.0) field_error(s->name("overlap_slowdown"), "must lie in [0, 1), got " + fmt::format("{:g}", *v));
+      sheet.overlap_slowdown = *v;
+    }
+    if (const auto name = s->text("architecture")) {
+      const auto known = {hw::architecture::unspecified, hw::architecture::volta, hw::architecture::turing,
+                          hw::architecture::ampere, hw::architecture::hopper};
+      const auto it = std::find_if(known.begin(), known.end(),
+                                   [&](hw::architecture a) { return hw::to_string(a) == *name; });
+      if (it == known.end()) {
+        field_error(s->name("architecture"),
+                    "must be one of \"volta\", \"turing\", \"ampere\", \"hopper\" or \"unspecified\", got \"" +
+                        *name + "\"");
+      }
+      sheet.arch = *it;
+    }
     if (const auto a = s->child("attention_efficiency")) {
       a->check_keys(
           {"forward", "backward", "causal_forward", "causal_backward", "work_half", "key_tiles_half"},
@@ -671,6 +688,8 @@ inline constexpr auto device_to_json = [](const hw::device& d,
     if (g.fp8_max_fraction > 0) s["gemm_efficiency"]["fp8_max_fraction"] = g.fp8_max_fraction;
     if (g.fp8_quantize_fraction > 0) s["gemm_efficiency"]["fp8_quantize_fraction"] = g.fp8_quantize_fraction;
     s["memory_efficiency"] = sheet.memory_efficiency;
+    if (sheet.arch != hw::architecture::unspecified) s["architecture"] = std::string{hw::to_string(sheet.arch)};
+    if (sheet.overlap_slowdown > 0) s["overlap_slowdown"] = sheet.overlap_slowdown;
     if (sheet.attention.measured()) {
       const auto& a = sheet.attention;
       s["attention_efficiency"] = {{"forward", a.forward},

@@ -79,6 +79,8 @@ struct layer_shape {
   /// experts and exchanges tokens with the ep - 1 others of its group by all-to-all (Megatron-Core's
   /// --expert-model-parallel-size; ranks carved from the data-parallel ones).
   int ep = 1;
+  /// The implementation of the fused attention kernel (model::attention_kernel).
+  attention_kernel kernel = attention_kernel::standard;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -202,6 +204,7 @@ class layer_builder {
     o.saved = saves::input0 | saves::output;
     o.causal = causal;
     o.window = window > 0 && window < n ? window : 0;
+    o.kernel = shape().kernel;
     return add(o, {qkv});
   }
 

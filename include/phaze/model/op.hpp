@@ -47,6 +47,34 @@ enum class op_kind : std::uint8_t {
   all_to_all,
 };
 
+/// The implementation of a fused attention kernel, as training stacks choose it: each runs at its own rate
+/// on each GPU generation (cost/attention.hpp, docs/cost-model.md section 7.2b). `standard` is the kernel a
+/// device's own attention efficiency describes: cuDNN's fused attention on Hopper (measured), FlashAttention-2
+/// on Ampere.
+enum class attention_kernel : std::uint8_t {
+  standard,  ///< the device's own (what its attention efficiency was measured or published for)
+  cudnn,     ///< cuDNN's fused scaled-dot-product attention (Transformer Engine's FusedAttention)
+  flash3,    ///< FlashAttention-3 (Shah et al. 2024; Hopper only)
+  flash2,    ///< FlashAttention-2 (Dao 2023): flash-attn 2.x, PyTorch SDPA's flash backend
+  triton,    ///< FlashAttention in Triton of flash-attn 1.0.x (flash_attn_triton.py; LLM Foundry's `triton`)
+};
+
+constexpr std::string_view to_string(attention_kernel k) {
+  switch (k) {
+    case attention_kernel::standard:
+      return "auto";
+    case attention_kernel::cudnn:
+      return "cudnn";
+    case attention_kernel::flash3:
+      return "flash3";
+    case attention_kernel::flash2:
+      return "flash2";
+    case attention_kernel::triton:
+      return "triton";
+  }
+  return "?";
+}
+
 /// Which pass an operator belongs to.
 enum class op_phase : std::uint8_t {
   forward,
@@ -115,6 +143,7 @@ struct op {
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
   bool causal = false;          ///< fused_attention: a causal mask (the kernel skips the masked half)
   std::int64_t window = 0;      ///< fused_attention: keys each query sees (sliding window); 0: all
+  attention_kernel kernel = attention_kernel::standard;  ///< fused_attention: its implementation
   /// matmul: an FP8 GEMM (Transformer Engine's linear layers under FP8 training): 1-byte operands, a
   /// bf16 result, the FP8 matrix rate; its input is kept for the backward pass in FP8.
   bool fp8 = false;

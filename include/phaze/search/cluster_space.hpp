@@ -74,6 +74,9 @@ struct cluster_space {
   int max_types = 2;  ///< device types one cluster may mix, 1 to max_types_per_cluster
   double budget_usd = 0.0;
   std::optional<watts> power_cap;  ///< none: no cap
+  /// The collectives' efficiency on every cluster of the space (a calibration's collective factor,
+  /// train::calibrated; the links at their full rate otherwise).
+  cluster::collective_efficiency efficiency{};
 };
 
 namespace rules {
@@ -557,7 +560,7 @@ class cluster_search {
         const device_offer& o = space_.devices[t];
         groups.push_back({o.device, p.mix.counts[t], o.node});
       }
-      cluster::cluster c{std::move(groups)};
+      cluster::cluster c{std::move(groups), space_.efficiency};
       place::plan_search_result found;
       try {
         // A tracked copy shares the solved schedules; its gap is that of this composition's plans alone.

@@ -78,6 +78,11 @@ inline constexpr std::array all_recompute_modes{model::recompute::none, model::r
 inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16, hw::precision::fp32,
                                                 hw::precision::fp8};
 
+/// Every fused attention kernel, `auto` (the device's own) first.
+inline constexpr std::array all_attention_kernels{
+    model::attention_kernel::standard, model::attention_kernel::cudnn, model::attention_kernel::flash3,
+    model::attention_kernel::flash2, model::attention_kernel::triton};
+
 /// The formats an optimizer may keep its state in (training_knobs::optimizer_dtype).
 inline constexpr std::array optimizer_dtypes{hw::precision::fp32, hw::precision::bf16, hw::precision::fp16};
 
@@ -99,6 +104,10 @@ inline pipeline_schedule parse_pipeline_schedule(std::string_view name) {
 /// Parses `none` / `selective` / `full`.
 inline model::recompute parse_recompute(std::string_view name) {
   return detail::parse_enum(name, "recomputation mode", all_recompute_modes);
+}
+/// Parses `auto` / `cudnn` / `flash3` / `flash2` / `triton` (training_knobs::attention_kernel).
+inline model::attention_kernel parse_attention_kernel(std::string_view name) {
+  return detail::parse_enum(name, "attention kernel", all_attention_kernels);
 }
 /// Parses `fp32` / `bf16` / `fp16`, the formats of an optimizer's state (training_knobs::optimizer_dtype).
 inline hw::precision parse_optimizer_dtype(std::string_view name) {
@@ -136,6 +145,9 @@ struct training_knobs {
   /// calibrated on; the command line turns it on wherever the devices run it, as Megatron-Core does
   /// (docs/cli.md, --attention auto).
   bool fused_attention = false;
+  /// The fused attention kernel's implementation (model::attention_kernel; docs/cost-model.md, section
+  /// 7.2b): `standard` is the device's own kernel (cuDNN on Hopper, FlashAttention-2 on Ampere).
+  model::attention_kernel attention_kernel = model::attention_kernel::standard;
   /// Megatron-Core's --overlap-grad-reduce: the data-parallel reduction of each gradient bucket runs while
   /// the backward pass of the last microbatch goes on (step_model::exposed_gradient_reduction).
   bool overlap_grad_reduce = false;
@@ -176,6 +188,11 @@ struct training_knobs {
   /// recomputed, the first ones (Megatron-LM's --recompute-method block --recompute-num-layers N); the
   /// others keep all their activations. 0: every block (--recompute-method uniform --recompute-num-layers 1).
   int recompute_layers = 0;
+  /// Fitted to a user's measured steps (train::calibration, `phaze calibrate`); 0 otherwise: a fixed time
+  /// every pipeline stage adds to each microbatch (host and launch work the kernels' costs leave out) and a
+  /// fixed time every iteration adds (the optimizer's host side, logging, synchronization).
+  seconds microbatch_overhead{0.0};
+  seconds step_overhead{0.0};
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -228,7 +245,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.precision == hw::precision::fp8,
                             p.cp,
                             k.vocab_padding,
-                            p.ep};
+                            p.ep,
+                            k.attention_kernel};
 }
 
 namespace rules {

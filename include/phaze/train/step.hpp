@@ -55,8 +55,11 @@ struct step_breakdown {
   seconds dp_comm{0.0};  ///< what stays exposed of the data-parallel gradient reduction and parameter
                          ///< gather, and the tied embedding's all-reduce between the first and last stage
   seconds optimizer{0.0};  ///< the optimizer step: memory-bound update of the model states
+  /// The calibrated fixed times (training_knobs::microbatch_overhead, step_overhead): m x the per-microbatch
+  /// one and the per-iteration one; 0 uncalibrated.
+  seconds overhead{0.0};
   [[nodiscard]] seconds total() const {
-    return compute + bubble + recompute + tp_comm + pp_comm + dp_comm + optimizer;
+    return compute + bubble + recompute + tp_comm + pp_comm + dp_comm + optimizer + overhead;
   }
 };
 
@@ -261,6 +264,9 @@ class step_model {
   /// - Interleaved 1F1B with v chunks: (m + (p - 1) / v) t_max (Narayanan et al., section 2.2.2), as for
   ///   equal stages; it is placed uniformly only.
   [[nodiscard]] seconds pipeline_time(seconds slowest, seconds sum, const plan_shape& s) const {
+    // A calibrated fixed time per microbatch (training_knobs::microbatch_overhead) adds to every stage.
+    slowest += knobs_.microbatch_overhead;
+    sum += knobs_.microbatch_overhead * static_cast<double>(std::max(s.pp, 1));
     if (knobs_.schedule == pipeline_schedule::interleaved) {
       const double fill = static_cast<double>(s.pp - 1) / static_cast<double>(chunks());
       return slowest * (static_cast<double>(s.microbatches) + fill);
@@ -274,6 +280,8 @@ class step_model {
   /// The pipeline's fill and drain alone, pipeline_time - m t_max: sum_i t_i - t_max for 1F1B and GPipe,
   /// (p - 1) / v t_max for interleaved 1F1B.
   [[nodiscard]] seconds bubble(seconds slowest, seconds sum, const plan_shape& s) const {
+    slowest += knobs_.microbatch_overhead;
+    sum += knobs_.microbatch_overhead * static_cast<double>(std::max(s.pp, 1));
     if (knobs_.schedule == pipeline_schedule::interleaved) {
       return slowest * (static_cast<double>(s.pp - 1) / static_cast<double>(chunks()));
     }
@@ -368,16 +376,58 @@ class step_model {
     return {stage_time * (1.0 - backward), stage_time * backward};
   }
 
+  /// exposed_after for a stage of v model chunks (the interleaved schedule; v = 1 otherwise) whose pass of
+  /// one microbatch over all its chunks takes `window`. Megatron-Core reduces each chunk's gradients as soon
+  /// as that chunk's last backward step ends (schedules.py, forward_backward_pipelining_with_interleaving:
+  /// the grad_sync_func of a model chunk runs after its last microbatch), and the cool-down runs the chunks'
+  /// last steps in groups of min(p, m) microbatches, so chunk c's gradients are ready c min(p, m) window / v
+  /// before the end (c = 0 the last); the parameter gathers of the first forward steps are the same in
+  /// mirror image. With the n buckets spread evenly over the chunks and reduced one at a time, what stays is
+  /// the last chunk's share over its own step, exposed_after(T / v, n / v, w / v), plus the backlog of the
+  /// others where they take longer than the steps between them: max(0, (v - 1) / v (T - min(p, m) w)).
+  [[nodiscard]] seconds exposed_over_chunks(seconds total, double buckets, seconds window,
+                                            const plan_shape& s) const {
+    const int v = chunks();
+    if (v <= 1 || s.pp <= 1) return exposed_after(total, buckets, window);
+    const double chunk_count = static_cast<double>(v);
+    const double group =
+        static_cast<double>(std::min<std::int64_t>(s.pp, std::max<std::int64_t>(s.microbatches, 1)));
+    const seconds last = exposed_after(total / chunk_count, std::max(1.0, buckets / chunk_count),
+                                       window / chunk_count);
+    const seconds backlog =
+        std::max(seconds{0.0}, (total - window * group) * ((chunk_count - 1.0) / chunk_count));
+    return last + backlog;
+  }
+
+  /// The share by which a device's computation slows while a collective it overlaps runs beside it (the
+  /// largest over the plan's device types; hw::datasheet_spec::overlap_slowdown): NCCL's kernels take SMs and
+  /// memory bandwidth from the GEMMs under them.
+  [[nodiscard]] double overlap_slowdown() const {
+    double most = 0.0;
+    for (const auto& g : cluster_.groups())
+      if (g.device.kind == hw::device_kind::datasheet) most = std::max(most, g.device.sheet.overlap_slowdown);
+    return most;
+  }
+
+  /// What a collective of `total` that stays `exposed` after the computation it overlaps adds to the
+  /// iteration: the exposed part, and the computation slowed for as long as the rest ran beside it
+  /// (overlap_slowdown).
+  [[nodiscard]] seconds with_overlap_cost(seconds total, seconds exposed) const {
+    return exposed + (total - exposed) * overlap_slowdown();
+  }
+
   /// The data-parallel gradient reduction of a stage holding `parameters` per rank as it adds to the
   /// iteration: gradient_sync (with the distributed optimizer its reduce-scatter half), all of it, or with
   /// overlap_grad_reduce only what the backward pass of the last microbatch (`stage_time` per microbatch, the
-  /// mean stage) does not hide (exposed_after over gradient_buckets).
+  /// mean stage; the chunks' last steps under the interleaved schedule, exposed_over_chunks) does not hide,
+  /// plus the computation it slows while it runs (with_overlap_cost).
   [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s, seconds stage_time,
                                                    double expert = 0.0) const {
     if (knobs_.fsdp) return seconds{0.0};  // every microbatch's: exposed_fully_sharded
     const seconds all = gradient_sync(parameters, s, expert) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
     if (!knobs_.overlap_grad_reduce) return all;
-    return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).second);
+    return with_overlap_cost(
+        all, exposed_over_chunks(all, gradient_buckets(parameters, s), overlap_windows(stage_time).second, s));
   }
 
   /// The distributed optimizer's all-gather of the updated weights (none without the distributed
@@ -385,13 +435,14 @@ class step_model {
   /// of gradient_sync's rings, where the reduce-scatter carried fp32 gradients (Megatron-LM reduces bf16
   /// gradients in fp32: accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py; bf16 ones with
   /// grad_reduce_in_bf16); all of it, or with overlap_param_gather what the first microbatch's forward pass
-  /// does not hide.
+  /// does not hide (exposed_over_chunks), plus the computation it slows (with_overlap_cost).
   [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s, seconds stage_time,
                                                  double expert = 0.0) const {
     if (!knobs_.distributed_optimizer || knobs_.fsdp) return seconds{0.0};
     const seconds all = weight_gather(parameters, s, expert);
     if (!knobs_.overlap_param_gather) return all;
-    return exposed_after(all, gradient_buckets(parameters, s), overlap_windows(stage_time).first);
+    return with_overlap_cost(
+        all, exposed_over_chunks(all, gradient_buckets(parameters, s), overlap_windows(stage_time).first, s));
   }
 
   /// One all-gather of the weights of a stage holding `parameters` per rank over the data-parallel ranks: the
@@ -418,8 +469,8 @@ class step_model {
     const seconds reduce = gradient_sync(parameters, s, expert) * 0.5;
     const double units = gradient_buckets(parameters, s);
     const auto [forward, backward] = overlap_windows(stage_time);
-    const seconds each =
-        exposed_after(gather, units, forward) + exposed_after(gather + reduce, units, backward);
+    const seconds each = with_overlap_cost(gather, exposed_after(gather, units, forward)) +
+                         with_overlap_cost(gather + reduce, exposed_after(gather + reduce, units, backward));
     return each * static_cast<double>(std::max<std::int64_t>(s.microbatches, 1));
   }
 
@@ -480,12 +531,14 @@ class step_model {
   /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times, which add up to
   /// `stage_time_sum` per microbatch), then what stays exposed of the data-parallel communication of the
   /// stage holding the most parameters (exposed_data_parallel), the tied embedding's all-reduce
-  /// (`tied_parameters` per rank; 0 for none) and that stage's optimizer step.
+  /// (`tied_parameters` per rank; 0 for none), that stage's optimizer step and the calibrated fixed time
+  /// of an iteration (training_knobs::step_overhead).
   [[nodiscard]] seconds iteration(seconds pipeline, seconds stage_time_sum, double largest_parameters,
                                   double tied_parameters, const plan_shape& s, const hw::device& d,
                                   double expert = 0.0) const {
     return pipeline + exposed_data_parallel(largest_parameters, s, stage_time_sum, expert) +
-           embedding_sync(tied_parameters, s) + optimizer_step(largest_parameters, s, d, expert);
+           embedding_sync(tied_parameters, s) + optimizer_step(largest_parameters, s, d, expert) +
+           knobs_.step_overhead;
   }
 
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
@@ -661,12 +714,42 @@ seconds tp_overlap_savings(const Ops& ops, const Costs& costs, int tp) {
   return saved;
 }
 
+/// Streaming multiprocessors Transformer Engine's userbuffers take from the GEMMs they overlap under
+/// --tp-comm-overlap, in its default configuration (transformer_engine/pytorch/module/base.py, initialize_ub
+/// and get_default_config, v2.x): the reduce-scatters after the row-parallel forward GEMMs ("pipeline":
+/// proj_fprop, fc2_fprop) and the bulk overlaps of the column-parallel layers' backward GEMMs ("bulk": qkv and
+/// fc1 dgrad and wgrad) run on num_sm = 16 SMs with set_sm_margin, so those GEMMs run on the others; its
+/// ring-exchange overlaps (the all-gathers before the column-parallel forward GEMMs and the row-parallel
+/// input-gradient GEMMs) move data with the copy engines.
+inline constexpr int tp_overlap_sm_margin = 16;
+
+/// What those GEMMs of one pass (`ops`; forward: the row-parallel ones, backward: the column-parallel ones)
+/// lose on `d` by running on tp_overlap_sm_margin fewer SMs (cost::gemm_fraction's waves over fewer units).
+template <class Ops>
+seconds tp_overlap_sm_cost(const Ops& ops, const hw::device& d, const cluster::route& tp, bool forward) {
+  if (d.kind != hw::device_kind::datasheet) return seconds{0.0};
+  hw::device narrowed = d;
+  auto& g = narrowed.sheet.gemm;
+  const int units = std::max(1, g.compute_units - tp_overlap_sm_margin);
+  const double share = static_cast<double>(units) / static_cast<double>(std::max(1, g.compute_units));
+  g.compute_units = units;  // fewer waves' worth of SMs, each SM at its own rate:
+  g.max_fraction *= share;
+  g.fp8_max_fraction *= share;
+  const model::tp_split paired = forward ? model::tp_split::row : model::tp_split::column;
+  seconds lost{0.0};
+  for (const model::op& o : ops) {
+    if (o.kind != model::op_kind::matmul || o.split != paired) continue;
+    lost += cost::cost_of(o, narrowed, tp).all_cores - cost::cost_of(o, d, tp).all_cores;
+  }
+  return lost;
+}
+
 /// A layer's costs on `d` with TP route `tp` through `cache`, with its TP collectives' shares (the part of
 /// the forward that recomputation `mode` runs again holds collectives only under full recomputation: the
 /// attention core holds none). With `tp_overlap` (a sequence-parallel layer on a GPU) the collectives keep
 /// only what tp_overlap_savings leaves exposed; the all-gathers that the backward pass runs again for the
 /// weight gradients are overlapped with the input-gradient GEMMs the same way (TE's bulk overlap), their
-/// first chunk left.
+/// first chunk left, and the GEMMs beside TE's SM-driven overlaps run on fewer SMs (tp_overlap_sm_cost).
 inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, const cluster::route& tp,
                                     const sched::schedule_cache& cache, model::recompute mode,
                                     bool tp_overlap = false, const cluster::route& cp = {},
@@ -677,8 +760,11 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   seconds regather = sequence_parallel_regather(l, d, tp);
   if (tp_overlap && l.shape.sequence_parallel && l.shape.tp > 1 && d.kind == hw::device_kind::datasheet) {
     const auto table = cost::layer_costs(l, d, tp);
-    const seconds forward = tp_overlap_savings(l.ops, table.forward, l.shape.tp);
-    const seconds backward = tp_overlap_savings(model::backward(l), table.backward, l.shape.tp);
+    const auto backward_ops = model::backward(l);
+    const seconds forward = tp_overlap_savings(l.ops, table.forward, l.shape.tp) -
+                            tp_overlap_sm_cost(l.ops, d, tp, true);
+    const seconds backward = tp_overlap_savings(backward_ops, table.backward, l.shape.tp) -
+                             tp_overlap_sm_cost(backward_ops, d, tp, false);
     r.t.forward -= forward;
     r.tp_forward -= forward;
     r.t.backward -= backward;
@@ -856,6 +942,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   b.dp_comm =
       model.exposed_data_parallel(params, where, stage_time_sum, expert) + model.embedding_sync(tied, where);
   b.optimizer = model.optimizer_step(params, where, largest_device, expert);
+  b.overhead = k.microbatch_overhead * m_count + k.step_overhead;
 
   const double t = e.time_per_batch.value();
   const auto seq = static_cast<double>(sequence_of(m, k));

@@ -1,0 +1,291 @@
+/// @file
+/// Calibration from a user's own measurements: a few named, bounded factors that tune the cost model to one
+/// training stack (its kernels, its host overheads, its network), fitted to measured steps and applied where
+/// each term is computed (hw::calibration_factors in cost/, cluster::collective_efficiency::calibrated, the
+/// step overheads of training_knobs). docs/calibration.md says what each factor covers and when calibration
+/// cannot help.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "phaze/cluster/cluster.hpp"
+#include "phaze/core/error.hpp"
+#include "phaze/core/quantity.hpp"
+#include "phaze/train/knobs.hpp"
+
+namespace phaze::train {
+
+/// The factors. Time multipliers (1: the model as published) and fixed times (0: none). Each lies within
+/// the bounds of calibration_factors below, and a calibrated kernel is never faster than its roofline.
+struct calibration {
+  double gemm = 1.0;           ///< every GEMM's time (hw::calibration_factors::gemm)
+  double attention = 1.0;      ///< fused attention's time (hw::calibration_factors::attention)
+  double memory = 1.0;         ///< memory-bound kernels' time (hw::calibration_factors::memory)
+  double collective = 1.0;     ///< collectives' time (cluster::collective_efficiency::calibrated)
+  double microbatch_s = 0.0;   ///< seconds each stage adds per microbatch (training_knobs::microbatch_overhead)
+  double step_s = 0.0;         ///< seconds each iteration adds (training_knobs::step_overhead)
+  friend constexpr bool operator==(const calibration&, const calibration&) = default;
+};
+
+/// One factor: its name in files and reports, what it scales, its neutral value and its bounds.
+struct calibration_factor {
+  std::string_view name;
+  std::string_view covers;
+  double calibration::*value;
+  double neutral;
+  double least;
+  double most;
+};
+
+/// Every factor, in the order a fit with few runs takes them (the ones most runs can tell apart first).
+inline const std::array<calibration_factor, 6>& calibration_factors() {
+  static const std::array<calibration_factor, 6> factors{{
+      {"gemm", "time of every GEMM (tensor-core efficiency of the stack's GEMM library and clocks)",
+       &calibration::gemm, 1.0, 0.5, 2.5},
+      {"step_s", "seconds added to every iteration (optimizer host side, logging, synchronization)",
+       &calibration::step_s, 0.0, 0.0, 120.0},
+      {"attention", "time of the fused attention kernel (the stack's attention implementation)",
+       &calibration::attention, 1.0, 0.5, 4.0},
+      {"collective", "time of every collective and pipeline transfer (the network as the stack reaches it)",
+       &calibration::collective, 1.0, 0.5, 4.0},
+      {"microbatch_s", "seconds each pipeline stage adds to every microbatch (host and launch overhead)",
+       &calibration::microbatch_s, 0.0, 0.0, 10.0},
+      {"memory", "time of memory-bound kernels (norms, activations, casts, the loss)", &calibration::memory,
+       1.0, 0.5, 4.0},
+  }};
+  return factors;
+}
+
+/// The factor named `name`, or nullptr.
+inline const calibration_factor* find_calibration_factor(std::string_view name) {
+  for (const auto& f : calibration_factors())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+/// Throws input_error when a factor lies outside its bounds (or is not finite).
+inline void check_calibration(const calibration& c) {
+  for (const auto& f : calibration_factors()) {
+    const double v = c.*(f.value);
+    if (!(std::isfinite(v) && v >= f.least && v <= f.most)) {
+      throw input_error("calibration factor '" + std::string{f.name} + "' is " + std::to_string(v) +
+                        "; it must lie in [" + std::to_string(f.least) + ", " + std::to_string(f.most) +
+                        "] (docs/calibration.md)");
+    }
+  }
+}
+
+/// The device `d` with calibration `cal`'s kernel factors (a datasheet device; a systolic design, which has no
+/// measured stack, as it is).
+inline hw::device calibrated(hw::device d, const calibration& cal) {
+  if (d.kind == hw::device_kind::datasheet) d.sheet.calibrated = {cal.gemm, cal.attention, cal.memory};
+  return d;
+}
+
+/// The cluster `c` with calibration `cal` applied: every datasheet device of every group takes the kernel
+/// factors (systolic designs have no measured stack and keep theirs) and the collectives the collective
+/// factor; the rank order is kept. Idempotent: the factors are set, not multiplied.
+inline cluster::cluster calibrated(const cluster::cluster& c, const calibration& cal) {
+  std::vector<cluster::device_group> groups = c.groups();
+  for (auto& g : groups) g.device = calibrated(g.device, cal);
+  cluster::collective_efficiency e = c.efficiency();
+  e.calibrated = cal.collective;
+  cluster::cluster out{std::move(groups), e, c.measured()};
+  return c.order().empty() ? out : out.with_order(c.order());
+}
+
+/// The knobs `k` with calibration `cal`'s fixed times.
+inline training_knobs calibrated(training_knobs k, const calibration& cal) {
+  k.microbatch_overhead = seconds{cal.microbatch_s};
+  k.step_overhead = seconds{cal.step_s};
+  return k;
+}
+
+/// A run to fit against: a function that predicts its step time (seconds) under a calibration, and the
+/// time measured.
+struct calibration_run {
+  std::string label;
+  std::function<double(const calibration&)> predict;
+  double measured_s = 0.0;
+};
+
+/// The outcome of a fit: the factors, which were fitted, and how well they fit.
+struct calibration_fit {
+  calibration factors;
+  std::vector<std::string> fitted;      ///< names of the fitted factors, in calibration_factors() order
+  std::vector<double> before;           ///< per run: relative error of the uncalibrated model
+  std::vector<double> after;            ///< per run: relative error with the fitted factors
+  std::vector<double> leave_one_out;    ///< per run: relative error when fitted without it (empty: < 3 runs)
+  [[nodiscard]] static double mean_abs(const std::vector<double>& v) {
+    double s = 0.0;
+    for (const double x : v) s += std::abs(x);
+    return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+  }
+};
+
+namespace detail {
+
+/// Sum of squared log ratios of predicted to measured over `runs` (the fit's objective: symmetric in too fast
+/// and too slow, scale-free across runs of different lengths).
+inline double calibration_loss(const std::vector<const calibration_run*>& runs, const calibration& c) {
+  double loss = 0.0;
+  for (const calibration_run* r : runs) {
+    const double p = r->predict(c);
+    if (!(p > 0.0) || !std::isfinite(p)) return std::numeric_limits<double>::infinity();
+    const double l = std::log(p / r->measured_s);
+    loss += l * l;
+  }
+  return loss;
+}
+
+/// Minimizes calibration_loss over the factors `free` (indices into calibration_factors()) within their
+/// bounds, from the neutral calibration: cyclic coordinate descent, each coordinate by a golden-section
+/// search over its bounds (in log space for multipliers), until a sweep improves the loss by less than 1e-9
+/// or after 30 sweeps. Deterministic.
+inline calibration fit_factors(const std::vector<const calibration_run*>& runs, const std::vector<std::size_t>& free) {
+  calibration c;
+  const auto& all = calibration_factors();
+  double best = calibration_loss(runs, c);
+  for (int sweep = 0; sweep < 30; ++sweep) {
+    const double start = best;
+    for (const std::size_t i : free) {
+      const calibration_factor& f = all[i];
+      const bool multiplier = f.neutral > 0.0;
+      // Fixed times search on a square-root scale: fine near zero, where they mostly land.
+      auto to_x = [&](double v) { return multiplier ? std::log(v) : std::sqrt(v); };
+      auto from_x = [&](double x) { return multiplier ? std::exp(x) : x * x; };
+      double lo = to_x(f.least);
+      double hi = to_x(f.most);
+      auto loss_at = [&](double x) {
+        calibration t = c;
+        t.*(f.value) = std::clamp(from_x(x), f.least, f.most);
+        return calibration_loss(runs, t);
+      };
+      const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+      double a = hi - phi * (hi - lo);
+      double b = lo + phi * (hi - lo);
+      double fa = loss_at(a);
+      double fb = loss_at(b);
+      for (int it = 0; it < 60 && hi - lo > 1e-7; ++it) {
+        if (fa <= fb) {
+          hi = b;
+          b = a;
+          fb = fa;
+          a = hi - phi * (hi - lo);
+          fa = loss_at(a);
+        } else {
+          lo = a;
+          a = b;
+          fa = fb;
+          b = lo + phi * (hi - lo);
+          fb = loss_at(b);
+        }
+      }
+      const double x = fa <= fb ? a : b;
+      const double fx = std::min(fa, fb);
+      if (fx < best) {
+        best = fx;
+        c.*(f.value) = std::clamp(from_x(x), f.least, f.most);
+      }
+    }
+    if (start - best < 1e-9) break;
+  }
+  return c;
+}
+
+inline double relative_error(const calibration_run& r, const calibration& c) {
+  return (r.predict(c) - r.measured_s) / r.measured_s;
+}
+
+}  // namespace detail
+
+/// Fits a calibration to `runs` (at least one). With n runs it fits at most min(n - 1, 3) factors (one with a
+/// single run), chosen among the subsets of calibration_factors() of that size or less: the subset whose
+/// leave-one-out error is least (the mean absolute relative error of each run predicted by the factors
+/// fitted to the others; with fewer than three runs, the fit's own error), ties to the smaller subset and the
+/// earlier factors. A factor none of the runs is sensitive to (its bounds change no prediction by more than
+/// 0.1%) is never taken. Reports the errors before, after, and left out.
+inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs) {
+  if (runs.empty()) throw input_error("calibration needs at least one measured run");
+  for (const auto& r : runs) {
+    if (!(r.measured_s > 0.0) || !std::isfinite(r.measured_s)) {
+      throw input_error("run '" + r.label + "': the measured step time must be a positive number of seconds");
+    }
+  }
+  const auto& all = calibration_factors();
+  std::vector<const calibration_run*> every;
+  for (const auto& r : runs) every.push_back(&r);
+  const calibration neutral{};
+  // Factors the runs can see.
+  std::vector<std::size_t> visible;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    calibration lo = neutral;
+    calibration hi = neutral;
+    lo.*(all[i].value) = all[i].least;
+    hi.*(all[i].value) = all[i].most;
+    bool seen = false;
+    for (const auto& r : runs) {
+      const double base = r.predict(neutral);
+      if (std::abs(r.predict(lo) - base) > 1e-3 * base || std::abs(r.predict(hi) - base) > 1e-3 * base) seen = true;
+    }
+    if (seen) visible.push_back(i);
+  }
+  const std::size_t n = runs.size();
+  const std::size_t most_free = std::min<std::size_t>(visible.size(), n <= 1 ? 1 : std::min<std::size_t>(n - 1, 3));
+  // Every subset of the visible factors of size 1..most_free, smaller first, in factor order.
+  std::vector<std::vector<std::size_t>> subsets;
+  for (std::size_t size = 1; size <= most_free; ++size) {
+    std::vector<std::size_t> pick(size);
+    std::function<void(std::size_t, std::size_t)> choose = [&](std::size_t from, std::size_t depth) {
+      if (depth == size) {
+        subsets.push_back(pick);
+        return;
+      }
+      for (std::size_t j = from; j < visible.size(); ++j) {
+        pick[depth] = visible[j];
+        choose(j + 1, depth + 1);
+      }
+    };
+    choose(0, 0);
+  }
+  calibration_fit out;
+  for (const auto& r : runs) out.before.push_back(detail::relative_error(r, neutral));
+  double best_score = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> best_subset;
+  std::vector<double> best_loo;
+  for (const auto& subset : subsets) {
+    std::vector<double> loo;
+    if (n >= 3) {
+      for (std::size_t left = 0; left < n; ++left) {
+        std::vector<const calibration_run*> rest;
+        for (std::size_t j = 0; j < n; ++j)
+          if (j != left) rest.push_back(&runs[j]);
+        loo.push_back(detail::relative_error(runs[left], detail::fit_factors(rest, subset)));
+      }
+    } else {
+      const calibration c = detail::fit_factors(every, subset);
+      for (const auto& r : runs) loo.push_back(detail::relative_error(r, c));
+    }
+    const double score = calibration_fit::mean_abs(loo);
+    if (score < best_score - 1e-12) {
+      best_score = score;
+      best_subset = subset;
+      best_loo = loo;
+    }
+  }
+  out.factors = best_subset.empty() ? neutral : detail::fit_factors(every, best_subset);
+  for (const std::size_t i : best_subset) out.fitted.emplace_back(all[i].name);
+  for (const auto& r : runs) out.after.push_back(detail::relative_error(r, out.factors));
+  if (n >= 3) out.leave_one_out = best_loo;
+  return out;
+}
+
+}  // namespace phaze::train
