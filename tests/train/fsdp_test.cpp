@@ -106,10 +106,13 @@ TEST_CASE("fsdp: per microbatch two weight gathers and a gradient reduce-scatter
   const double bare = model.exposed_fully_sharded(params, s, seconds{0.0}).value();
   CHECK(bare == Approx(1.5 * all_reduce * static_cast<double>(microbatches)).epsilon(1e-9));
   // Plenty to hide under: each pass exposes its last unit only (forward: one gather's; backward: a gather's
-  // and a reduce-scatter's).
+  // and a reduce-scatter's), and the rest slows the computation beside it (the H100's measured 5.8%).
   const double units = train::step_model::gradient_buckets(params, s);
   const double hidden = model.exposed_fully_sharded(params, s, seconds{1e6}).value();
-  CHECK(hidden == Approx((0.5 + 1.0) * all_reduce / units * static_cast<double>(microbatches)).epsilon(1e-9));
+  const double moved = 1.5 * all_reduce;
+  CHECK(hidden == Approx((moved / units + (moved - moved / units) * model.overlap_slowdown()) *
+                         static_cast<double>(microbatches))
+                      .epsilon(1e-9));
   // The ZeRO-1 terms are FSDP's own here: no separate reduction or gather after the last microbatch.
   CHECK(model.exposed_gradient_reduction(params, s, seconds{0.0}).value() == 0.0);
   CHECK(model.exposed_parameter_gather(params, s, seconds{0.0}).value() == 0.0);

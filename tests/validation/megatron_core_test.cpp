@@ -175,11 +175,12 @@ summary compare(const features& f, const char* title) {
 TEST_CASE("Megatron-Core r0.8.0 on H100 (Megatron-LM README table): predicted vs measured iteration times",
           "[validation][megatron_core]") {
   const summary now = compare({}, "fused attention, data-parallel and tensor-parallel overlap (as run)");
-  // Measured at this commit: mean 12.9%, max 25.6% (the small models are predicted too fast: per-kernel
-  // costs are measured, launch and host overheads are not modelled). It was 12.1% / 23.1% before fused
-  // attention was refitted on sequences 2048-131072 (docs/gpu-measurements.md); the goal is 8% / 15%.
-  CHECK(now.mean <= 0.135);
-  CHECK(now.max <= 0.27);
+  // Measured at this commit: mean 11.4%, max 25.2% (the small models are predicted too fast: launch and
+  // host overheads are not modelled). It was 12.9% / 25.6% before the GEMMs beside Transformer Engine's
+  // SM-driven tensor-parallel overlaps ran on 16 fewer SMs and overlapped collectives slowed the computation
+  // beside them (docs/step-time.md); the goal is 8% / 15%.
+  CHECK(now.mean <= 0.12);
+  CHECK(now.max <= 0.26);
   // The features the runs used, against the 2022 step model phaze had before (unfused attention, nothing
   // overlapped, 41% off with microbatch 1): fused attention and the data-parallel overlap bring it closer;
   // the tensor-parallel overlap, modelled as TE's chunked collectives, leaves phaze further on the fast side
@@ -187,7 +188,7 @@ TEST_CASE("Megatron-Core r0.8.0 on H100 (Megatron-LM README table): predicted vs
   const summary no_tp = compare({true, true, false}, "without tensor-parallel overlap");
   const summary no_overlap = compare({true, false, false}, "without any overlap");
   const summary plain = compare({false, false, false}, "unfused attention, nothing overlapped (2022 model)");
-  CHECK(no_tp.mean <= 0.115);
+  CHECK(no_tp.mean <= 0.125);
   CHECK(no_overlap.mean < plain.mean);
   CHECK(now.mean < plain.mean);
   CHECK(now.max < plain.max);
@@ -230,17 +231,22 @@ TEST_CASE("overlap only hides: the exposed data-parallel time lies between the l
   k.overlap_grad_reduce = k.overlap_param_gather = true;
   const train::step_model on{c, k};
   const double buckets = train::step_model::gradient_buckets(params, s);
+  // What overlapping costs besides what stays exposed: the computation slowed beside the hidden part
+  // (step_model::with_overlap_cost; the H100's measured 5.8%).
+  const double slowdown = on.overlap_slowdown();
+  CHECK(slowdown == Approx(0.058));
   for (const double stage : {0.0, 0.05, 0.5, 5.0}) {
     const double all = off.exposed_data_parallel(params, s, seconds{stage}).value();
     const double hidden = on.exposed_data_parallel(params, s, seconds{stage}).value();
     CHECK(hidden <= all + 1e-15);
     CHECK(hidden >= all / buckets - 1e-15);
   }
-  // No window: nothing is hidden; an endless one: only the last bucket of each collective stays.
-  CHECK(on.exposed_data_parallel(params, s, seconds{0.0}).value() ==
-        Approx(off.exposed_data_parallel(params, s, seconds{0.0}).value()));
+  // No window: nothing is hidden; an endless one: only the last bucket of each collective stays, plus the
+  // slowed computation beside the others.
+  const double all = off.exposed_data_parallel(params, s, seconds{0.0}).value();
+  CHECK(on.exposed_data_parallel(params, s, seconds{0.0}).value() == Approx(all));
   CHECK(on.exposed_data_parallel(params, s, seconds{1e6}).value() ==
-        Approx(off.exposed_data_parallel(params, s, seconds{0.0}).value() / buckets));
+        Approx(all / buckets + (all - all / buckets) * slowdown));
 }
 
 TEST_CASE("fused attention keeps no s x s tensor: its activations are the unfused ones less 5 a s^2 b",
