@@ -253,6 +253,19 @@ TEST_CASE("the JSON fields docs/cli.md lists are exactly the ones each command w
   fs::remove(gpipe_spec);
   written["phaze.search-run"].push_back(nlohmann::json::parse(read_file(downset / "spec.json")));
   fs::remove_all(downset);
+  // phaze calibrate: its report (per_run, with the leave-one-out errors of three runs) and the file it writes.
+  std::string runs;
+  for (const char* line :
+       {R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "8", "--tp", "1", "--pp", "1", "--global-batch", "64", "--microbatch", "8"], "step_s": 0.9})",
+        R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "8", "--tp", "2", "--pp", "1", "--global-batch", "64", "--microbatch", "4"], "step_s": 1.1})",
+        R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "16", "--tp", "1", "--pp", "2", "--global-batch", "128", "--microbatch", "4"], "step_s": 1.3})"})
+    runs += std::string{line} + "\n";
+  const fs::path runs_file = write_temp("runs.jsonl", runs);
+  const fs::path calibration = temp_path("calibration.json");
+  json_of("phaze.calibration", "calibrate '" + runs_file.string() + "' --out '" + calibration.string() + "'");
+  written["phaze.calibration"].push_back(nlohmann::json::parse(read_file(calibration)));
+  fs::remove(runs_file);
+  fs::remove(calibration);
   std::istringstream results(read_file(out / "results.jsonl"));
   for (std::string line; std::getline(results, line);)
     written["phaze.search-result"].push_back(nlohmann::json::parse(line));

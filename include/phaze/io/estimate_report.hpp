@@ -107,6 +107,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"grad_reduce_in_bf16", k.grad_reduce_in_bf16},
             {"fp8_param_gather", k.fp8_param_gather},
             {"attention", k.fused_attention ? "fused" : "unfused"},
+            {"attention_kernel", std::string{model::to_string(k.attention_kernel)}},
             {"overlap", overlap_names(k)},
             {"stages", stages}}},
           {"breakdown",
@@ -116,7 +117,8 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"tp_comm_s", b.tp_comm.value()},
             {"pp_comm_s", b.pp_comm.value()},
             {"dp_comm_s", b.dp_comm.value()},
-            {"optimizer_s", b.optimizer.value()}}}};
+            {"optimizer_s", b.optimizer.value()},
+            {"overhead_s", b.overhead.value()}}}};
 }
 
 /// How the step runs, for a report's headline: sequence, vocabulary (and the rows Megatron-LM pads it to at
@@ -189,6 +191,7 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
   part("pp comm", b.pp_comm);
   part("dp comm", b.dp_comm);
   part("optimizer", b.optimizer);
+  if (b.overhead.value() > 0.0) part("overhead", b.overhead);
   out += parts.render() + "\n";
 
   text_table stages{

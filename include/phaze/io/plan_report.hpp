@@ -175,7 +175,8 @@ inline report::document build(const plan_report_input& in) {
                                                     {"tensor-parallel communication", b.tp_comm},
                                                     {"pipeline sends", b.pp_comm},
                                                     {"data-parallel communication", b.dp_comm},
-                                                    {"optimizer step", b.optimizer}})
+                                                    {"optimizer step", b.optimizer},
+                                                    {"calibrated overhead", b.overhead}})
     parts.rows.push_back({name, r::duration(t), share(t, e.time_per_batch)});
   chosen.blocks.push_back(
       r::paragraph("Where the time of one batch goes (exposed time; the parts add up to it):"));

@@ -147,58 +147,89 @@ inline double calibration_loss(const std::vector<const calibration_run*>& runs, 
 }
 
 /// Minimizes calibration_loss over the factors `free` (indices into calibration_factors()) within their
-/// bounds, from the neutral calibration: cyclic coordinate descent, each coordinate by a golden-section
-/// search over its bounds (in log space for multipliers), until a sweep improves the loss by less than 1e-9
-/// or after 30 sweeps. Deterministic.
+/// bounds, from the neutral calibration, by Nelder and Mead's simplex method (Computer Journal 7, 1965;
+/// reflection 1, expansion 2, contraction and shrink 1/2) in coordinates where the factors vary evenly: the
+/// logarithm of a multiplier, the square root of a fixed time (fine near zero, where they mostly land); a
+/// point outside the bounds is clamped to them. 400 iterations at most, or until the simplex's losses differ
+/// by less than 1e-14. Deterministic.
 inline calibration fit_factors(const std::vector<const calibration_run*>& runs, const std::vector<std::size_t>& free) {
-  calibration c;
   const auto& all = calibration_factors();
-  double best = calibration_loss(runs, c);
-  for (int sweep = 0; sweep < 30; ++sweep) {
-    const double start = best;
-    for (const std::size_t i : free) {
-      const calibration_factor& f = all[i];
-      const bool multiplier = f.neutral > 0.0;
-      // Fixed times search on a square-root scale: fine near zero, where they mostly land.
-      auto to_x = [&](double v) { return multiplier ? std::log(v) : std::sqrt(v); };
-      auto from_x = [&](double x) { return multiplier ? std::exp(x) : x * x; };
-      double lo = to_x(f.least);
-      double hi = to_x(f.most);
-      auto loss_at = [&](double x) {
-        calibration t = c;
-        t.*(f.value) = std::clamp(from_x(x), f.least, f.most);
-        return calibration_loss(runs, t);
-      };
-      const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-      double a = hi - phi * (hi - lo);
-      double b = lo + phi * (hi - lo);
-      double fa = loss_at(a);
-      double fb = loss_at(b);
-      for (int it = 0; it < 60 && hi - lo > 1e-7; ++it) {
-        if (fa <= fb) {
-          hi = b;
-          b = a;
-          fb = fa;
-          a = hi - phi * (hi - lo);
-          fa = loss_at(a);
-        } else {
-          lo = a;
-          a = b;
-          fa = fb;
-          b = lo + phi * (hi - lo);
-          fb = loss_at(b);
+  const std::size_t d = free.size();
+  calibration neutral;
+  if (d == 0) return neutral;
+  auto to_x = [&](std::size_t j, double v) { return all[free[j]].neutral > 0.0 ? std::log(v) : std::sqrt(v); };
+  auto from_x = [&](std::size_t j, double x) {
+    const calibration_factor& f = all[free[j]];
+    const double v = f.neutral > 0.0 ? std::exp(x) : x * x;
+    return std::clamp(v, f.least, f.most);
+  };
+  auto at = [&](const std::vector<double>& x) {
+    calibration c;
+    for (std::size_t j = 0; j < d; ++j) c.*(all[free[j]].value) = from_x(j, x[j]);
+    return c;
+  };
+  auto loss = [&](const std::vector<double>& x) { return calibration_loss(runs, at(x)); };
+  // The first simplex: the neutral point and one step along each coordinate (+20% for a multiplier, 0.1 s
+  // for a fixed time).
+  std::vector<std::vector<double>> points(d + 1, std::vector<double>(d));
+  for (std::size_t j = 0; j < d; ++j) points[0][j] = to_x(j, all[free[j]].neutral);
+  for (std::size_t i = 1; i <= d; ++i) {
+    points[i] = points[0];
+    points[i][i - 1] += all[free[i - 1]].neutral > 0.0 ? std::log(1.2) : std::sqrt(0.1);
+  }
+  std::vector<double> losses(d + 1);
+  for (std::size_t i = 0; i <= d; ++i) losses[i] = loss(points[i]);
+  std::vector<std::size_t> order(d + 1);
+  for (int iteration = 0; iteration < 400; ++iteration) {
+    for (std::size_t i = 0; i <= d; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return losses[a] < losses[b]; });
+    const std::size_t best = order.front();
+    const std::size_t worst = order.back();
+    const std::size_t second = order[d - 1];
+    if (std::abs(losses[worst] - losses[best]) < 1e-14) break;
+    std::vector<double> centre(d, 0.0);
+    for (std::size_t i = 0; i <= d; ++i)
+      if (i != worst)
+        for (std::size_t j = 0; j < d; ++j) centre[j] += points[i][j] / static_cast<double>(d);
+    auto toward = [&](double t) {
+      std::vector<double> x(d);
+      for (std::size_t j = 0; j < d; ++j) x[j] = centre[j] + t * (points[worst][j] - centre[j]);
+      return x;
+    };
+    const std::vector<double> reflected = toward(-1.0);
+    const double fr = loss(reflected);
+    if (fr < losses[best]) {
+      const std::vector<double> expanded = toward(-2.0);
+      const double fe = loss(expanded);
+      if (fe < fr) {
+        points[worst] = expanded;
+        losses[worst] = fe;
+      } else {
+        points[worst] = reflected;
+        losses[worst] = fr;
+      }
+    } else if (fr < losses[second]) {
+      points[worst] = reflected;
+      losses[worst] = fr;
+    } else {
+      const std::vector<double> contracted = toward(fr < losses[worst] ? -0.5 : 0.5);
+      const double fc = loss(contracted);
+      if (fc < std::min(fr, losses[worst])) {
+        points[worst] = contracted;
+        losses[worst] = fc;
+      } else {
+        for (std::size_t i = 0; i <= d; ++i) {
+          if (i == best) continue;
+          for (std::size_t j = 0; j < d; ++j) points[i][j] = points[best][j] + 0.5 * (points[i][j] - points[best][j]);
+          losses[i] = loss(points[i]);
         }
       }
-      const double x = fa <= fb ? a : b;
-      const double fx = std::min(fa, fb);
-      if (fx < best) {
-        best = fx;
-        c.*(f.value) = std::clamp(from_x(x), f.least, f.most);
-      }
     }
-    if (start - best < 1e-9) break;
   }
-  return c;
+  std::size_t best = 0;
+  for (std::size_t i = 1; i <= d; ++i)
+    if (losses[i] < losses[best]) best = i;
+  return at(points[best]);
 }
 
 inline double relative_error(const calibration_run& r, const calibration& c) {
@@ -208,11 +239,11 @@ inline double relative_error(const calibration_run& r, const calibration& c) {
 }  // namespace detail
 
 /// Fits a calibration to `runs` (at least one). With n runs it fits at most min(n - 1, 3) factors (one with a
-/// single run), chosen among the subsets of calibration_factors() of that size or less: the subset whose
-/// leave-one-out error is least (the mean absolute relative error of each run predicted by the factors
-/// fitted to the others; with fewer than three runs, the fit's own error), ties to the smaller subset and the
-/// earlier factors. A factor none of the runs is sensitive to (its bounds change no prediction by more than
-/// 0.1%) is never taken. Reports the errors before, after, and left out.
+/// single run), chosen by forward selection: starting from none, it adds one factor at a time, the one whose
+/// subset has the least leave-one-out error (the mean absolute relative error of each run predicted by the
+/// factors fitted to the others; with fewer than three runs, the fit's own error; ties to the earlier factor),
+/// and keeps the best subset on that path, a larger one only when its error is a tenth of a point lower. A factor none of the runs is sensitive to (its bounds change no
+/// prediction by more than 0.1%) is never taken. Reports the errors before, after, and left out.
 inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs) {
   if (runs.empty()) throw input_error("calibration needs at least one measured run");
   for (const auto& r : runs) {
@@ -239,46 +270,56 @@ inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs)
     if (seen) visible.push_back(i);
   }
   const std::size_t n = runs.size();
-  const std::size_t most_free = std::min<std::size_t>(visible.size(), n <= 1 ? 1 : std::min<std::size_t>(n - 1, 3));
-  // Every subset of the visible factors of size 1..most_free, smaller first, in factor order.
-  std::vector<std::vector<std::size_t>> subsets;
-  for (std::size_t size = 1; size <= most_free; ++size) {
-    std::vector<std::size_t> pick(size);
-    std::function<void(std::size_t, std::size_t)> choose = [&](std::size_t from, std::size_t depth) {
-      if (depth == size) {
-        subsets.push_back(pick);
-        return;
-      }
-      for (std::size_t j = from; j < visible.size(); ++j) {
-        pick[depth] = visible[j];
-        choose(j + 1, depth + 1);
-      }
-    };
-    choose(0, 0);
-  }
-  calibration_fit out;
-  for (const auto& r : runs) out.before.push_back(detail::relative_error(r, neutral));
-  double best_score = std::numeric_limits<double>::infinity();
-  std::vector<std::size_t> best_subset;
-  std::vector<double> best_loo;
-  for (const auto& subset : subsets) {
-    std::vector<double> loo;
+  const std::size_t most_free =
+      std::min<std::size_t>(visible.size(), n <= 1 ? 1 : std::min<std::size_t>(n - 1, 3));
+  // The score of a subset: its leave-one-out errors (three runs or more), else the fit's own.
+  auto score_of = [&](const std::vector<std::size_t>& subset) {
+    std::vector<double> errors;
     if (n >= 3) {
       for (std::size_t left = 0; left < n; ++left) {
         std::vector<const calibration_run*> rest;
         for (std::size_t j = 0; j < n; ++j)
           if (j != left) rest.push_back(&runs[j]);
-        loo.push_back(detail::relative_error(runs[left], detail::fit_factors(rest, subset)));
+        errors.push_back(detail::relative_error(runs[left], detail::fit_factors(rest, subset)));
       }
     } else {
       const calibration c = detail::fit_factors(every, subset);
-      for (const auto& r : runs) loo.push_back(detail::relative_error(r, c));
+      for (const auto& r : runs) errors.push_back(detail::relative_error(r, c));
     }
-    const double score = calibration_fit::mean_abs(loo);
-    if (score < best_score - 1e-12) {
-      best_score = score;
-      best_subset = subset;
-      best_loo = loo;
+    return errors;
+  };
+  calibration_fit out;
+  for (const auto& r : runs) out.before.push_back(detail::relative_error(r, neutral));
+  // Forward selection: grow a subset one factor at a time, each time by the factor whose subset scores best,
+  // up to most_free; keep the best subset met on the way (a larger one only when it scores a tenth of a point
+  // better: two factors may be needed together before either helps).
+  std::vector<std::size_t> best_subset;
+  std::vector<double> best_loo;
+  double best_score = std::numeric_limits<double>::infinity();
+  std::vector<std::size_t> path;
+  while (path.size() < most_free) {
+    std::vector<std::size_t> round_best;
+    std::vector<double> round_errors;
+    double round_score = std::numeric_limits<double>::infinity();
+    for (const std::size_t i : visible) {
+      if (std::find(path.begin(), path.end(), i) != path.end()) continue;
+      std::vector<std::size_t> subset = path;
+      subset.push_back(i);
+      std::sort(subset.begin(), subset.end());
+      const std::vector<double> errors = score_of(subset);
+      const double score = calibration_fit::mean_abs(errors);
+      if (score < round_score - 1e-12) {
+        round_score = score;
+        round_best = subset;
+        round_errors = errors;
+      }
+    }
+    if (round_best.empty()) break;
+    path = round_best;
+    if (round_score < best_score - 1e-3) {
+      best_score = round_score;
+      best_subset = round_best;
+      best_loo = round_errors;
     }
   }
   out.factors = best_subset.empty() ? neutral : detail::fit_factors(every, best_subset);
