@@ -23,7 +23,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   # So does the brute-force step budget on a wide graph (a time bound: 2 minutes here, 3 s optimized).
   # The JSON-field test (docs/cli.md against what each command writes: three searches and a dozen commands,
   # minutes under the sanitizers) and the determinism test (a dozen commands run twice, two minutes here)
-  # check documents, not memory; the same commands run here in their own end-to-end tests.
+  # check documents, not memory; the same commands run here in their own end-to-end tests. So do the
+  # calibration of the published runs and the end-to-end calibration oracle (hundreds of estimates each, a
+  # few seconds optimized): the calibration's unit tests and its other end-to-end tests run here.
   # The fourteen oracle comparisons that take 17-105 s each here (brute force over every rank permutation or
   # every split, exhaustive searches of mixed clusters and of the pruned co-search, the rankfile and
   # one-device-type end-to-end tests, the leave-one-out calibration, the design-space enumeration against
@@ -34,7 +36,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   # (exact_ranks, chain_dp and plan --cluster on small clusters, the search's unit tests).
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j"$jobs" --output-on-failure \
-    -E '^(compile_fail|static|consumer)\.|^unit\.Every zoo layer schedules optimally|^e2e\.phaze search (gives the same best|killed midway|stopped by SIGINT|shows progress)|^e2e\.brute force on a wide graph|^e2e\.phaze plan --cluster orders ranks and emits a rankfile|^unit\.the exact rank order of a plan equals brute force|^unit\.chain_dp on (measured asymmetric links equals brute force|a mixed cluster equals the exhaustive oracle)|^unit\.Table 5, leave one out|^e2e\.phaze plan --cluster keeps every stage on one device type|^unit\.Refined on ILP schedules, the pruned search reports|^unit\.Pruned and exhaustive searches agree|^unit\.on a mixed cluster a composite model.s plan equals an exhaustive search|^unit\.enumeration equals brute force on small spaces|^unit\.cluster search: the fronts equal those of planning every composition|^unit\.on a mixed cluster the fastest split need not have the least slowest stage|^unit\.ILP equals the exhaustive optimum on random DAGs|^e2e\.phaze plan on a model: every exact placer finds the same plans|^e2e\.the JSON fields docs/cli\.md lists|^e2e\.every JSON command prints the same bytes'
+    -E '^(compile_fail|static|consumer)\.|^unit\.Every zoo layer schedules optimally|^e2e\.phaze search (gives the same best|killed midway|stopped by SIGINT|shows progress)|^e2e\.brute force on a wide graph|^e2e\.phaze plan --cluster orders ranks and emits a rankfile|^unit\.the exact rank order of a plan equals brute force|^unit\.chain_dp on (measured asymmetric links equals brute force|a mixed cluster equals the exhaustive oracle)|^unit\.Table 5, leave one out|^e2e\.phaze plan --cluster keeps every stage on one device type|^unit\.Refined on ILP schedules, the pruned search reports|^unit\.Pruned and exhaustive searches agree|^unit\.on a mixed cluster a composite model.s plan equals an exhaustive search|^unit\.enumeration equals brute force on small spaces|^unit\.cluster search: the fronts equal those of planning every composition|^unit\.on a mixed cluster the fastest split need not have the least slowest stage|^unit\.ILP equals the exhaustive optimum on random DAGs|^e2e\.phaze plan on a model: every exact placer finds the same plans|^e2e\.the JSON fields docs/cli\.md lists|^e2e\.every JSON command prints the same bytes|^unit\.Published runs, calibrated on three of each set|^e2e\.phaze calibrate fits runs that a known calibration timed'
 else
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j"$jobs"
