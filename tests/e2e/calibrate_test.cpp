@@ -157,7 +157,7 @@ TEST_CASE("bad runs, calibration files and kernels are exit 2 with the fix", "[e
   CHECK(contains(r.err, "give --attention fused, or drop --attention-kernel"));
 }
 
-TEST_CASE("--attention-kernel: the Triton kernel is slower than FlashAttention-2, FlashAttention-2 than cuDNN",
+TEST_CASE("phaze estimate --attention-kernel: the Triton kernel is slower than FlashAttention-2, FlashAttention-2 than cuDNN",
           "[e2e][estimate]") {
   const std::string a100 = "gpt2 --device a100-80gb --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
                            "--seq 8192 --vocab 50304";

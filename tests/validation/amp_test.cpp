@@ -16,6 +16,7 @@
 #include <phaze/sched/scheduler.hpp>
 #include <phaze/train/knobs.hpp>
 #include <phaze/train/memory.hpp>
+#include <phaze/train/calibration.hpp>
 #include <phaze/train/step.hpp>
 
 #include <catch2/catch.hpp>
@@ -23,6 +24,7 @@
 #include "../support/amp_log.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -396,4 +398,67 @@ TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[
   CHECK(rho_phaze >= 0.90);
   // AMP has no memory model; phaze rejects 20 of the 46 failed trials (all at microbatch 4 or more).
   CHECK(failed_predicted_not_fitting >= 20);
+}
+
+namespace {
+/// The trials of `log` that ran, calibrated on three of them (the least, the median and the greatest measured
+/// time: the fixed rule of the published-run sets), and the mean absolute error of the others in absolute time.
+double amp_calibrated_error(const amp::trial_log& log, const model::model& m, const cluster::cluster& c,
+                            std::vector<train::stage_layers> (*stages)(const std::vector<int>&),
+                            const char* title) {
+  std::vector<const amp::trial*> ran;
+  for (const auto& t : log.trials)
+    if (t.ran()) ran.push_back(&t);
+  std::stable_sort(ran.begin(), ran.end(),
+                   [](const amp::trial* a, const amp::trial* b) { return *a->measured_s < *b->measured_s; });
+  const std::vector<std::size_t> picks{0, ran.size() / 2, ran.size() - 1};
+  auto predict = [&](const amp::trial& t, const train::calibration& cal) {
+    const sched::schedule_cache cache;
+    return train::estimate_step(m, train::calibrated(c, cal), {t.tp, t.pp, t.dp},
+                                train::calibrated(amp_knobs(log.global_batch, t.microbatch), cal), cache,
+                                stages(t.cuts))
+        .time_per_batch.value();
+  };
+  std::vector<train::calibration_run> fit_runs;
+  for (const std::size_t i : picks) {
+    const amp::trial* t = ran[i];
+    fit_runs.push_back({"line " + std::to_string(t->line),
+                        [&, t](const train::calibration& cal) { return predict(*t, cal); }, *t->measured_s});
+  }
+  const train::calibration_fit fit = train::fit_calibration(fit_runs);
+  double before = 0.0;
+  double after = 0.0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < ran.size(); ++i) {
+    if (std::find(picks.begin(), picks.end(), i) != picks.end()) continue;
+    const double measured = *ran[i]->measured_s;
+    before += std::abs(predict(*ran[i], {}) - measured) / measured;
+    after += std::abs(predict(*ran[i], fit.factors) - measured) / measured;
+    ++n;
+  }
+  std::printf("%s, calibrated on lines %zu, %zu, %zu:", title, ran[picks[0]]->line, ran[picks[1]]->line,
+              ran[picks[2]]->line);
+  for (const auto& f : fit.fitted) std::printf(" %s %.4g", f.c_str(), fit.factors.*(train::find_calibration_factor(f)->value));
+  std::printf("\n  the other %zu trials: mean absolute error %.1f%% a priori, %.1f%% calibrated\n", n,
+              100.0 * before / static_cast<double>(n), 100.0 * after / static_cast<double>(n));
+  return after / static_cast<double>(n);
+}
+}  // namespace
+
+TEST_CASE("AMP's trials, calibrated on three of each set: absolute time", "[amp][calibrated]") {
+  const std::string homogeneous = amp_log_path("homogeneous_results.txt");
+  const std::string het = amp_log_path("het_model_results.txt");
+  if (!std::filesystem::exists(homogeneous) || !std::filesystem::exists(het)) {
+    WARN("skipped: AMP's trial logs are absent (PHAZE_SHARED_DIR/validation/amp)");
+    return;
+  }
+  const double gpt2 = amp_calibrated_error(amp::read_log(homogeneous), amp_gpt2(),
+                                           cluster::preset_cluster("t4", 16), stages_of_cuts,
+                                           "GPT-2 on 16 T4s");
+  const double gan = amp_calibrated_error(amp::read_log(het), zoo::transgan(),
+                                          cluster::preset_cluster("v100-16gb", 16), transgan_stages_of_cuts,
+                                          "TransGAN on 16 V100s");
+  // The goal is 10% on both (48% and 20% a priori).
+  CHECK(gpt2 <= 0.10);
+  CHECK(gan <= 0.10);
 }
