@@ -117,13 +117,19 @@ struct calibration_run {
   double measured_s = 0.0;
 };
 
+/// The most fits a cross-validation of one subset of factors runs: leave-one-out up to this many runs, as many
+/// folds beyond.
+inline constexpr std::size_t max_calibration_folds = 12;
+
 /// The outcome of a fit: the factors, which were fitted, and how well they fit.
 struct calibration_fit {
   calibration factors;
   std::vector<std::string> fitted;      ///< names of the fitted factors, in calibration_factors() order
   std::vector<double> before;           ///< per run: relative error of the uncalibrated model
   std::vector<double> after;            ///< per run: relative error with the fitted factors
-  std::vector<double> leave_one_out;    ///< per run: relative error when fitted without it (empty: < 3 runs)
+  /// per run: relative error when fitted without it (leave-one-out, or in one of 12 folds beyond 12 runs;
+  /// empty with fewer than 3 runs)
+  std::vector<double> leave_one_out;
   [[nodiscard]] static double mean_abs(const std::vector<double>& v) {
     double s = 0.0;
     for (const double x : v) s += std::abs(x);
@@ -150,7 +156,7 @@ inline double calibration_loss(const std::vector<const calibration_run*>& runs, 
 /// bounds, from the neutral calibration, by Nelder and Mead's simplex method (Computer Journal 7, 1965;
 /// reflection 1, expansion 2, contraction and shrink 1/2) in coordinates where the factors vary evenly: the
 /// logarithm of a multiplier, the square root of a fixed time (fine near zero, where they mostly land); a
-/// point outside the bounds is clamped to them. 400 iterations at most, or until the simplex's losses differ
+/// point outside the bounds is clamped to them. 500 iterations at most, or until the simplex's losses differ
 /// by less than 1e-14. Deterministic.
 inline calibration fit_factors(const std::vector<const calibration_run*>& runs, const std::vector<std::size_t>& free) {
   const auto& all = calibration_factors();
@@ -180,7 +186,7 @@ inline calibration fit_factors(const std::vector<const calibration_run*>& runs, 
   std::vector<double> losses(d + 1);
   for (std::size_t i = 0; i <= d; ++i) losses[i] = loss(points[i]);
   std::vector<std::size_t> order(d + 1);
-  for (int iteration = 0; iteration < 400; ++iteration) {
+  for (int iteration = 0; iteration < 500; ++iteration) {
     for (std::size_t i = 0; i <= d; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return losses[a] < losses[b]; });
     const std::size_t best = order.front();
@@ -272,19 +278,22 @@ inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs)
   const std::size_t n = runs.size();
   const std::size_t most_free =
       std::min<std::size_t>(visible.size(), n <= 1 ? 1 : std::min<std::size_t>(n - 1, 3));
-  // The score of a subset: its leave-one-out errors (three runs or more), else the fit's own.
+  // The score of a subset: each run's error when fitted without it (three runs or more: leave-one-out up to
+  // twelve runs, beyond that in twelve folds, run i in fold i mod 12, to bound the fits), else the fit's own.
+  const std::size_t folds = std::min<std::size_t>(n, max_calibration_folds);
   auto score_of = [&](const std::vector<std::size_t>& subset) {
-    std::vector<double> errors;
+    std::vector<double> errors(n, 0.0);
     if (n >= 3) {
-      for (std::size_t left = 0; left < n; ++left) {
+      for (std::size_t fold = 0; fold < folds; ++fold) {
         std::vector<const calibration_run*> rest;
         for (std::size_t j = 0; j < n; ++j)
-          if (j != left) rest.push_back(&runs[j]);
-        errors.push_back(detail::relative_error(runs[left], detail::fit_factors(rest, subset)));
+          if (j % folds != fold) rest.push_back(&runs[j]);
+        const calibration c = detail::fit_factors(rest, subset);
+        for (std::size_t j = fold; j < n; j += folds) errors[j] = detail::relative_error(runs[j], c);
       }
     } else {
       const calibration c = detail::fit_factors(every, subset);
-      for (const auto& r : runs) errors.push_back(detail::relative_error(r, c));
+      for (std::size_t j = 0; j < n; ++j) errors[j] = detail::relative_error(runs[j], c);
     }
     return errors;
   };
