@@ -190,6 +190,9 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
     return "its attention slides a window, which Megatron-LM core_r0.11.0 has no flag for";
   if (c.embed_dim_or_default() != c.hidden) return "its word embedding is narrower than the hidden size";
   if (c.bert_heads || !c.causal) return "it is an encoder (BERT): use Megatron-LM's pretrain_bert.py";
+  if (k.attention_kernel == model::attention_kernel::triton)
+    return "its attention runs flash-attn 1.0's Triton kernel (--attention-kernel triton), which Megatron-LM "
+           "core_r0.11.0 has no backend for: give --attention-kernel cudnn, flash2 or flash3";
   return std::nullopt;
 }
 
@@ -256,7 +259,13 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   // fusion, which --use-torch-fsdp2 refuses (validate_args).
   if (k.fsdp) out += " --use-torch-fsdp2 --no-gradient-accumulation-fusion";
   if (k.distributed_optimizer && !k.fsdp) out += " --use-distributed-optimizer";
-  out += k.fused_attention ? " --attention-backend fused" : " --attention-backend unfused";
+  // Megatron-Core's AttnBackend (core_r0.11.0): fused is Transformer Engine's cuDNN attention, flash its
+  // FlashAttention backend (flash-attn 2 or 3, whichever is installed).
+  const bool flash = k.attention_kernel == model::attention_kernel::flash2 ||
+                     k.attention_kernel == model::attention_kernel::flash3;
+  out += !k.fused_attention ? " --attention-backend unfused"
+         : flash            ? " --attention-backend flash"
+                            : " --attention-backend fused";
   if (k.overlap_grad_reduce) out += " --overlap-grad-reduce";
   if (k.overlap_param_gather && k.distributed_optimizer && !k.fsdp) out += " --overlap-param-gather";
   if (k.tp_comm_overlap && k.sequence_parallel) out += " --tp-comm-overlap";

@@ -259,7 +259,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
     }
     for (const auto& name : c.must) CHECK(args.count(name) == 1);
     if (args.count("--attention-backend"))
-      CHECK((args.at("--attention-backend") == "fused" || args.at("--attention-backend") == "unfused"));
+      CHECK((args.at("--attention-backend") == "fused" || args.at("--attention-backend") == "unfused" ||
+             args.at("--attention-backend") == "flash"));
     if (args.count("--normalization")) CHECK(args.at("--normalization") == "RMSNorm");
     if (args.count("--position-embedding-type")) CHECK(args.at("--position-embedding-type") == "rope");
     if (args.count("--moe-layer-freq")) CHECK(args.at("--moe-layer-freq") == "'([0]*1+[1]*27)'");
@@ -296,12 +297,17 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
             "without --fsdp"},
            {llama + " --fsdp", "--grad-reduce-in-bf16"},
            {llama + " --fsdp --grad-reduce-in-bf16 --precision fp8 --fp8-param-gather",
-            "--fp8-param-gather"}}) {
+            "--fp8-param-gather"},
+           {llama + " --attention-kernel triton", "Triton kernel"}}) {
     INFO(args);
     const auto r = run_phaze(args);
     CHECK(r.status == 2);
     CHECK(contains(r.err, named));
   }
+  // The attention kernel becomes Megatron-Core's backend: FlashAttention's is `flash`, cuDNN's `fused`.
+  const auto flash = run_phaze(llama + " --attention-kernel flash2");
+  REQUIRE(flash.status == 0);
+  CHECK(contains(flash.out, "--attention-backend flash"));
   // With --fsdp the emitted plan has no pipeline: core_r0.11.0's FSDP2 runs without one.
   const auto flat = run_phaze(
       "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --grad-reduce-in-bf16 --emit "
