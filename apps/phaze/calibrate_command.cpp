@@ -41,7 +41,7 @@ std::vector<std::string> words_of(const std::string& text) {
 
 /// The plan a run's estimate arguments give, parsed by estimate's own options.
 estimate_input plan_of(const std::vector<std::string>& args, const std::string& where) {
-  if (std::find(args.begin(), args.end(), "--calibration") != args.end()) {
+  if (std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--calibration", 0) == 0; })) {
     throw input_error(where + ": a run's arguments must not name --calibration (calibration fits the "
                               "uncalibrated model); drop it");
   }

@@ -338,6 +338,11 @@ int run_plan(const plan_options& o) {
   if (!o.layer_table.empty()) {
     if (!o.report.empty())
       throw input_error("--report draws a model's plan; with --layer-table there is no model: drop --report");
+    if (!o.step.calibration.empty() || o.step.attention_kernel != "auto") {
+      throw input_error(
+          "--calibration and --attention-kernel change how a model's layers are costed; a layer table holds "
+          "its layers' times already: drop them with --layer-table");
+    }
     return run_on_layer_table(o);
   }
   for (const auto& [value, name] :

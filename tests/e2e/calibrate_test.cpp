@@ -140,6 +140,9 @@ TEST_CASE("bad runs, calibration files and kernels are exit 2 with the fix", "[e
            {R"({"schema": "phaze.device", "factors": {}})", "must be \"phaze.calibration\""},
            {R"({"schema": "phaze.calibration", "factors": {"gemms": 1.2}})", "unknown factor 'factors.gemms'"},
            {R"({"schema": "phaze.calibration", "factors": {"gemm": 9}})", "must lie in [0.5, 2.5]"},
+           {R"({"schema": "phaze.calibration", "version": 2, "factors": {"gemm": 1.1}})", "'version' must be 1"},
+           {R"({"schema": "phaze.calibration", "factor": {"gemm": 1.1}})", "unknown field 'factor'"},
+           {R"({"schema": "phaze.calibration", "factors": {}})", "missing or empty"},
        }) {
     const auto f = write_temp("cal.json", text);
     const auto e = run_phaze("estimate " + calibrate_plans[0] + " --calibration '" + f.string() + "'");
@@ -148,6 +151,11 @@ TEST_CASE("bad runs, calibration files and kernels are exit 2 with the fix", "[e
     CHECK(contains(e.err, message));
     phaze::e2e::fs::remove(f);
   }
+  // A layer table holds its times already.
+  r = run_phaze("plan --layer-table '" + std::string{PHAZE_TEST_DATA_DIR} +
+                "/layer_tables/gpt_small_chain.json' --attention-kernel flash2");
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "drop them with --layer-table"));
   // Kernels: FlashAttention-3 is Hopper's; a kernel for unfused attention is a contradiction.
   r = run_phaze("estimate " + calibrate_plans[0] + " --attention-kernel flash3");
   CHECK(r.status == 2);

@@ -32,3 +32,23 @@ TEST_CASE("training logs: the median after the warm-up", "[io][training_log]") {
   CHECK_THROWS_WITH(io::logged_step_seconds("no times\n", 1.0, "log 'x'"),
                     Catch::Contains("reports no iteration time"));
 }
+
+TEST_CASE("training logs: colours, hostile numbers and impossible times", "[io][training_log]") {
+  // torchtitan colours its fields: the escape sequences are skipped.
+  const auto its = io::logged_iterations("\x1b[31mstep: 10\x1b[39m  \x1b[34mtps: 1,234\x1b[39m\n");
+  REQUIRE(its.size() == 1);
+  CHECK(its[0].tokens_per_s == Approx(1234.0));
+  // A number past a double's range is an input error naming the line; a very long one is read linearly.
+  CHECK_THROWS_WITH(io::logged_iterations("x\ntrain_step_timing in s=1e400\n", "log 'y'"),
+                    Catch::Contains("log 'y', line 2"));
+  const std::string digits(200000, '9');
+  CHECK_THROWS_AS(io::logged_iterations("tps: " + digits + "\n"), input_error);
+  CHECK(io::logged_iterations("tps: " + std::string(100000, ' ') + "\n").empty());
+  // A word that only ends in "tps" is not torchtitan's field.
+  CHECK(io::logged_iterations("steps: 5\n").empty());
+  // Iterations of 0 or more than 1e6 s are refused.
+  CHECK_THROWS_WITH(io::logged_step_seconds("elapsed time per iteration (ms): 0.0\n", 0.0, "log"),
+                    Catch::Contains("must lie in (0, 1e6]"));
+  CHECK_THROWS_WITH(io::logged_step_seconds("train_step_timing in s=2e6\n", 0.0, "log"),
+                    Catch::Contains("must lie in (0, 1e6]"));
+}

@@ -1,6 +1,7 @@
 // train::fit_calibration against runs whose predictions are closed forms of the factors: it recovers the
 // factors that made the measurements, fits no more factors than the runs allow, leaves out the ones no run
 // sees, and train::calibrated sets (never multiplies) the factors where the cost model reads them.
+#include <phaze/cost/collective.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/train/calibration.hpp>
 
@@ -91,4 +92,31 @@ TEST_CASE("a calibration is set on the cluster's devices and collectives, idempo
   // A factor out of its bounds is refused by name.
   cal.gemm = 3.0;
   CHECK_THROWS_WITH(train::check_calibration(cal), Catch::Contains("'gemm'"));
+}
+
+TEST_CASE("calibration fits nothing when the model already matches the runs", "[train][calibration]") {
+  std::vector<train::calibration_run> runs;
+  for (const double g : {1.0, 2.0, 5.0, 9.0})
+    runs.push_back({"exact", [g](const train::calibration& c) { return g * c.gemm + c.step_s; }, g});
+  const train::calibration_fit fit = train::fit_calibration(runs);
+  CHECK(fit.fitted.empty());
+  CHECK(fit.factors == train::calibration{});
+}
+
+TEST_CASE("a calibrated collective never runs faster than its link", "[train][calibration]") {
+  const cluster::route link{{bytes_per_second{50e9}, seconds{1e-5}}, {}};
+  cluster::route faster = link;
+  faster.efficiency.calibrated = 0.5;  // the most favourable factor a file may hold
+  CHECK(cost::all_reduce_time(bytes{1e9}, 8, faster).value() == cost::all_reduce_time(bytes{1e9}, 8, link).value());
+  // Below the link's rate (an nccl-tests efficiency), a factor under 1 raises it, to the link's rate at most.
+  cluster::route measured = link;
+  measured.efficiency.all_gather = 0.8;
+  cluster::route measured_faster = measured;
+  measured_faster.efficiency.calibrated = 0.5;
+  CHECK(cost::all_gather_time(bytes{1e9}, 8, measured_faster).value() ==
+        cost::all_gather_time(bytes{1e9}, 8, link).value());
+  cluster::route slower = link;
+  slower.efficiency.calibrated = 2.0;
+  CHECK(cost::reduce_scatter_time(bytes{1e9}, 8, slower).value() >
+        1.9 * cost::reduce_scatter_time(bytes{1e9}, 8, link).value());
 }

@@ -254,14 +254,16 @@ inline constexpr std::array presets{
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "
            "(150 per direction), 80 SMs, no bf16; AMP's p3.8xlarge: 4 GPUs per node, 10 Gb/s between nodes",
-           detail::gpu("v100-16gb", bytes{16e9}, bytes_per_second{900e9},
-                       detail::sheet(0, 0, 125, 0, 15.7, 0.85, 128, 128, 80))},
+           detail::with_architecture(detail::gpu("v100-16gb", bytes{16e9}, bytes_per_second{900e9},
+                                                 detail::sheet(0, 0, 125, 0, 15.7, 0.85, 128, 128, 80)),
+                                     hw::architecture::volta)},
     preset{"t4",
            "NVIDIA T4 datasheet: 65 TFLOP/s fp16 tensor, 8.1 fp32, 16 GB GDDR6 at 320 GB/s, 40 SMs, no bf16; "
            "AMP's "
            "g4dn.12xlarge: 4 GPUs per node over PCIe, 50 Gb/s within and between nodes",
-           detail::gpu("t4", bytes{16e9}, bytes_per_second{320e9},
-                       detail::sheet(0, 0, 65, 0, 8.1, 0.60, 128, 128, 40))},
+           detail::with_architecture(detail::gpu("t4", bytes{16e9}, bytes_per_second{320e9},
+                                                 detail::sheet(0, 0, 65, 0, 8.1, 0.60, 128, 128, 40)),
+                                     hw::architecture::turing)},
 };
 
 /// PHAZE's reference design, usable in constant expressions.

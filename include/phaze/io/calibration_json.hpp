@@ -35,7 +35,7 @@ inline constexpr json_file_rules calibration_run{
     "calibration run", 1U << 20U, "; give {\"args\": [...], \"step_s\": SECONDS} (docs/calibration.md)", 8, 2};
 }  // namespace file_rules
 
-/// The most runs and log lines `phaze calibrate` reads (docs/limits.md).
+/// The most runs `phaze calibrate` reads, and the most bytes of its inputs (docs/limits.md).
 inline constexpr std::size_t max_calibration_runs = 256;
 inline constexpr std::uintmax_t max_calibration_input_bytes = 64U << 20U;
 
@@ -65,9 +65,23 @@ inline train::calibration calibration_from_json(const nlohmann::json& j, const s
     throw input_error(where + ": field 'schema' must be \"phaze.calibration\"; give a file `phaze calibrate "
                               "--out` wrote");
   }
+  const auto version = j.find("version");
+  if (version != j.end() && !(version->is_number_integer() && version->get<long long>() == schemas::calibration.version)) {
+    throw input_error(where + ": field 'version' must be 1 (the calibration files this phaze reads), got " +
+                      version->dump());
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    static constexpr std::string_view known[] = {"schema", "version", "factors", "fitted", "runs", "source",
+                                                 "mean_abs_error_before", "mean_abs_error_after",
+                                                 "mean_abs_error_leave_one_out", "per_run"};
+    if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known)) {
+      throw input_error(where + ": unknown field '" + it.key() + "'; a calibration file has schema, version, "
+                                "factors and what phaze calibrate reports of its fit");
+    }
+  }
   const auto factors = j.find("factors");
-  if (factors == j.end() || !factors->is_object())
-    throw input_error(where + ": field 'factors' is missing (an object of factor names to numbers)");
+  if (factors == j.end() || !factors->is_object() || factors->empty())
+    throw input_error(where + ": field 'factors' is missing or empty (an object of factor names to numbers)");
   train::calibration c;
   for (auto it = factors->begin(); it != factors->end(); ++it) {
     const train::calibration_factor* f = train::find_calibration_factor(it.key());

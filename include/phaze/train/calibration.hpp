@@ -84,8 +84,10 @@ inline void check_calibration(const calibration& c) {
 }
 
 /// The device `d` with calibration `cal`'s kernel factors (a datasheet device; a systolic design, which has no
-/// measured stack, as it is).
+/// measured stack, as it is). A factor out of its bounds is input_error (check_calibration), here and in the
+/// other two.
 inline hw::device calibrated(hw::device d, const calibration& cal) {
+  check_calibration(cal);
   if (d.kind == hw::device_kind::datasheet) d.sheet.calibrated = {cal.gemm, cal.attention, cal.memory};
   return d;
 }
@@ -96,6 +98,7 @@ inline hw::device calibrated(hw::device d, const calibration& cal) {
 inline cluster::cluster calibrated(const cluster::cluster& c, const calibration& cal) {
   std::vector<cluster::device_group> groups = c.groups();
   for (auto& g : groups) g.device = calibrated(g.device, cal);
+  check_calibration(cal);
   cluster::collective_efficiency e = c.efficiency();
   e.calibrated = cal.collective;
   cluster::cluster out{std::move(groups), e, c.measured()};
@@ -104,6 +107,7 @@ inline cluster::cluster calibrated(const cluster::cluster& c, const calibration&
 
 /// The knobs `k` with calibration `cal`'s fixed times.
 inline training_knobs calibrated(training_knobs k, const calibration& cal) {
+  check_calibration(cal);
   k.microbatch_overhead = seconds{cal.microbatch_s};
   k.step_overhead = seconds{cal.step_s};
   return k;
@@ -248,7 +252,8 @@ inline double relative_error(const calibration_run& r, const calibration& c) {
 /// single run), chosen by forward selection: starting from none, it adds one factor at a time, the one whose
 /// subset has the least leave-one-out error (the mean absolute relative error of each run predicted by the
 /// factors fitted to the others; with fewer than three runs, the fit's own error; ties to the earlier factor),
-/// and keeps the best subset on that path, a larger one only when its error is a tenth of a point lower. A factor none of the runs is sensitive to (its bounds change no
+/// and keeps the best subset on that path, the empty one (no calibration) included, a larger one only when
+/// its error is a tenth of a point lower. A factor none of the runs is sensitive to (its bounds change no
 /// prediction by more than 0.1%) is never taken. Reports the errors before, after, and left out.
 inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs) {
   if (runs.empty()) throw input_error("calibration needs at least one measured run");
@@ -302,9 +307,10 @@ inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs)
   // Forward selection: grow a subset one factor at a time, each time by the factor whose subset scores best,
   // up to most_free; keep the best subset met on the way (a larger one only when it scores a tenth of a point
   // better: two factors may be needed together before either helps).
+  // The empty subset first: no factor at all (its error left out is its error, `before`).
   std::vector<std::size_t> best_subset;
-  std::vector<double> best_loo;
-  double best_score = std::numeric_limits<double>::infinity();
+  std::vector<double> best_loo = out.before;
+  double best_score = calibration_fit::mean_abs(out.before);
   std::vector<std::size_t> path;
   while (path.size() < most_free) {
     std::vector<std::size_t> round_best;

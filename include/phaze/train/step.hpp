@@ -488,7 +488,8 @@ class step_model {
 
   /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
   /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth (the
-  /// `expert` parameters' state sharded over the expert-data-parallel ranks).
+  /// `expert` parameters' state sharded over the expert-data-parallel ranks), times the device's calibrated
+  /// memory factor.
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
                                        double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
@@ -498,7 +499,10 @@ class step_model {
         sharded_bytes(parameters, expert, per.weights + per.gradients, knobs_.fsdp, ranks, expert_ranks) +
         optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer || knobs_.fsdp, ranks,
                               expert_ranks);
-    return seconds{2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value()};
+    // A calibrated memory factor scales it as every memory-bound kernel, never past the peak bandwidth.
+    const double factor = d.kind == hw::device_kind::datasheet ? d.sheet.calibrated.memory : 1.0;
+    return seconds{std::max(2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value() * factor,
+                            2.0 * state_bytes / d.hbm_bandwidth.value())};
   }
 
   /// The device whose optimizer step a plan waits for: of the devices the plan uses, the one with the
