@@ -146,11 +146,14 @@ struct step_options {
   std::string optimizer_dtype = "fp32";
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
   std::string calibration;                 // a phaze.calibration file; empty: none
+  bool embedding_in_pipeline_split = false;
+  bool loss_in_pipeline_split = false;
 };
 
 /// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
-/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--optimizer-dtype` and
-/// `--bf16-blocks`.
+/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--optimizer-dtype`,
+/// `--bf16-blocks` and Megatron-Core's `--account-for-embedding-in-pipeline-split` and
+/// `--account-for-loss-in-pipeline-split`.
 inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option("--attention", o.attention,
                  "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored), unfused (score "
@@ -212,6 +215,12 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")
       ->delimiter(',')
       ->expected(2);
+  app.add_flag("--account-for-embedding-in-pipeline-split", o.embedding_in_pipeline_split,
+               "count the input embedding as one layer of Megatron-Core's even pipeline split: the first model "
+               "chunk holds one block fewer (Megatron-Core's flag of the same name)");
+  app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_pipeline_split,
+               "count the output layer and its loss as one layer of Megatron-Core's even pipeline split: the "
+               "last model chunk holds one block fewer (Megatron-Core's flag of the same name)");
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
@@ -297,6 +306,8 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
   k.optimizer_dtype = train::parse_optimizer_dtype(o.optimizer_dtype);
+  k.embedding_in_pipeline_split = o.embedding_in_pipeline_split;
+  k.loss_in_pipeline_split = o.loss_in_pipeline_split;
   if (!o.calibration.empty()) k = train::calibrated(k, calibration_of(o));
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
   std::string_view rest = o.overlap;

@@ -53,7 +53,8 @@ estimate_input build_estimate(const estimate_options& o) {
   std::vector<train::stage_layers> split;
   if (!o.stage_blocks.empty()) {
     const int chunks = k.schedule == train::pipeline_schedule::interleaved ? k.virtual_stages : 1;
-    split = train::split_of_blocks(m, o.stage_blocks, p.pp, chunks);
+    split = train::split_of_blocks(m, o.stage_blocks, p.pp, chunks, k.embedding_in_pipeline_split,
+                                   k.loss_in_pipeline_split);
   }
   return {std::move(m), c, chosen.label, p, k, std::move(split)};
 }

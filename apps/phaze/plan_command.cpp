@@ -189,6 +189,10 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (c.attention_window > 0)
     return "its attention slides a window, which Megatron-LM core_r0.11.0 has no flag for";
   if (c.embed_dim_or_default() != c.hidden) return "its word embedding is narrower than the hidden size";
+  if (c.positions == model::position_kind::alibi)
+    return "its positions are ALiBi biases, which Megatron-LM core_r0.11.0 has no --position-embedding-type for";
+  if (c.embedding_norm && c.arch != model::family::bert)
+    return "it normalizes the word embedding (BLOOM), which Megatron-LM's GPT has no flag for";
   if (c.bert_heads || !c.causal) return "it is an encoder (BERT): use Megatron-LM's pretrain_bert.py";
   if (k.attention_kernel == model::attention_kernel::triton)
     return "its attention runs flash-attn 1.0's Triton kernel (--attention-kernel triton), which Megatron-LM "
@@ -214,6 +218,8 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (c.head_dim > 0) out += fmt::format(" --kv-channels {}", c.head_dim);
   if (c.norm == model::norm_kind::rmsnorm) out += " --normalization RMSNorm";
   if (c.mlp == model::mlp_kind::swiglu) out += " --swiglu";
+  if (c.mlp == model::mlp_kind::squared_relu) out += " --squared-relu";
+  if (c.qk_norm) out += " --qk-layernorm";
   if (c.positions == model::position_kind::rotary) {
     out += " --position-embedding-type rope";
     if (c.rotary_fraction < 1.0) out += fmt::format(" --rotary-percent {}", c.rotary_fraction);
@@ -241,7 +247,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {
     return s.blocks == split.front().blocks;
   });
-  if (split.size() >= 2 && !uniform) {
+  if (split.size() >= 2 && !uniform && !train::counts_embedding_or_loss(k)) {
     // Megatron-core's uneven pipeline (arguments.py): the first and last stages' block counts.
     out += fmt::format(" --decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
                        split.front().blocks, split.back().blocks);
@@ -250,9 +256,16 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (k.recompute == model::recompute::selective) out += " --recompute-activations";
   if (k.recompute == model::recompute::full)
     out += " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1";
+  if (k.embedding_in_pipeline_split) out += " --account-for-embedding-in-pipeline-split";
+  if (k.loss_in_pipeline_split) out += " --account-for-loss-in-pipeline-split";
   if (k.schedule == train::pipeline_schedule::interleaved) {
-    out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
-                       c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
+    // With the embedding or loss counted as layers the chunks differ by a block: their number, not their size.
+    if (train::counts_embedding_or_loss(k)) {
+      out += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", k.virtual_stages);
+    } else {
+      out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}",
+                         c.layers / (static_cast<std::int64_t>(r.parallel.pp) * k.virtual_stages));
+    }
   }
   out += fmt::format(" --make-vocab-size-divisible-by {}", k.vocab_padding);
   // FSDP2 under Megatron-LM core_r0.11.0: without the distributed optimizer and gradient accumulation
@@ -343,6 +356,10 @@ int run_plan(const plan_options& o) {
           "--calibration and --attention-kernel change how a model's layers are costed; a layer table holds "
           "its layers' times already: drop them with --layer-table");
     }
+    if (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)
+      throw input_error(
+          "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
+          "model's transformer blocks; a layer table is placed by its placer: drop them with --layer-table");
     return run_on_layer_table(o);
   }
   for (const auto& [value, name] :
@@ -411,6 +428,14 @@ int run_plan(const plan_options& o) {
     fixed.context_parallel = o.cp;
   }
   fixed.pp = o.pp;
+  if (o.pp && train::counts_embedding_or_loss(base)) {
+    // A fixed depth the counted layers do not divide into: Megatron-Core's rule, named (not "no plan").
+    const std::int64_t chunks =
+        base.schedule == train::pipeline_schedule::interleaved ? std::max(base.virtual_stages, 1) : 1;
+    const std::int64_t layers = train::pipeline_split_layers(model::body_nodes(m), base);
+    if (layers % (static_cast<std::int64_t>(*o.pp) * chunks) != 0)
+      train::rules::pipeline_layers_must_divide_into_stages(layers, *o.pp, chunks);
+  }
   if (o.emit == "megatron" && base.fsdp) {
     // Megatron-LM core_r0.11.0 runs FSDP2 without pipeline or expert parallelism (validate_args).
     if ((o.pp && *o.pp != 1) || (o.ep && *o.ep != 1))
@@ -703,6 +728,17 @@ command add_plan_command(CLI::App& root) {
         // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
         // not carry it): when no placer was asked for, that split is the one searched, as the
         // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.
+        // Megatron-Core's split with the embedding or loss counted as a layer is its even split: searched
+        // with the uniform placer, and a placer that splits unevenly is refused (Megatron-Core does not take
+        // --decoder-first/last-pipeline-num-layers with those flags).
+        if (o->layer_table.empty() && (o->step.embedding_in_pipeline_split || o->step.loss_in_pipeline_split)) {
+          if (parser->get_option("--placer")->count() > 0 && o->placer != "uniform")
+            throw input_error(
+                "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split set "
+                "Megatron-Core's even split; give --placer uniform (or no --placer), or drop them to search "
+                "uneven splits");
+          o->placer = "uniform";
+        }
         if (parser->get_option("--placer")->count() == 0 && o->layer_table.empty() && o->ep && *o->ep > 1) {
           o->placer = "uniform";
           fmt::print(stderr,

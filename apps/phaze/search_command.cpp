@@ -586,6 +586,15 @@ command add_search_command(CLI::App& root) {
   add_step_options(*parser, o->step);
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {
+            for (const char* name :
+                 {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}) {
+              if (parser->get_option(name)->count() > 0) {
+                throw input_error(fmt::format(
+                    "{} sets Megatron-Core's even split, and `phaze search` places stages its own way; give it "
+                    "to `phaze plan` or `phaze estimate`",
+                    name));
+              }
+            }
             if (o->cluster_space.empty()) {
               for (const char* name : {"--attention", "--attention-kernel", "--overlap", "--memory-headroom", "--vocab-padding",
                                        "--grad-reduce-in-bf16", "--fp8-param-gather", "--fsdp",

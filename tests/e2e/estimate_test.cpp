@@ -95,9 +95,24 @@ TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate
     const auto count = run_phaze(plan + " --stage-blocks 48,48");
     CHECK(count.status == 2);
     CHECK(contains(count.err, "one count per stage"));
-    const auto empty = run_phaze(plan + " --stage-blocks 48,0,24,24");
-    CHECK(empty.status == 2);
-    CHECK(contains(empty.err, "interior stages need at least one block"));
+    const auto negative = run_phaze(plan + " --stage-blocks 49,-1,24,24");
+    CHECK(negative.status == 2);
+    CHECK(contains(negative.err, "0 or more blocks"));
+  }
+  SECTION("an interior stage of no block (AMP's cut points) passes the activations on: one more hop") {
+    // gpt2 over 4 T4s with the second stage empty: the same work as 3 stages of 4, 0 bytes on the empty
+    // stage, and a step no shorter than the 3-stage one (its sends cross one more hop).
+    const std::string four =
+        "estimate gpt2 --device t4 --devices 4 --tp 1 --pp 4 --global-batch 16 --microbatch 2 --precision "
+        "fp16 --stage-blocks 4,0,4,4";
+    const auto j = run_json(four);
+    CHECK(j.at("plan").at("stages").at(1).at("blocks") == 0);
+    CHECK(j.at("plan").at("stages").at(1).at("memory_bytes").get<double>() == 0.0);
+    const auto three = run_json(
+        "estimate gpt2 --device t4 --devices 3 --tp 1 --pp 3 --global-batch 16 --microbatch 2 --precision "
+        "fp16 --stage-blocks 4,4,4");
+    CHECK(j.at("time_per_batch_s").get<double>() >= three.at("time_per_batch_s").get<double>());
+    CHECK(j.at("time_per_batch_s").get<double>() <= 1.01 * three.at("time_per_batch_s").get<double>());
   }
   SECTION("under the interleaved schedule, stage counts that do not split into the vp chunks") {
     // Megatron-Core's uneven pipeline with virtual stages builds every chunk of a stage alike: 16 blocks

@@ -111,6 +111,49 @@ TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM argume
   CHECK(contains(m.out, "--global-batch-size 32"));
 }
 
+TEST_CASE("phaze plan and estimate with the embedding counted as a pipeline layer: Megatron-Core's split",
+          "[e2e][plan]") {
+  // Llama 3 8B: 32 blocks and the embedding over 3 stages of 11 layers: 10, 11, 11 blocks.
+  const std::string model = " llama3-8b --device h100-sxm --devices 24 --global-batch 48";
+  const auto j = run_json("plan" + model + " --pp 3 --account-for-embedding-in-pipeline-split --top 1");
+  const auto& best = j.at("top").at(0).at("plan");
+  std::vector<int> blocks;
+  for (const auto& stage : best.at("stages")) blocks.push_back(stage.at("blocks").get<int>());
+  CHECK(blocks == std::vector<int>{10, 11, 11});
+  // estimate with the flag splits the same way, and agrees with the split given stage by stage.
+  const std::string degrees = " --tp " + std::to_string(best.at("tp").get<int>()) + " --pp 3 --microbatch " +
+                              std::to_string(best.at("microbatch").get<int>()) + " --recompute " +
+                              best.at("recompute").get<std::string>() +
+                              (best.at("sequence_parallel").get<bool>() ? " --sequence-parallel" : "");
+  const auto counted = run_json("estimate" + model + degrees + " --account-for-embedding-in-pipeline-split");
+  const auto given = run_json("estimate" + model + degrees + " --stage-blocks 10,11,11");
+  CHECK(counted.at("time_per_batch_s").get<double>() ==
+        Approx(given.at("time_per_batch_s").get<double>()).epsilon(1e-9));
+  CHECK(counted.at("time_per_batch_s").get<double>() ==
+        Approx(j.at("top").at(0).at("time_per_batch_s").get<double>()).epsilon(1e-9));
+  // The launch line carries Megatron-Core's flag and no uneven-split flags beside it.
+  const auto emitted =
+      run_phaze("plan" + model + " --pp 3 --account-for-embedding-in-pipeline-split --emit megatron");
+  REQUIRE(emitted.status == 0);
+  CHECK(contains(emitted.out, "--account-for-embedding-in-pipeline-split"));
+  CHECK_FALSE(contains(emitted.out, "--decoder-first-pipeline-num-layers"));
+  // Layers that do not divide into the stages, an uneven placer and a design search are exit 2, saying why.
+  const auto four = run_phaze("plan" + model + " --pp 4 --account-for-embedding-in-pipeline-split");
+  CHECK(four.status == 2);
+  CHECK(contains(four.err, "divide into the 4 model chunks"));
+  const auto bad =
+      run_phaze("estimate" + model + " --tp 2 --pp 4 --microbatch 1 --account-for-embedding-in-pipeline-split");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "divide into the 4 model chunks"));
+  const auto chain =
+      run_phaze("plan" + model + " --placer chain --account-for-loss-in-pipeline-split");
+  CHECK(chain.status == 2);
+  CHECK(contains(chain.err, "--placer uniform"));
+  const auto search = run_phaze("search gpt2 --devices 8 --account-for-loss-in-pipeline-split");
+  CHECK(search.status == 2);
+  CHECK(contains(search.err, "phaze plan"));
+}
+
 TEST_CASE("phaze plan: impossible requests exit 2, plans that cannot fit exit 3", "[e2e][plan]") {
   const auto none_fit = run_phaze("plan llama2-70b --device v100-16gb --devices 2 --global-batch 8");
   CHECK(none_fit.status == 3);
@@ -242,6 +285,9 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
        {"--use-precision-aware-optimizer", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype"}},
       {"plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --grad-reduce-in-bf16",
        {"--use-torch-fsdp2", "--no-gradient-accumulation-fusion", "--untie-embeddings-and-output-weights"}},
+      {"plan qwen3-8b --device h100-sxm --devices 8 --global-batch 16", {"--qk-layernorm", "--kv-channels"}},
+      {"plan nemotron4-15b --device h100-sxm --devices 16 --global-batch 32",
+       {"--squared-relu", "--rotary-percent", "--group-query-attention"}},
       {"plan " + std::string{PHAZE_TEST_DATA_DIR} +
            "/hf/deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
        {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-token-dispatcher-type",
@@ -262,6 +308,8 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
       CHECK((args.at("--attention-backend") == "fused" || args.at("--attention-backend") == "unfused" ||
              args.at("--attention-backend") == "flash"));
     if (args.count("--normalization")) CHECK(args.at("--normalization") == "RMSNorm");
+    if (args.count("--squared-relu")) CHECK(args.count("--swiglu") == 0);
+    if (args.count("--rotary-percent")) CHECK(args.at("--rotary-percent") == "0.5");
     if (args.count("--position-embedding-type")) CHECK(args.at("--position-embedding-type") == "rope");
     if (args.count("--moe-layer-freq")) CHECK(args.at("--moe-layer-freq") == "'([0]*1+[1]*27)'");
     if (args.count("--num-experts")) CHECK(args.at("--num-experts") == "64");

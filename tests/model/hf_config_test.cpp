@@ -99,6 +99,8 @@ TEST_CASE("from_hf_config reproduces every zoo model whose config.json is typed 
       {"opt-350m.json", "opt-350m", "facebook/opt-350m", 331'196'416},
       {"opt-1.3b.json", "opt-1.3b", "facebook/opt-1.3b", 0},
       {"bert-large-uncased.json", "bert-large", "fallback", 0},
+      // Typed from the Nemotron-4 15B Technical Report's Table 1 in NemotronConfig's field names.
+      {"nemotron-4-15b.json", "nemotron4-15b", "fallback", 0},
   }));
   INFO(c.file);
   const auto imported = from_hf_config(read_config(c.file), "fallback");
@@ -375,7 +377,8 @@ TEST_CASE("from_hf_config never throws anything but input_error, whatever a fiel
   CHECK(rejected > 0);
 }
 
-TEST_CASE("from_hf_config imports Mistral, Qwen2, Gemma, Falcon and Llama 3.1 to their published sizes",
+TEST_CASE("from_hf_config imports Mistral, Qwen2, Qwen3, Phi-3, Gemma, Falcon and Llama 3.1 to their published "
+          "sizes",
           "[hf]") {
   // Parameter counts as the models' HuggingFace pages state them (safetensors totals).
   struct imported_case {
@@ -390,6 +393,9 @@ TEST_CASE("from_hf_config imports Mistral, Qwen2, Gemma, Falcon and Llama 3.1 to
       {"gemma-7b.json", 8'537'680'896, 8192, 0},
       {"falcon-7b.json", 6'921'720'704, 2048, 0},
       {"llama-3.1-8b.json", 8'030'261'248, 8192, 0},
+      {"qwen3-8b.json", 8'190'735'360, 8192, 0},
+      {"qwen3-30b-a3b.json", 30'532'122'624, 8192, 0},
+      {"phi-3-mini-4k-instruct.json", 3'821'079'552, 4096, 2047},
   }));
   INFO(c.file);
   const auto m = from_hf_config(read_config(c.file), "x");
@@ -418,6 +424,112 @@ TEST_CASE("from_hf_config keeps what changes the cost: QKV bias, GeGLU, head_dim
   CHECK(llama.sequence == phaze::model::hf_default_training_sequence);
 }
 
+TEST_CASE("from_hf_config imports Qwen3's query/key norms, Phi-3's block and Nemotron's squared ReLU", "[hf]") {
+  using phaze::model::mlp_kind;
+  using phaze::model::norm_kind;
+  const phaze::model::layer_shape shape{1, 4096, 1, false, 2};
+  // Qwen3: no QKV bias, an RMSNorm over each query and key head (head_dim weights each) before the rotary
+  // embedding; the zoo's Qwen3-8B is the same architecture at its own training sequence.
+  const auto qwen3 = from_hf_config(read_config("qwen3-8b.json"), "x");
+  CHECK(qwen3.config.qk_norm);
+  CHECK_FALSE(qwen3.config.qkv_bias);
+  CHECK(qwen3.config.head_dim_or_default() == 128);
+  const auto block = phaze::model::block_layer(qwen3.config, shape);
+  const auto norm = std::find_if(block.ops.begin(), block.ops.end(),
+                                 [](const auto& o) { return o.name.view() == "qk_norm"; });
+  REQUIRE(norm != block.ops.end());
+  CHECK(norm->kind == phaze::model::op_kind::rmsnorm);
+  CHECK(norm->params == 2 * 128);
+  CHECK(std::next(norm)->name.view() == "rotary");
+  auto without = qwen3.config;
+  without.qk_norm = false;
+  CHECK(parameter_count(qwen3) - parameter_count(phaze::model::make_model(without)) == 36 * 2 * 128);
+  CHECK(phaze::model::with_sequence(qwen3, 4096).config.qk_norm == phaze::zoo::lookup("qwen3-8b").config.qk_norm);
+  // Qwen3-MoE: Qwen2-MoE's experts without the shared one, and the same norms.
+  const auto moe = from_hf_config(read_config("qwen3-30b-a3b.json"), "x").config;
+  CHECK(moe.experts == 128);
+  CHECK(moe.top_k == 8);
+  CHECK(moe.expert_ffn == 768);
+  CHECK(moe.shared_expert_ffn == 0);
+  CHECK(moe.qk_norm);
+  // Phi-3: the Llama block (SwiGLU, RMSNorm, untied), its sliding window kept.
+  const auto phi3 = from_hf_config(read_config("phi-3-mini-4k-instruct.json"), "x").config;
+  CHECK(phi3.mlp == mlp_kind::swiglu);
+  CHECK(phi3.norm == norm_kind::rmsnorm);
+  CHECK(phi3.rotary_fraction == 1.0);
+  CHECK_FALSE(phi3.dropout);
+  CHECK(phi3.attention_window == 2047);
+  CHECK(phi3.name.view() == "Phi-3-mini-4k-instruct");
+  // Nemotron: squared ReLU in a two-matrix MLP (one activation kernel, a ReLU's traffic), LayerNorm, half of
+  // each head rotated. The same MLP with a plain ReLU has the same parameters and GEMMs.
+  const auto nemotron = from_hf_config(read_config("nemotron-4-15b.json"), "x");
+  CHECK(nemotron.config.mlp == mlp_kind::squared_relu);
+  CHECK(nemotron.config.norm == norm_kind::layernorm);
+  CHECK(nemotron.config.rotary_fraction == 0.5);
+  auto relu = nemotron.config;
+  relu.mlp = mlp_kind::relu;
+  CHECK(parameter_count(nemotron) == parameter_count(phaze::model::make_model(relu)));
+  const auto squared = phaze::model::block_layer(nemotron.config, shape);
+  const auto plain = phaze::model::block_layer(relu, shape);
+  REQUIRE(squared.ops.size() == plain.ops.size());
+  CHECK(phaze::model::forward_matmul_flops(squared) == phaze::model::forward_matmul_flops(plain));
+  auto wrong = read_config("nemotron-4-15b.json");
+  wrong["hidden_act"] = "silu";
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(wrong, "x"); }),
+             Catch::Contains("'hidden_act'") && Catch::Contains("relu2"));
+  // The model type comes from the class name too; Phi-3-small is another architecture.
+  auto unnamed = read_config("qwen3-30b-a3b.json");
+  unnamed.erase("model_type");
+  CHECK(from_hf_config(unnamed, "x").config.experts == 128);
+  auto small = read_config("phi-3-mini-4k-instruct.json");
+  small.erase("model_type");
+  small["architectures"] = json::array({"Phi3SmallForCausalLM"});
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(small, "x"); }), Catch::Contains("'model_type'"));
+}
+
+TEST_CASE("from_hf_config imports BLOOM and Falcon-RW with ALiBi positions", "[hf]") {
+  // BLOOM 176B's config.json as bigscience/bloom publishes it (no position count: ALiBi needs none).
+  const json bloom = json::parse(R"({"apply_residual_connection_post_layernorm": false, "attention_dropout": 0.0,
+    "bias_dropout_fusion": true, "bos_token_id": 1, "eos_token_id": 2, "hidden_dropout": 0.0,
+    "hidden_size": 14336, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "masked_softmax_fusion": true,
+    "model_type": "bloom", "n_head": 112, "n_inner": null, "n_layer": 70, "offset_alibi": 100,
+    "pad_token_id": 3, "pretraining_tp": 4, "skip_bias_add": true, "skip_bias_add_qkv": false,
+    "slow_but_exact": false, "unk_token_id": 0, "use_cache": true, "vocab_size": 250880})");
+  const auto imported = from_hf_config(bloom, "bloom-176b");
+  CHECK(parameter_count(imported) == 176'247'271'424);  // bigscience/bloom's model card
+  CHECK(imported.config.positions == phaze::model::position_kind::alibi);
+  CHECK(imported.config.embedding_norm);
+  CHECK(imported.config.sequence == phaze::model::hf_bloom_training_sequence);
+  require_same_architecture(imported.config, phaze::zoo::lookup("bloom-176b").config);
+  // Unfused attention adds the bias to the scores in one pass; fused kernels add it in their tiles.
+  const phaze::model::layer_shape unfused{1, 2048, 8, true, 2};
+  auto has_alibi = [](const phaze::model::layer& l) {
+    return std::any_of(l.ops.begin(), l.ops.end(), [](const auto& o) { return o.name.view() == "alibi"; });
+  };
+  CHECK(has_alibi(phaze::model::block_layer(imported.config, unfused)));
+  auto fused = unfused;
+  fused.fused_attention = true;
+  CHECK_FALSE(has_alibi(phaze::model::block_layer(imported.config, fused)));
+  // Falcon-RW: ALiBi in place of rotary embeddings; nothing else changes.
+  auto falcon = read_config("falcon-7b.json");
+  const auto rotary = parameter_count(from_hf_config(falcon, "x"));
+  falcon["alibi"] = true;
+  const auto rw = from_hf_config(falcon, "x");
+  CHECK(rw.config.positions == phaze::model::position_kind::alibi);
+  CHECK(parameter_count(rw) == rotary);
+}
+
+TEST_CASE("from_hf_config gives a Qwen2-MoE config without shared_expert_intermediate_size transformers' default",
+          "[hf]") {
+  // transformers' Qwen2MoeConfig: shared_expert_intermediate_size = 5632 when absent.
+  auto config = read_config("qwen1.5-moe-a2.7b.json");
+  const auto stated = parameter_count(from_hf_config(config, "x"));
+  config.erase("shared_expert_intermediate_size");
+  const auto defaulted = from_hf_config(config, "x");
+  CHECK(defaulted.config.shared_expert_ffn == 5632);
+  CHECK(parameter_count(defaulted) == stated);
+}
+
 TEST_CASE("from_hf_config refuses what it would cost wrong, naming the field", "[hf]") {
   // Experts in a config of a dense model type: refused, naming the field and the types that carry experts.
   auto dense_with_experts = read_config("mixtral-8x7b-v0.1.json");
@@ -429,9 +541,6 @@ TEST_CASE("from_hf_config refuses what it would cost wrong, naming the field", "
   qwen["use_sliding_window"] = true;
   CHECK_THAT(input_error_of([&] { (void)from_hf_config(qwen, "x"); }),
              Catch::Contains("'use_sliding_window'"));
-  auto falcon = read_config("falcon-7b.json");
-  falcon["alibi"] = true;
-  CHECK_THAT(input_error_of([&] { (void)from_hf_config(falcon, "x"); }), Catch::Contains("'alibi'"));
   auto gemma = read_config("gemma-7b.json");
   gemma["model_type"] = "llama";
   gemma["final_logit_softcapping"] = 30.0;

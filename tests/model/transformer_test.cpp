@@ -74,6 +74,9 @@ std::int64_t replicated_params(const layer& l) {
   std::int64_t total = 0;
   for (const op& o : l.ops)
     if (o.split == tp_split::replicated || o.split == tp_split::sequence) total += o.params;
+  // Query/key norms work on each rank's heads, with their head_dim weights whole on every rank.
+  for (const op& o : l.ops)
+    if (o.name.view() == "qk_norm") total += o.params;
   return total;
 }
 

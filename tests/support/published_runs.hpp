@@ -125,9 +125,10 @@ inline std::vector<published_run> llmfoundry_runs() {
 /// positions, tied embeddings, sequence 2048) with GPT-3's vocabulary of 50,257 (Brown et al. 2020; the C4
 /// SentencePiece model's size is not in the repository: 0.3% of the FLOPs) and no dropout. Llama 3.1 405B
 /// and 8B: RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases, untied embeddings,
-/// sequence 8192; the 405B with the Mixtral-8x22B tokenizer's 32,768 entries (the benchmark's README) and,
-/// since Megatron-Core counts the embedding and the loss as one layer each in the pipeline split of its 126
-/// blocks (ASYM_PP_EMBED/LOSS: 128 over pp 8 x vp 8), as 128 blocks; the 8B with Llama 3's 128,256.
+/// sequence 8192; the 405B with the Mixtral-8x22B tokenizer's 32,768 entries (the benchmark's README), its 126
+/// blocks split as Megatron-Core splits them with the embedding and the loss counted as one layer each
+/// (ASYM_PP_EMBED/LOSS: 128 layers over pp 8 x vp 8; training_knobs::embedding_in_pipeline_split,
+/// loss_in_pipeline_split); the 8B with Llama 3's 128,256.
 /// DGX-like nodes: 8 GPUs, 8 x 400 Gb/s.
 inline std::vector<published_run> mlperf_runs() {
   std::vector<published_run> runs;
@@ -153,7 +154,7 @@ inline std::vector<published_run> mlperf_runs() {
             .heads = std::stoll(r["heads"]),
             .kv_heads = std::stoll(r["kv_heads"]),
             .ffn = std::stoll(r["ffn"]),
-            .layers = big ? 128 : std::stoll(r["layers"]),
+            .layers = std::stoll(r["layers"]),
             .vocab = big ? 32768 : 128256,
             .sequence = 8192};
       mc.norm = model::norm_kind::rmsnorm;
@@ -184,6 +185,7 @@ inline std::vector<published_run> mlperf_runs() {
     k.overlap_p2p = true;
     k.fp8_param_gather = !gpt || r["notes"].find("fp8 params") != std::string::npos;
     k.vocab_padding = 128;
+    k.embedding_in_pipeline_split = k.loss_in_pipeline_split = !gpt && pp > 1;
     if (vp > 1) {
       k.schedule = train::pipeline_schedule::interleaved;
       k.virtual_stages = vp;

@@ -457,3 +457,69 @@ TEST_CASE("data-parallel gradients: the faster of a flat ring and a two-level al
     }
   }
 }
+
+TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's split, checked and costed",
+          "[step_time][pipeline_layout]") {
+  // Llama 3.1 405B's layout (126 blocks; the embedding and the loss each one layer of the split: 128 layers
+  // over pp 8 x vp 8, 2 per model chunk): the first and last stages hold 15 blocks, the others 16.
+  model::transformer_config c = zoo::get("llama3-70b").config;
+  c.layers = 126;
+  const model::model m = model::make_model(c);
+  train::training_knobs k;
+  k.global_batch = 64;
+  k.microbatch = 1;
+  k.sequence_parallel = true;
+  k.fused_attention = true;
+  k.schedule = train::pipeline_schedule::interleaved;
+  k.virtual_stages = 8;
+  k.overlap_p2p = true;
+  const train::parallelism p{8, 8, 1};
+  // Without the counted layers 126 blocks do not divide into 64 chunks.
+  CHECK_THROWS_WITH(train::validate(m, p, k, 64), Catch::Contains("pp * vp model chunks"));
+  k.embedding_in_pipeline_split = k.loss_in_pipeline_split = true;
+  CHECK_NOTHROW(train::validate(m, p, k, 64));
+  const auto split = train::uniform_split(m, 8, k);
+  REQUIRE(split.size() == 8);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    INFO("stage " << i);
+    CHECK(split[i].blocks == (i == 0 || i == 7 ? 15 : 16));
+    CHECK(split[i].embedding == (i == 0));
+    CHECK(split[i].head == (i == 7));
+    total += split[i].blocks;
+  }
+  CHECK(total == 126);
+  // The same split given stage by stage: counted layers join their stage's blocks when divided into chunks,
+  // and without them 15 blocks do not divide into 8 chunks.
+  const std::vector<std::int64_t> blocks{15, 16, 16, 16, 16, 16, 16, 15};
+  CHECK(train::split_of_blocks(m, blocks, 8, 8, true, true) == split);
+  CHECK_THROWS_WITH(train::split_of_blocks(m, blocks, 8, 8), Catch::Contains("--vp"));
+  CHECK_THROWS_WITH(train::split_of_blocks(m, blocks, 8, 8, true, false), Catch::Contains("stage 7"));
+  // The step of the default split is the step of that split given explicitly; its memory peaks where the
+  // given split's does.
+  const auto d = *hw::find_preset("h100-sxm");
+  sched::schedule_cache cache;
+  const auto cl = phaze::test::cluster_of(d, p);
+  const auto by_default = train::estimate_step(m, cl, p, k, cache);
+  const auto given = train::estimate_step(m, cl, p, k, cache, split);
+  CHECK(by_default.time_per_batch.value() == Approx(given.time_per_batch.value()).epsilon(1e-12));
+  CHECK(by_default.peak_memory.value() == Approx(given.peak_memory.value()).epsilon(1e-12));
+  CHECK(train::peak_memory(m, p, k).memory.total.value() == Approx(given.peak_memory.value()).epsilon(1e-12));
+  // 127 blocks and two counted layers do not divide into 64 chunks: Megatron-Core's rule, named.
+  c.layers = 127;
+  CHECK_THROWS_WITH(train::validate(model::make_model(c), p, k, 64),
+                    Catch::Contains("--account-for-embedding-in-pipeline-split"));
+  // Under 1F1B only the embedding counted: 32 blocks + 1 over 3 stages of 11 layers.
+  c.layers = 32;
+  const model::model small = model::make_model(c);
+  train::training_knobs one = k;
+  one.schedule = train::pipeline_schedule::one_f_one_b;
+  one.virtual_stages = 1;
+  one.loss_in_pipeline_split = false;
+  const train::parallelism three{8, 3, 1};
+  CHECK_NOTHROW(train::validate(small, three, one, 24));
+  const auto s3 = train::uniform_split(small, 3, one);
+  CHECK(s3[0].blocks == 10);
+  CHECK(s3[1].blocks == 11);
+  CHECK(s3[2].blocks == 11);
+}

@@ -30,8 +30,10 @@ inline constexpr auto gelu = model::mlp_kind::gelu;
 inline constexpr auto relu = model::mlp_kind::relu;
 inline constexpr auto swiglu = model::mlp_kind::swiglu;
 inline constexpr auto geglu = model::mlp_kind::geglu;
+inline constexpr auto squared_relu = model::mlp_kind::squared_relu;
 inline constexpr auto learned = model::position_kind::learned;
 inline constexpr auto rotary = model::position_kind::rotary;
+inline constexpr auto alibi = model::position_kind::alibi;
 
 namespace dsl {
 

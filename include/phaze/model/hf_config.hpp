@@ -20,9 +20,13 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 12> hf_model_types{
-    "gpt2",   "opt",  "llama",    "mistral", "qwen2",     "gemma",
-    "falcon", "bert", "gpt_neox", "mixtral", "qwen2_moe", "deepseek"};
+inline constexpr std::array<std::string_view, 17> hf_model_types{
+    "gpt2",     "opt",    "bloom", "llama",    "mistral", "qwen2",     "qwen3",     "phi3",    "gemma",
+    "nemotron", "falcon", "bert",  "gpt_neox", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek"};
+
+/// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
+/// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
+inline constexpr std::int64_t hf_bloom_training_sequence = 2048;
 
 /// The training sequence an imported model gets when its context is longer and none is asked for: 8,192
 /// tokens, the sequence Llama 3 pretrains at before its long-context stage (Llama 3 paper, Dubey et al. 2024,
@@ -160,8 +164,9 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 13> prefixes{
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 18> prefixes{
       {{"GPTNeoX", "gpt_neox"},
+       {"Bloom", "bloom"},
        {"GPT2", "gpt2"},
        {"OPT", "opt"},
        {"Llama", "llama"},
@@ -169,6 +174,10 @@ inline std::string model_type_of(const nlohmann::json& config) {
        {"Mistral", "mistral"},
        {"Qwen2Moe", "qwen2_moe"},
        {"Qwen2", "qwen2"},
+       {"Qwen3Moe", "qwen3_moe"},
+       {"Qwen3", "qwen3"},
+       {"Phi3", "phi3"},
+       {"Nemotron", "nemotron"},
        {"DeepseekV", "deepseek_v"},
        {"Deepseek", "deepseek"},
        {"Gemma", "gemma"},
@@ -178,7 +187,9 @@ inline std::string model_type_of(const nlohmann::json& config) {
     for (const auto& a : *it) {
       if (!a.is_string()) continue;
       const auto name = a.get<std::string>();
-      if (name.starts_with("GPTNeoXJapanese")) continue;  // a different architecture despite the prefix
+      // Different architectures despite the prefix.
+      if (name.starts_with("GPTNeoXJapanese") || name.starts_with("Phi3Small") || name.starts_with("NemotronH"))
+        continue;
       for (const auto& [prefix, type] : prefixes) {
         if (name.starts_with(prefix)) return std::string{type};
       }
@@ -186,7 +197,8 @@ inline std::string model_type_of(const nlohmann::json& config) {
   }
   field_error("model_type",
               "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
-              "llama, mistral, qwen2, gemma, falcon, bert, gpt_neox, mixtral, qwen2_moe, deepseek");
+              "bloom, llama, mistral, qwen2, qwen3, phi3, gemma, nemotron, falcon, bert, gpt_neox, mixtral, "
+              "qwen2_moe, qwen3_moe, deepseek");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -234,9 +246,38 @@ inline transformer_config opt(const reader& r) {
   return c;
 }
 
-/// Whether from_hf_config imports a `model_type`'s experts (hf::experts): Mixtral, Qwen2-MoE and DeepSeekMoE.
+/// BLOOM (BigScience 2022): GPT-style blocks (LayerNorm, a GELU MLP of 4h, biases) with ALiBi positions, a
+/// LayerNorm after the word embedding (word_embeddings_layernorm), tied embeddings, trained at 2048 tokens.
+inline transformer_config bloom(const reader& r) {
+  transformer_config c;
+  c.arch = family::gpt;
+  c.hidden = r.required_size("hidden_size", "n_embed");
+  c.heads = r.required_size("n_head", "num_attention_heads");
+  c.layers = r.required_size("n_layer", "num_hidden_layers");
+  c.vocab = r.required_size("vocab_size");
+  c.ffn = 4 * c.hidden;
+  c.sequence = hf_bloom_training_sequence;
+  c.positions = position_kind::alibi;
+  c.embedding_norm = true;
+  c.mlp = mlp_kind::gelu;
+  c.tied_embeddings = r.flag("tie_word_embeddings", true);
+  c.dropout = r.any_dropout({"hidden_dropout", "attention_dropout"}, 0.0);
+  return c;
+}
+
+/// Whether from_hf_config imports a `model_type`'s experts (hf::experts): Mixtral, Qwen2-MoE, Qwen3-MoE and
+/// DeepSeekMoE.
 inline bool carries_experts(std::string_view model_type) {
-  return model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "deepseek";
+  return model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "qwen3_moe" ||
+         model_type == "deepseek";
+}
+
+/// The Qwen generations' model types.
+inline bool qwen2_type(std::string_view model_type) {
+  return model_type == "qwen2" || model_type == "qwen2_moe";
+}
+inline bool qwen3_type(std::string_view model_type) {
+  return model_type == "qwen3" || model_type == "qwen3_moe";
 }
 
 /// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
@@ -251,8 +292,8 @@ inline void refuse_unmodelled(const reader& r) {
     if (const auto* v = r.get(experts);
         !moe_type && v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
       field_error(experts, "is " + shown(*v) + ": a mixture of experts in a model_type '" + r.model_type() +
-                               "' config; phaze imports experts from model_type mixtral, qwen2_moe and "
-                               "deepseek (DeepSeekMoE) configs");
+                               "' config; phaze imports experts from model_type mixtral, qwen2_moe, "
+                               "qwen3_moe and deepseek (DeepSeekMoE) configs");
     }
   }
   for (const std::string_view capping : {"attn_logit_softcapping", "final_logit_softcapping"}) {
@@ -269,11 +310,11 @@ inline std::int64_t rotary_training_sequence(std::int64_t context) {
 
 /// A sliding attention window (`sliding_window`, Mistral 7B v0.1: 4096): each query sees that many keys.
 inline std::int64_t sliding_window(const reader& r) {
-  if (r.model_type() == "qwen2" || r.model_type() == "qwen2_moe") {
-    // Qwen2 slides the window only over the layers from max_window_layers on: layers that differ.
+  if (qwen2_type(r.model_type()) || qwen3_type(r.model_type())) {
+    // Qwen2 and Qwen3 slide the window only over the layers from max_window_layers on: layers that differ.
     if (r.flag("use_sliding_window", false)) {
       field_error("use_sliding_window",
-                  "is true: Qwen2 then gives only some layers a sliding window (max_window_layers), layers "
+                  "is true: Qwen then gives only some layers a sliding window (max_window_layers), layers "
                   "of two kinds phaze does not import; set it false to cost full attention");
     }
     return 0;
@@ -315,8 +356,55 @@ inline transformer_config llama(const reader& r) {
   }
   c.mlp = mlp_kind::swiglu;
   c.bias = r.flag("attention_bias", false) || r.flag("mlp_bias", false);
-  // Qwen2's QKV projection carries a bias (Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False).
-  c.qkv_bias = r.model_type() == "qwen2" || r.model_type() == "qwen2_moe";
+  // Qwen2's QKV projection carries a bias (Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False); Qwen3
+  // drops it (attention_bias, default false) and normalizes queries and keys per head instead
+  // (Qwen3Attention: q_norm and k_norm, RMSNorms over head_dim, before the rotary embedding).
+  c.qkv_bias = qwen2_type(r.model_type());
+  c.qk_norm = qwen3_type(r.model_type());
+  if (r.model_type() == "phi3") {
+    // Phi-3: the Llama block with fused qkv and gate_up projections (the same GEMMs), rotary positions on
+    // partial_rotary_factor of each head (Phi3Config default 1.0), dropout after the residual branches and
+    // the embedding (resid_pdrop, embd_pdrop) and on the attention probabilities.
+    c.rotary_fraction = r.number("partial_rotary_factor", 1.0);
+    if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0))
+      field_error("partial_rotary_factor", "must lie in (0, 1], got " + shown(*r.get("partial_rotary_factor")));
+    c.dropout = r.any_dropout({"resid_pdrop", "embd_pdrop", "attention_dropout"}, 0.0);
+  }
+  return c;
+}
+
+/// Nemotron (NVIDIA's Nemotron-4 and Minitron, HF NemotronForCausalLM): sequential pre-norm blocks with
+/// LayerNorm1p (a LayerNorm whose weight is stored minus one: a LayerNorm's cost), grouped key/value heads,
+/// rotary positions on partial_rotary_factor of each head (NemotronConfig default 0.5), a two-matrix MLP with
+/// squared ReLU ("relu2"; no gate), no biases, untied embeddings.
+inline transformer_config nemotron(const reader& r) {
+  transformer_config c = common_fields(r, family::llama, "intermediate_size");
+  if (c.sequence > hf_default_training_sequence) c.max_positions = c.sequence;
+  c.sequence = rotary_training_sequence(c.sequence);
+  c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
+  if (const auto d = r.size("head_dim"); d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads))
+    c.head_dim = *d;
+  c.norm = norm_kind::layernorm;
+  c.positions = position_kind::rotary;
+  c.rotary_fraction = r.number("partial_rotary_factor", 0.5);
+  if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0))
+    field_error("partial_rotary_factor", "must lie in (0, 1], got " + shown(*r.get("partial_rotary_factor")));
+  const std::string act = r.text("hidden_act").value_or("relu2");
+  if (act == "relu2") {
+    c.mlp = mlp_kind::squared_relu;
+  } else if (act == "relu") {
+    c.mlp = mlp_kind::relu;
+  } else if (act.starts_with("gelu")) {
+    c.mlp = mlp_kind::gelu;
+  } else {
+    field_error("hidden_act", "is \"" + act +
+                                  "\"; phaze models model_type 'nemotron' with a two-matrix MLP of \"relu2\" "
+                                  "(squared ReLU), \"relu\" or a gelu");
+  }
+  c.bias = r.flag("attention_bias", false) || r.flag("mlp_bias", false);
+  c.tied_embeddings = r.flag("tie_word_embeddings", false);
+  c.dropout = r.any_dropout({"attention_dropout"}, 0.0);
+  c.attention_window = sliding_window(r);
   return c;
 }
 
@@ -335,15 +423,19 @@ inline void experts(const reader& r, transformer_config& c) {
   c.experts = r.required_size(type == "deepseek" ? "n_routed_experts" : "num_experts");
   c.top_k = r.required_size("num_experts_per_tok");
   c.expert_ffn = r.required_size("moe_intermediate_size");
+  // Qwen3-MoE: Qwen2-MoE's layout without the shared expert (Qwen3MoeSparseMoeBlock).
   const std::string_view every = type == "deepseek" ? "moe_layer_freq" : "decoder_sparse_step";
   if (const auto step = r.size(every); step && *step != 1)
     field_error(every, "is " + std::to_string(*step) +
                            ": experts only every few blocks, which phaze does not build (it needs 1)");
-  if (type == "qwen2_moe") {
-    if (const auto* only = r.get("mlp_only_layers"); only != nullptr && !(only->is_array() && only->empty()))
+  if (type == "qwen2_moe" || type == "qwen3_moe") {
+    if (const auto* only = r.get("mlp_only_layers");
+        only != nullptr && !only->is_null() && !(only->is_array() && only->empty()))
       field_error("mlp_only_layers",
                   "lists dense blocks among the expert blocks, which phaze does not build");
-    c.shared_expert_ffn = r.size("shared_expert_intermediate_size").value_or(0);
+    // transformers' Qwen2MoeConfig defaults the shared expert to 5632 wide (Qwen1.5-MoE-A2.7B's): a config
+    // without the field has one.
+    if (type == "qwen2_moe") c.shared_expert_ffn = r.size("shared_expert_intermediate_size").value_or(5632);
     return;
   }
   // deepseek
@@ -369,8 +461,8 @@ inline transformer_config falcon(const reader& r) {
   // Falcon's configs of 2023 have no max_position_embeddings: 2048 is FalconConfig's default.
   c.max_positions = r.size("max_position_embeddings").value_or(2048);
   c.sequence = rotary_training_sequence(c.max_positions);
-  if (r.flag("alibi", false)) field_error("alibi", "is true: ALiBi positions, which phaze does not model");
-  c.positions = position_kind::rotary;
+  // Falcon-RW: ALiBi positions instead of rotary ones.
+  c.positions = r.flag("alibi", false) ? position_kind::alibi : position_kind::rotary;
   const bool grouped = r.flag("new_decoder_architecture", false);
   if (grouped) {
     c.kv_heads = r.required_size("num_kv_heads");
@@ -454,10 +546,15 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     transformer_config c;
     if (type == "gpt2") {
       c = hf::gpt2(r);
+    } else if (type == "bloom") {
+      c = hf::bloom(r);
     } else if (type == "opt") {
       c = hf::opt(r);
-    } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma") {
+    } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "phi3" ||
+               type == "gemma") {
       c = hf::llama(r);
+    } else if (type == "nemotron") {
+      c = hf::nemotron(r);
     } else if (hf::carries_experts(type)) {
       c = hf::llama(r);
       hf::experts(r, c);

@@ -19,8 +19,12 @@ enum class family : std::uint8_t { gpt, bert, opt, llama, neox };
 /// The normalization of a block: LayerNorm (mean and variance, weight and bias), RMSNorm (root mean square,
 /// weight) or PixelNorm (root mean square, no weights: Karras et al., ICLR 2018, as TransGAN uses it).
 enum class norm_kind : std::uint8_t { layernorm, rmsnorm, pixelnorm };
-enum class mlp_kind : std::uint8_t { gelu, relu, swiglu, geglu };
-enum class position_kind : std::uint8_t { learned, rotary };
+/// The MLP's activation. squared_relu is relu(x)^2 (So et al. 2021, "Primer"; Nemotron-4): one fused
+/// elementwise kernel, as Megatron-Core's squared_relu runs under its jit_fuser.
+enum class mlp_kind : std::uint8_t { gelu, relu, swiglu, geglu, squared_relu };
+/// How a model knows positions: a learned table added to the embedding, rotary embeddings of the queries and
+/// keys, or ALiBi (Press et al. 2022, BLOOM): a fixed per-head linear bias added to the attention scores.
+enum class position_kind : std::uint8_t { learned, rotary, alibi };
 
 constexpr std::string_view to_string(family f) {
   switch (f) {
@@ -50,11 +54,13 @@ constexpr std::string_view to_string(mlp_kind m) {
       return "swiglu";
     case mlp_kind::geglu:
       return "geglu";
+    case mlp_kind::squared_relu:
+      return "squared_relu";
   }
   return "?";
 }
 constexpr std::string_view to_string(position_kind p) {
-  return p == position_kind::learned ? "learned" : "rotary";
+  return p == position_kind::learned ? "learned" : p == position_kind::rotary ? "rotary" : "alibi";
 }
 
 /// The architecture of a transformer language model: everything its layer graphs are built from.
@@ -84,10 +90,16 @@ struct transformer_config {
   double rotary_fraction = 1.0;  ///< share of each head's dimensions that rotary embedding touches (NeoX)
   bool bias = true;              ///< linear layers carry biases
   bool qkv_bias = false;         ///< the QKV projection carries a bias even when the others do not (Qwen2)
+  /// Queries and keys normalized per head before the rotary embedding (Qwen3's q_norm / k_norm, OLMo 2;
+  /// Megatron-LM's --qk-layernorm): one norm of the model's kind over each head's head_dim, its head_dim
+  /// weights (two sets) replicated on every tensor-parallel rank.
+  bool qk_norm = false;
   /// Keys each query attends to (sliding-window attention, Mistral 7B v0.1); 0: every earlier key. Fused
   /// attention skips the rest; unfused attention computes the whole score matrix and masks it.
   std::int64_t attention_window = 0;
   bool tied_embeddings = true;  ///< output projection shares the input embedding matrix
+  /// A norm after the word embedding (BLOOM's word_embeddings_layernorm; BERT always has one).
+  bool embedding_norm = false;
   bool pre_norm = true;         ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
   bool final_norm = true;       ///< a norm after the last block
   bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
@@ -408,6 +420,12 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   tensor in = enter_tp(b, z, x, "attn_enter");
   tensor qkv =
       b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d}, tp_split::column, c.bias || c.qkv_bias);
+  if (c.qk_norm) {
+    // Costed as one kernel over the QKV output (the values pass through: kv / (a + 2 kv) of the elements
+    // more than the two norms touch), keeping its input for the backward pass as a norm does.
+    qkv = b.vector(c.norm == norm_kind::layernorm ? op_kind::layernorm : op_kind::rmsnorm, "qk_norm", qkv,
+                   saves::input0, tp_split::heads, (c.norm == norm_kind::layernorm ? 4 : 2) * d);
+  }
   if (c.positions == position_kind::rotary) {
     qkv = b.vector(op_kind::rotary, "rotary", qkv, saves::nothing, tp_split::heads);
   }
@@ -426,6 +444,12 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
     // Each head's bias entries are gathered into an s x s table and added (the gather is not costed).
     scores = b.vector(op_kind::residual_add, "score_bias", scores, saves::nothing, tp_split::heads,
                       c.score_bias * a, 0, true);
+  }
+  if (c.positions == position_kind::alibi) {
+    // ALiBi's bias (a fixed slope per head times the key distance) added to the scores: one pass over them.
+    // Fused kernels (FlashAttention-2's alibi_slopes, cuDNN's ALiBi bias) add it in their tiles at no
+    // memory traffic, so the fused path above has no op for it.
+    scores = b.vector(op_kind::residual_add, "alibi", scores, saves::nothing, tp_split::heads, 0, 0, true);
   }
   tensor probs = b.vector(op_kind::softmax, "softmax", scores, saves::output, tp_split::heads, 0, 0, true);
   if (c.dropout)
@@ -452,8 +476,10 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
                    tp_split::column, 0, z.tokens * f);
   } else {
     tensor up = b.matmul("fc1", in, {1, z.tokens, z.h, f}, tp_split::column, c.bias);
+    // Squared ReLU is one fused elementwise kernel of a ReLU's traffic (mlp_kind::squared_relu).
     act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu,
-                   c.mlp == mlp_kind::gelu ? "gelu" : "relu", up, saves::input0, tp_split::column);
+                   c.mlp == mlp_kind::gelu ? "gelu" : c.mlp == mlp_kind::relu ? "relu" : "squared_relu", up,
+                   saves::input0, tp_split::column);
   }
   tensor down = b.matmul("fc2", act, {1, z.tokens, f, z.h}, tp_split::row, false);
   if (c.bias)
@@ -513,7 +539,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
                    saves::input0, tp_split::column, 0, local_experts * m * f);
   } else {
     act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu, "expert_act", up, saves::input0,
-                   tp_split::column);
+                   tp_split::column);  // squared ReLU: one kernel of a ReLU's traffic, as in mlp()
   }
   tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row);
   if (z.tp) {
@@ -598,7 +624,7 @@ inline constexpr auto embedding_layer =
     const tensor tt = b.embedding("token_type_embedding", z.local_tokens, c.token_types, z.h);
     x = b.add_residual("add_token_types", x, tt, detail::token_split(z));
   }
-  if (c.arch == family::bert) x = detail::norm(b, c, z, x, "embedding_norm");
+  if (c.arch == family::bert || c.embedding_norm) x = detail::norm(b, c, z, x, "embedding_norm");
   if (c.dropout) x = b.vector(op_kind::dropout, "embedding_dropout", x, saves::mask, detail::token_split(z));
   return b.build();
 };

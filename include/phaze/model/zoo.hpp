@@ -65,13 +65,41 @@ constexpr transformer_config mixtral(std::string_view name, std::int64_t h, std:
   c.top_k = top_k;
   return c;
 }
-/// Qwen3's mixture of experts: Mixtral's block with a head dimension of 128 whatever hidden / heads is.
+/// Qwen3's mixture of experts: Mixtral's block with a head dimension of 128 whatever hidden / heads is, and
+/// queries and keys normalized per head.
 constexpr transformer_config qwen3_moe(std::string_view name, std::int64_t h, std::int64_t heads,
                                        std::int64_t kv, std::int64_t expert_ffn, std::int64_t layers,
                                        std::int64_t vocab, std::int64_t seq, std::int64_t experts,
                                        std::int64_t top_k) {
   auto c = mixtral(name, h, heads, kv, expert_ffn, layers, vocab, seq, experts, top_k);
   c.head_dim = 128;
+  c.qk_norm = true;
+  return c;
+}
+/// Qwen3's dense model: the Llama block with a head dimension of 128 and per-head query/key norms.
+constexpr transformer_config qwen3(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t kv,
+                                   std::int64_t ffn, std::int64_t layers, std::int64_t vocab, std::int64_t seq) {
+  auto c = llama(name, h, heads, kv, ffn, layers, vocab, seq);
+  c.head_dim = 128;
+  c.qk_norm = true;
+  return c;
+}
+/// Nemotron-4: sequential blocks, LayerNorm, grouped-query attention, rotary positions on half of each head,
+/// a squared-ReLU MLP, no biases, untied embeddings, no dropout.
+constexpr transformer_config nemotron4(std::string_view name, std::int64_t h, std::int64_t heads,
+                                       std::int64_t kv, std::int64_t ffn, std::int64_t layers) {
+  auto c = llama(name, h, heads, kv, ffn, layers, 256000, 4096);
+  c.norm = norm_kind::layernorm;
+  c.mlp = mlp_kind::squared_relu;
+  c.rotary_fraction = 0.5;
+  return c;
+}
+constexpr transformer_config bloom_176b() {
+  auto c = gpt("bloom-176b", 14336, 112, 70, 250880, 2048);
+  c.max_positions = 0;
+  c.positions = position_kind::alibi;
+  c.embedding_norm = true;
+  c.dropout = false;
   return c;
 }
 constexpr transformer_config opt_350m() {
@@ -105,6 +133,10 @@ inline constexpr std::array entries{
           detail::gpt("turing-530b", 20480, 128, 105, 51200, 2048)},
     entry{"megatron-1t", "Korthikanti et al. 2022 Table 3",
           detail::gpt("megatron-1t", 25600, 160, 128, 51200, 2048)},
+    entry{"bloom-176b",
+          "BigScience 2022 (BLOOM, Table 3: 70 layers, hidden 14336, 112 heads, ALiBi, embedding LayerNorm, "
+          "250,880 vocabulary, sequence 2048); HF bigscience/bloom (176,247,271,424 parameters), no dropout",
+          detail::bloom_176b()},
     entry{"opt-350m", "Zhang et al. 2022; HF facebook/opt-350m", detail::opt_350m()},
     entry{"opt-1.3b", "Zhang et al. 2022; HF facebook/opt-1.3b", detail::opt("opt-1.3b", 2048, 32, 24)},
     entry{"opt-175b", "Zhang et al. 2022 Table 1", detail::opt("opt-175b", 12288, 96, 96)},
@@ -122,11 +154,23 @@ inline constexpr std::array entries{
         "mixtral-8x7b",
         "Jiang et al. 2024 (Mixtral of Experts); HF mistralai/Mixtral-8x7B-v0.1, trained here at 4096 tokens",
         detail::mixtral("mixtral-8x7b", 4096, 32, 8, 14336, 32, 32000, 4096, 8, 2)},
+    entry{"qwen3-8b",
+          "Qwen team 2025 (Qwen3 technical report: 4,096-token pre-training stages); HF Qwen/Qwen3-8B (head_dim "
+          "128, q/k norms)",
+          detail::qwen3("qwen3-8b", 4096, 32, 8, 12288, 36, 151936, 4096)},
     entry{"qwen3-30b-a3b",
-          "Qwen team 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B (128 experts of 768, top 8, head_dim 128; its q/k "
-          "norms "
-          "not costed), trained here at 4096 tokens",
+          "Qwen team 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B (128 experts of 768, top 8, head_dim 128, q/k norms), "
+          "trained here at 4096 tokens",
           detail::qwen3_moe("qwen3-30b-a3b", 2048, 32, 4, 768, 48, 151936, 4096, 128, 8)},
+    entry{"nemotron4-15b",
+          "Parmar et al. 2024 (Nemotron-4 15B Technical Report, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV "
+          "heads, squared ReLU, RoPE, 256,000 vocabulary, sequence 4096); MLP 4 x hidden, rotary on half of "
+          "each head as NeMo's Nemotron-4 configs",
+          detail::nemotron4("nemotron4-15b", 6144, 48, 8, 24576, 32)},
+    entry{"nemotron4-340b",
+          "NVIDIA 2024 (Nemotron-4 340B Technical Report, Table 1: 96 layers, hidden 18432, 96 heads, 8 KV "
+          "heads, MLP 73728, squared ReLU, RoPE, sequence 4096); 256,000 vocabulary",
+          detail::nemotron4("nemotron4-340b", 18432, 96, 8, 73728, 96)},
 };
 
 /// A zoo model built from layers of its own (model::composite) rather than one transformer architecture.

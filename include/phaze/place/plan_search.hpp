@@ -135,8 +135,7 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
                                   const plan_choices& fixed, const sched::schedule_cache& cache) {
   item_outcome out;
   if (!item.uneven) {
-    std::vector<train::stage_layers> split;
-    for (int i = 0; i < item.parallel.pp; ++i) split.push_back(train::uniform_stage(m, item.parallel.pp, i));
+    std::vector<train::stage_layers> split = train::uniform_split(m, item.parallel.pp, item.knobs);
     try {
       out.plan = ranked_plan{item.parallel, item.knobs,
                              train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
@@ -190,6 +189,11 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         "expert parallelism above 1 needs the uniform placement: the placers split stages on one "
         "parameter count per layer, not the experts' share that expert parallelism shards; use the "
         "uniform placer (--placer uniform)");
+  }
+  if (uneven && train::counts_embedding_or_loss(base)) {
+    throw input_error(
+        "the embedding or loss counted as a pipeline layer sets Megatron-Core's even split; use the uniform "
+        "placement (--placer uniform), or leave them out to search uneven splits");
   }
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.

@@ -193,6 +193,12 @@ struct training_knobs {
   /// fixed time every iteration adds (the optimizer's host side, logging, synchronization).
   seconds microbatch_overhead{0.0};
   seconds step_overhead{0.0};
+  /// Megatron-Core's account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split
+  /// (TransformerConfig, core_r0.11.0): the input embedding, and the output layer with its loss, each count
+  /// as one layer of the pipeline split, so Megatron-Core's even split (uniform_split) gives the first
+  /// (last) model chunk one transformer block fewer: Llama 3.1 405B's 126 blocks run as pp 8 x vp 8.
+  bool embedding_in_pipeline_split = false;
+  bool loss_in_pipeline_split = false;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -363,6 +369,20 @@ namespace rules {
       "with the interleaved schedule the microbatches per replica (global batch / (microbatch * dp)) must be "
       "a multiple of pp (Megatron-LM's rule); change --global-batch, --microbatch or --pp");
 }
+[[noreturn]] inline void pipeline_layers_must_divide_into_stages(std::int64_t layers, int pp,
+                                                                  std::int64_t chunks) {
+  throw input_error(
+      "with the embedding or the loss counted as a pipeline layer (--account-for-embedding-in-pipeline-split, "
+      "--account-for-loss-in-pipeline-split) the " +
+      std::to_string(layers) + " layers must divide into the " + std::to_string(pp * chunks) +
+      " model chunks (pp x vp), as Megatron-Core requires; choose a pp (and vp) that divides them, or drop "
+      "the flags");
+}
+[[noreturn]] inline void pipeline_layers_need_a_transformer() {
+  throw input_error(
+      "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
+      "transformer's blocks; a composite model's layers are split with --stage-blocks instead");
+}
 [[noreturn]] inline void interleaved_schedule_needs_identical_blocks() {
   throw input_error(
       "the interleaved schedule gives every device chunks of identical blocks; this model's layers differ (a "
@@ -387,6 +407,18 @@ inline constexpr auto data_parallel_degree = [](int devices, int tp, int pp) con
   if (devices % (tp * pp) != 0) rules::tp_times_pp_must_divide_devices();
   return devices / (tp * pp);
 };
+
+/// Whether Megatron-Core's pipeline split counts the embedding or the loss as a layer (training_knobs::
+/// embedding_in_pipeline_split, loss_in_pipeline_split).
+constexpr bool counts_embedding_or_loss(const training_knobs& k) {
+  return k.embedding_in_pipeline_split || k.loss_in_pipeline_split;
+}
+
+/// The layers Megatron-Core's pipeline split divides: the blocks, plus one for the embedding and one for the
+/// loss where they count (TransformerBlock's layer offsets, core_r0.11.0: num_layers += 1 for each).
+constexpr std::int64_t pipeline_split_layers(std::int64_t blocks, const training_knobs& k) {
+  return blocks + (k.embedding_in_pipeline_split ? 1 : 0) + (k.loss_in_pipeline_split ? 1 : 0);
+}
 
 struct knob_space;      // train/knob_space.hpp
 struct training_space;  // train/knob_space.hpp
@@ -440,10 +472,17 @@ struct validate_fn {
       if (k.virtual_stages < 2) rules::interleaved_schedule_needs_at_least_two_virtual_stages();
       if (p.pp < 2 || (p.pp == 2 && !k.overlap_p2p))
         rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
-      if (uniform_split && blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
+      if (uniform_split && !counts_embedding_or_loss(k) &&
+          blocks % (static_cast<std::int64_t>(p.pp) * k.virtual_stages) != 0)
         rules::interleaved_schedule_needs_blocks_divisible_by_pp_times_v();
       if (microbatches_per_replica(p, k) % p.pp != 0)
         rules::interleaved_schedule_needs_microbatches_divisible_by_pp();
+    }
+    if (uniform_split && counts_embedding_or_loss(k)) {
+      const std::int64_t chunks = k.schedule == pipeline_schedule::interleaved ? k.virtual_stages : 1;
+      if (model::composite(m)) rules::pipeline_layers_need_a_transformer();
+      if (pipeline_split_layers(blocks, k) % (static_cast<std::int64_t>(p.pp) * chunks) != 0)
+        rules::pipeline_layers_must_divide_into_stages(pipeline_split_layers(blocks, k), p.pp, chunks);
     }
     // Megatron-Core runs a mixture of experts under tensor parallelism with sequence parallelism only.
     for (const auto& kind : m.kinds) {

@@ -182,6 +182,35 @@ inline constexpr auto uniform_stage =
   return s;
 };
 
+/// Megatron-Core's even split of a transformer over `stages` pipeline stages under the knobs `k`: uniform_stage
+/// for each stage, or, where the embedding or the loss counts as a pipeline layer (training_knobs::
+/// embedding_in_pipeline_split, loss_in_pipeline_split), every one of the stages x chunks model chunks gets
+/// (blocks + counted layers) / (stages x chunks) layers and the first chunk (on stage 0) and the last (on the
+/// last stage) hold the embedding and the loss in place of a block each (TransformerBlock's
+/// get_num_layers_to_build and layer offsets, Megatron-Core core_r0.11.0). train::validate checks that the
+/// layers divide; here a remainder is an input_error.
+constexpr std::vector<stage_layers> uniform_split(const model::model& m, int stages, const training_knobs& k) {
+  std::vector<stage_layers> split;
+  if (!counts_embedding_or_loss(k)) {
+    for (int i = 0; i < stages; ++i) split.push_back(uniform_stage(m, stages, i));
+    return split;
+  }
+  const std::int64_t chunks = k.schedule == pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
+  const std::int64_t layers = pipeline_split_layers(model::body_nodes(m), k);
+  if (layers % (static_cast<std::int64_t>(stages) * chunks) != 0)
+    rules::pipeline_layers_must_divide_into_stages(layers, stages, chunks);
+  const std::int64_t per_stage = layers / stages;
+  for (int i = 0; i < stages; ++i) {
+    stage_layers s;
+    s.embedding = i == 0;
+    s.head = i == stages - 1;
+    s.blocks = per_stage - (s.embedding && k.embedding_in_pipeline_split ? 1 : 0) -
+               (s.head && k.loss_in_pipeline_split ? 1 : 0);
+    split.push_back(s);
+  }
+  return split;
+}
+
 /// Microbatches whose activations stage `stage` (0-based) of `stages` keeps at its peak, in units of the
 /// stage's whole layer set, when each data-parallel replica runs `microbatches` microbatches per iteration.
 /// - 1F1B (PipeDream-Flush; Narayanan et al., SC'21, section 2.2.1): stage i runs p - i warm-up forwards
@@ -207,15 +236,16 @@ inline constexpr auto microbatches_in_flight =
 };
 
 /// A stage split from blocks per stage (the embedding joins the first stage, the head the last), as
-/// `phaze estimate --stage-blocks` takes it. Throws input_error unless there is one count per stage, the
-/// counts add up to the model's blocks, and every stage holds something (a first or last stage may hold only
-/// the embedding or the head). Under the interleaved schedule of `virtual_stages` chunks per stage every
+/// `phaze estimate --stage-blocks` takes it. Throws input_error unless there is one count per stage and the
+/// counts add up to the model's blocks; a stage may hold no block (the first and last still hold the
+/// embedding and the head; an interior one only passes the activations on, as AMP's cut points allow). Under the interleaved schedule of `virtual_stages` chunks per stage every
 /// stage's count must divide into them: Megatron-Core builds each chunk of a stage with the same number of
 /// layers and stops with "number of layers at last stage ... must be divisible by virtual pipeline parallel
 /// degree" otherwise (its uneven pipeline, --decoder-first/last-pipeline-num-layers with virtual stages).
 inline std::vector<stage_layers> split_of_blocks(const model::model& m,
                                                  const std::vector<std::int64_t>& blocks, int stages,
-                                                 int virtual_stages = 1) {
+                                                 int virtual_stages = 1, bool embedding_layer = false,
+                                                 bool loss_layer = false) {
   if (static_cast<int>(blocks.size()) != stages) {
     throw input_error("--stage-blocks gives " + std::to_string(blocks.size()) + " counts for " +
                       std::to_string(stages) + " pipeline stages; give one count per stage");
@@ -224,14 +254,20 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
   std::int64_t total = 0;
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     stage_layers s{blocks[i], i == 0, i + 1 == blocks.size()};
-    if (s.blocks < 0 || (s.blocks == 0 && !s.embedding && !s.head)) {
+    // An interior stage may hold no block (AMP's cut points allow it): its devices only pass the
+    // activations on, one more pipeline hop.
+    if (s.blocks < 0) {
       throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
-                        " blocks; interior stages need at least one block, the first and last at least 0");
+                        " blocks; give 0 or more blocks per stage");
     }
-    if (virtual_stages > 1 && s.blocks % virtual_stages != 0) {
+    // Where the embedding or the loss counts as a layer, it fills the place of a block in its stage's chunks.
+    const std::int64_t layers =
+        s.blocks + (s.embedding && embedding_layer ? 1 : 0) + (s.head && loss_layer ? 1 : 0);
+    if (virtual_stages > 1 && layers % virtual_stages != 0) {
       throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
-                        " blocks, which do not split into its " + std::to_string(virtual_stages) +
-                        " interleaved model chunks; give every stage a multiple of --vp blocks");
+                        " blocks" + (layers != s.blocks ? " (and the embedding or loss as a layer)" : "") +
+                        ", which do not split into its " + std::to_string(virtual_stages) +
+                        " interleaved model chunks; give every stage a multiple of --vp layers");
     }
     total += s.blocks;
     split.push_back(s);
@@ -410,11 +446,11 @@ inline constexpr auto stage_memory =
   return detail::stage_memory_of(m, l, p, k, nodes_of_stage(m, s), stage);
 };
 
-/// Memory per device of stage `stage` under the uniform Megatron split (uniform_stage).
+/// Memory per device of stage `stage` under Megatron's even split (uniform_split).
 inline constexpr auto device_memory =
     [](const model::model& m, const train::parallelism& p, const train::training_knobs& k,
        int stage) constexpr -> memory_breakdown {
-  return stage_memory(m, p, k, uniform_stage(m, p.pp, stage), stage);
+  return stage_memory(m, p, k, uniform_split(m, p.pp, k).at(static_cast<std::size_t>(stage)), stage);
 };
 
 /// The stage that needs the most memory per device, and what it needs.
@@ -423,12 +459,11 @@ struct stage_peak {
   memory_breakdown memory{};
 };
 
-/// The peak over all stages of the uniform split (ties go to the earlier stage).
+/// The peak over all stages of Megatron's even split (uniform_split; ties go to the earlier stage).
 inline constexpr auto peak_memory = [](const model::model& m, const train::parallelism& p,
                                        const train::training_knobs& k) constexpr -> stage_peak {
   const auto l = detail::build_layers(m, train::layer_shape_of(m, p, k));
-  std::vector<stage_layers> split;
-  for (int i = 0; i < p.pp; ++i) split.push_back(uniform_stage(m, p.pp, i));
+  const std::vector<stage_layers> split = uniform_split(m, p.pp, k);
   const auto ranges = node_ranges(m, split);
   stage_peak best;
   for (int i = 0; i < p.pp; ++i) {

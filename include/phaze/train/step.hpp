@@ -807,7 +807,7 @@ struct timed_layers {
 /// The time of one training iteration of `m` on the first tp * pp * dp devices of cluster `c` (the caller
 /// validated the plan with train::validate). Formulas (docs/step-time.md), all from step_model:
 /// - Stages: `split` gives each stage's layers (pp entries in pipeline order: node_ranges); empty means the
-///   uniform Megatron split (uniform_stage). Per microbatch a stage takes the forward, backward and
+///   Megatron split (uniform_split). Per microbatch a stage takes the forward, backward and
 ///   recomputation of its layers on its own devices (layer_times through `cache`, each distinct layer timed
 ///   once per device type; on GPUs TP collectives are ops inside them) plus the pipeline sends of its cuts
 ///   (step_model::stage_time).
@@ -827,9 +827,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const model::layer_shape shape = layer_shape_of(m, p, k);
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   std::vector<stage_layers> stages = split;
-  if (stages.empty()) {
-    for (int i = 0; i < p.pp; ++i) stages.push_back(uniform_stage(run, p.pp, i));
-  }
+  if (stages.empty()) stages = uniform_split(run, p.pp, k);
   if (static_cast<int>(stages.size()) != p.pp) {
     throw input_error("a stage split needs one entry per pipeline stage (" + std::to_string(p.pp) + ")");
   }
