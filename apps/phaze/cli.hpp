@@ -143,6 +143,7 @@ struct step_options {
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
   bool fsdp = false;
+  int fsdp_shard = 0;  // 0: every data-parallel rank
   std::string optimizer_dtype = "fp32";
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
   std::string calibration;                 // a phaze.calibration file; empty: none
@@ -151,7 +152,7 @@ struct step_options {
 };
 
 /// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
-/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--optimizer-dtype`,
+/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--fsdp-shard`, `--optimizer-dtype`,
 /// `--bf16-blocks` and Megatron-Core's `--account-for-embedding-in-pipeline-split` and
 /// `--account-for-loss-in-pipeline-split`.
 inline void add_step_options(CLI::App& app, step_options& o) {
@@ -200,6 +201,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       "optimizer state sharded over the data-parallel ranks; every microbatch gathers each layer's "
       "weights before its forward and backward and reduce-scatters its gradients, prefetched under "
       "the neighbouring layers");
+  app.add_option("--fsdp-shard", o.fsdp_shard,
+                 "with --fsdp: shard over groups of N consecutive data-parallel ranks and replicate across the "
+                 "groups (hybrid sharding, HSDP: torchtitan's data_parallel_shard_degree, FSDP's HYBRID_SHARD); "
+                 "default: every data-parallel rank")
+      ->check(CLI::PositiveNumber);
   app.add_option(
          "--optimizer-dtype", o.optimizer_dtype,
          "format of the optimizer state under mixed precision: fp32 (master weights and moments), fp16 "
@@ -305,6 +311,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
+  k.fsdp_shard = o.fsdp_shard;
   k.optimizer_dtype = train::parse_optimizer_dtype(o.optimizer_dtype);
   k.embedding_in_pipeline_split = o.embedding_in_pipeline_split;
   k.loss_in_pipeline_split = o.loss_in_pipeline_split;

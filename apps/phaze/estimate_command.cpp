@@ -51,6 +51,14 @@ estimate_input build_estimate(const estimate_options& o) {
   train::validate(m, p, k, c.devices(), o.stage_blocks.empty());
 
   std::vector<train::stage_layers> split;
+  if (!o.stage_blocks.empty() && train::counts_embedding_or_loss(k) &&
+      k.schedule != train::pipeline_schedule::interleaved) {
+    // Without model chunks the counted layers change nothing in a split given stage by stage.
+    throw input_error(
+        "--stage-blocks gives the blocks of every stage, and --account-for-embedding-in-pipeline-split / "
+        "--account-for-loss-in-pipeline-split only shape Megatron-Core's even split (and, under the interleaved "
+        "schedule, how a given stage divides into chunks); drop them or --stage-blocks");
+  }
   if (!o.stage_blocks.empty()) {
     const int chunks = k.schedule == train::pipeline_schedule::interleaved ? k.virtual_stages : 1;
     split = train::split_of_blocks(m, o.stage_blocks, p.pp, chunks, k.embedding_in_pipeline_split,
@@ -108,7 +116,7 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
                    "expert-parallel size (mixture-of-experts models: experts spread over ep of the dp ranks)")
       ->default_str("1")
       ->check(device_count);
-  parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp))")
+  parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp * cp))")
       ->check(device_count);
   parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")
       ->default_str("1")

@@ -130,6 +130,16 @@ int run_on_layer_table(const plan_options& o) {
 bool megatron_can_split(const place::ranked_plan& r) {
   for (std::size_t i = 2; i + 1 < r.split.size(); ++i)
     if (r.split[i].blocks != r.split[1].blocks) return false;
+  const auto& k = r.knobs;
+  if (train::counts_embedding_or_loss(k) && k.schedule != train::pipeline_schedule::interleaved) {
+    // core_r0.11.0's TransformerConfig.__post_init__ without virtual stages also checks the blocks against
+    // the stages between a counted embedding and a counted loss ("number of middle layers ... must be
+    // divisible by middle pipeline_model_parallel_size").
+    std::int64_t blocks = 0;
+    for (const auto& s : r.split) blocks += s.blocks;
+    const int middle = r.parallel.pp - (k.embedding_in_pipeline_split ? 1 : 0) - (k.loss_in_pipeline_split ? 1 : 0);
+    if (middle <= 0 || blocks % middle != 0) return false;
+  }
   return true;
 }
 
@@ -161,6 +171,12 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.fsdp && !k.grad_reduce_in_bf16)
     return "Megatron-LM core_r0.11.0's FSDP2 keeps and reduces gradients in bf16; add "
            "--grad-reduce-in-bf16 so that phaze costs them so";
+  if (c.experts > 0 && train::counts_embedding_or_loss(k))
+    return "Megatron-LM core_r0.11.0 refuses --account-for-embedding/loss-in-pipeline-split beside a mixture of "
+           "experts' load-balancing loss (validate_args)";
+  if (k.fsdp && k.fsdp_shard > 0)
+    return "its states are sharded over groups of data-parallel ranks (--fsdp-shard), and Megatron-LM "
+           "core_r0.11.0's --use-torch-fsdp2 shards over all of them";
   if (k.fsdp && k.fp8_param_gather)
     return "--fp8-param-gather needs the distributed optimizer there, which --use-torch-fsdp2 refuses";
   // core_r0.11.0's --use-torch-fsdp2 (megatron/training/arguments.py, validate_args) asserts untied
@@ -428,6 +444,7 @@ int run_plan(const plan_options& o) {
     fixed.context_parallel = o.cp;
   }
   fixed.pp = o.pp;
+  if (train::counts_embedding_or_loss(base) && model::composite(m)) train::rules::pipeline_layers_need_a_transformer();
   if (o.pp && train::counts_embedding_or_loss(base)) {
     // A fixed depth the counted layers do not divide into: Megatron-Core's rule, named (not "no plan").
     const std::int64_t chunks =
@@ -515,12 +532,14 @@ int run_plan(const plan_options& o) {
     }
     fixed.placement = place::stage_placement::uniform;
     const auto even = place::search_plans(m, c, base, fixed, cache);
-    if (even.feasible.empty()) {
+    const auto even_runnable = std::find_if(even.feasible.begin(), even.feasible.end(), megatron_can_split);
+    if (even_runnable == even.feasible.end()) {
       throw infeasible_error(
-          "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts); "
-          "drop --emit megatron to see the uneven plans");
+          "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts; with "
+          "the embedding or loss counted as layers and no interleaving, core_r0.11.0 also needs the blocks to "
+          "divide over the stages between them); drop --emit megatron to see the other plans");
     }
-    emit(even.feasible.front());
+    emit(*even_runnable);
     return 0;
   }
   std::string report_note;

@@ -107,7 +107,8 @@ TEST_CASE("phaze estimate rejects impossible plans with exit 2", "[e2e][estimate
         "fp16 --stage-blocks 4,0,4,4";
     const auto j = run_json(four);
     CHECK(j.at("plan").at("stages").at(1).at("blocks") == 0);
-    CHECK(j.at("plan").at("stages").at(1).at("memory_bytes").get<double>() == 0.0);
+    CHECK(j.at("plan").at("stages").at(1).at("memory_bytes").get<double>() <
+          j.at("plan").at("stages").at(2).at("memory_bytes").get<double>());
     const auto three = run_json(
         "estimate gpt2 --device t4 --devices 3 --tp 1 --pp 3 --global-batch 16 --microbatch 2 --precision "
         "fp16 --stage-blocks 4,4,4");
@@ -190,6 +191,34 @@ TEST_CASE("phaze estimate --fsdp: sharded states in less memory, stated in the r
   CHECK(table.status == 0);
   CHECK(contains(table.out, "fully sharded (FSDP, gathers prefetched)"));
   CHECK(!contains(table.out, "overlap grad"));
+}
+
+TEST_CASE("phaze estimate --fsdp-shard: hybrid sharding stated, more memory than full sharding, misuse exit 2",
+          "[e2e][estimate]") {
+  const std::string plan =
+      "estimate llama3-8b --device h100-sxm --devices 32 --tp 1 --pp 1 --global-batch 64 --microbatch 2 "
+      "--fsdp --grad-reduce-in-bf16 --recompute full";
+  const auto full = run_json(plan);
+  const auto hybrid = run_json(plan + " --fsdp-shard 8");
+  CHECK(full.at("plan").at("fsdp_shard") == 32);
+  CHECK(hybrid.at("plan").at("fsdp_shard") == 8);
+  CHECK(hybrid.at("peak_memory_bytes").get<double>() > full.at("peak_memory_bytes").get<double>());
+  CHECK(run_json(plan + " --fsdp-shard 32").at("time_per_batch_s") == full.at("time_per_batch_s"));
+  const auto table = run_phaze(plan + " --fsdp-shard 8");
+  CHECK(contains(table.out, "hybrid sharded (HSDP over groups of 8"));
+  const auto odd = run_phaze(plan + " --fsdp-shard 5");
+  CHECK(odd.status == 2);
+  CHECK(contains(odd.err, "divide the data-parallel ranks"));
+  const auto alone = run_phaze(
+      "estimate llama3-8b --device h100-sxm --devices 32 --tp 1 --pp 1 --global-batch 64 --microbatch 2 "
+      "--fsdp-shard 8");
+  CHECK(alone.status == 2);
+  CHECK(contains(alone.err, "give --fsdp"));
+  const auto emitted = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 32 --global-batch 64 --fsdp --fsdp-shard 8 "
+      "--grad-reduce-in-bf16 --emit megatron");
+  CHECK(emitted.status == 2);
+  CHECK(contains(emitted.err, "--fsdp-shard"));
 }
 
 TEST_CASE("phaze estimate of an uneven split differs from the uniform one and keeps the breakdown exact",

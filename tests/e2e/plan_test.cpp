@@ -149,6 +149,33 @@ TEST_CASE("phaze plan and estimate with the embedding counted as a pipeline laye
       run_phaze("plan" + model + " --placer chain --account-for-loss-in-pipeline-split");
   CHECK(chain.status == 2);
   CHECK(contains(chain.err, "--placer uniform"));
+  // core_r0.11.0 without virtual stages also divides the blocks over the stages between a counted
+  // embedding and loss: pp 2 leaves none, so no plan Megatron-LM can run is emitted.
+  const auto middle = run_phaze("plan" + model +
+                                " --pp 2 --account-for-embedding-in-pipeline-split "
+                                "--account-for-loss-in-pipeline-split --emit megatron");
+  CHECK(middle.status == 3);
+  CHECK(contains(middle.err, "between them"));
+  // A mixture of experts' load-balancing loss and the counted layers: core_r0.11.0 refuses them together.
+  const auto moe = run_phaze(
+      "plan mixtral-8x7b --device h100-sxm --devices 16 --global-batch 32 --pp 2 --sequence-parallel "
+      "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split --emit megatron");
+  CHECK(moe.status == 2);
+  CHECK(contains(moe.err, "load-balancing loss"));
+  // A composite model's layers are split by --stage-blocks, not by the counted layers.
+  const auto composite =
+      run_phaze("plan transgan --device v100-16gb --devices 16 --global-batch 64 --pp 4 "
+                "--account-for-loss-in-pipeline-split");
+  CHECK(composite.status == 2);
+  CHECK(contains(composite.err, "composite model"));
+  // The JSON states the flags.
+  CHECK(j.at("plan").at("embedding_in_pipeline_split") == true);
+  CHECK(j.at("plan").at("loss_in_pipeline_split") == false);
+  // With a split given stage by stage and no model chunks, the flags would change nothing: refused.
+  const auto given_split = run_phaze("estimate" + model + degrees +
+                                     " --stage-blocks 10,11,11 --account-for-embedding-in-pipeline-split");
+  CHECK(given_split.status == 2);
+  CHECK(contains(given_split.err, "drop them or --stage-blocks"));
   const auto search = run_phaze("search gpt2 --devices 8 --account-for-loss-in-pipeline-split");
   CHECK(search.status == 2);
   CHECK(contains(search.err, "phaze plan"));

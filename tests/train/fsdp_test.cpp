@@ -208,3 +208,58 @@ TEST_CASE("fsdp: step_policy on a model's tables equals estimate_step for any sp
   }
   CHECK(compared == 10);
 }
+
+TEST_CASE("hybrid sharding: states over a group, gathers inside it, shards all-reduced across the groups",
+          "[train][fsdp][hsdp]") {
+  const model::model m = fsdp_test::small_llama();
+  const auto d = *hw::find_preset("h100-sxm");
+  const train::parallelism p{1, 1, 64};
+  const auto c = phaze::test::cluster_of(d, p);
+  auto full = fsdp_test::knobs(true);
+  full.grad_reduce_in_bf16 = true;
+  // A group of every data-parallel rank is FULL_SHARD exactly: memory, communication and the whole step.
+  auto all = full;
+  all.fsdp_shard = 64;
+  sched::schedule_cache cache;
+  CHECK(train::device_memory(m, p, all, 0) == train::device_memory(m, p, full, 0));
+  CHECK(train::estimate_step(m, c, p, all, cache).time_per_batch.value() ==
+        train::estimate_step(m, c, p, full, cache).time_per_batch.value());
+  // Groups of 8 (one DGX node each): every state divided by 8 instead of 64, the working set unchanged.
+  auto node = full;
+  node.fsdp_shard = 8;
+  const auto params = static_cast<double>(train::stage_parameters(m, train::uniform_stage(m, 1, 0), 1));
+  const auto hybrid = train::device_memory(m, p, node, 0);
+  const auto sharded = train::device_memory(m, p, full, 0);
+  CHECK(hybrid.weights.value() == Approx(params * 2.0 / 8.0).epsilon(1e-12));
+  CHECK(hybrid.gradients.value() == Approx(params * 2.0 / 8.0).epsilon(1e-12));
+  CHECK(hybrid.optimizer.value() == Approx(params * 12.0 / 8.0).epsilon(1e-12));
+  CHECK(hybrid.activations == sharded.activations);
+  // Communication with nothing to hide under, per microbatch: two gathers and a reduce-scatter inside the
+  // group (halves of its all-reduce rings) and the all-reduce of a 1/8 shard across the 8 groups.
+  const std::int64_t microbatches = 4;
+  const train::plan_shape s{1, 1, 64, microbatches};
+  const train::step_model hsdp{c, node};
+  const double big = 8e10;
+  const double inside = hsdp.ring_sync(big, 8, 1, s).value();
+  const double across = hsdp.ring_sync(big / 8.0, 8, 8, s).value();
+  CHECK(hsdp.exposed_fully_sharded(big, s, seconds{0.0}).value() ==
+        Approx((1.5 * inside + across) * static_cast<double>(microbatches)).epsilon(1e-9));
+  // Many ranks, small layers: the rings' steps (latency) dominate, and a group's rings of 8 and 128 ranks
+  // take far fewer than one ring over all 1,024 (a flat ring over NCCL's channels otherwise gets the nodes'
+  // whole network bandwidth, so on DGX nodes hybrid sharding pays off in steps, not in bytes).
+  const auto big_cluster = phaze::test::cluster_of(d, 1024);
+  const train::plan_shape wide{1, 1, 1024, microbatches};
+  auto groups = full;
+  groups.fsdp_shard = 8;
+  const double small = 1e8;
+  CHECK(train::step_model{big_cluster, groups}.exposed_fully_sharded(small, wide, seconds{0.0}).value() <
+        train::step_model{big_cluster, full}.exposed_fully_sharded(small, wide, seconds{0.0}).value());
+  // The rules: a group that does not divide dp x cp, a group without fsdp, and experts are refused.
+  auto odd = node;
+  odd.fsdp_shard = 3;
+  CHECK_THROWS_WITH(train::validate(m, p, odd, 64), Catch::Contains("--fsdp-shard must divide"));
+  auto bare = fsdp_test::knobs(false);
+  bare.fsdp_shard = 8;
+  CHECK_THROWS_WITH(train::validate(m, p, bare, 64), Catch::Contains("give --fsdp"));
+  CHECK_NOTHROW(train::validate(m, p, node, 64));
+}

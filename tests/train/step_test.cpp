@@ -21,6 +21,7 @@
 #include <numeric>
 #include <random>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 using namespace phaze;
@@ -501,10 +502,24 @@ TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's sp
   sched::schedule_cache cache;
   const auto cl = phaze::test::cluster_of(d, p);
   const auto by_default = train::estimate_step(m, cl, p, k, cache);
-  const auto given = train::estimate_step(m, cl, p, k, cache, split);
+  const auto given = train::estimate_step(m, cl, p, k, cache, train::split_of_blocks(m, blocks, 8, 8, true, true));
   CHECK(by_default.time_per_batch.value() == Approx(given.time_per_batch.value()).epsilon(1e-12));
   CHECK(by_default.peak_memory.value() == Approx(given.peak_memory.value()).epsilon(1e-12));
   CHECK(train::peak_memory(m, p, k).memory.total.value() == Approx(given.peak_memory.value()).epsilon(1e-12));
+  // Recomputing the first block of each chunk (Megatron-Core's block method, --recompute-num-layers 1): eight
+  // blocks on every stage, the first and last stages' chunks of one block included, none of them the
+  // counted embedding or loss.
+  using stage_case = std::tuple<bool, bool, int>;
+  for (const auto& [lead, trail, stage_blocks] :
+       std::initializer_list<stage_case>{{true, false, 15}, {false, false, 16}, {false, true, 15}}) {
+    int recomputed = 0;
+    for (int i = 0; i < stage_blocks; ++i)
+      recomputed += train::detail::recomputes_block(i, stage_blocks, 1, 8, lead, trail) ? 1 : 0;
+    CHECK(recomputed == 8);
+  }
+  CHECK(train::detail::recomputes_block(0, 15, 1, 8, true, false));   // chunk 0's only block
+  CHECK(train::detail::recomputes_block(1, 15, 1, 8, true, false));   // chunk 1's first
+  CHECK_FALSE(train::detail::recomputes_block(2, 15, 1, 8, true, false));
   // 127 blocks and two counted layers do not divide into 64 chunks: Megatron-Core's rule, named.
   c.layers = 127;
   CHECK_THROWS_WITH(train::validate(model::make_model(c), p, k, 64),

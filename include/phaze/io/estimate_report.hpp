@@ -101,11 +101,14 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"optimizer", std::string{train::to_string(k.opt)}},
             {"distributed_optimizer", k.distributed_optimizer},
             {"fsdp", k.fsdp},
+            {"fsdp_shard", k.fsdp ? train::shard_ranks(k, p.dp * p.cp) : 0},
             {"optimizer_dtype", std::string{hw::to_string(k.optimizer_dtype)}},
             {"precision", std::string{hw::to_string(k.precision)}},
             {"bf16_blocks", bf16_block_count(m)},
             {"grad_reduce_in_bf16", k.grad_reduce_in_bf16},
             {"fp8_param_gather", k.fp8_param_gather},
+            {"embedding_in_pipeline_split", k.embedding_in_pipeline_split},
+            {"loss_in_pipeline_split", k.loss_in_pipeline_split},
             {"attention", k.fused_attention ? "fused" : "unfused"},
             {"attention_kernel", std::string{model::to_string(k.attention_kernel)}},
             {"overlap", overlap_names(k)},
@@ -140,7 +143,9 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (k.grad_reduce_in_bf16) out += ", bf16 gradients";
   if (k.optimizer_dtype != hw::precision::fp32)
     out += fmt::format(", {} optimizer state", hw::to_string(k.optimizer_dtype));
-  if (k.fsdp) {
+  if (k.fsdp && k.fsdp_shard > 0) {
+    out += fmt::format(", hybrid sharded (HSDP over groups of {}, gathers prefetched)", k.fsdp_shard);
+  } else if (k.fsdp) {
     out += ", fully sharded (FSDP, gathers prefetched)";
   } else if (k.distributed_optimizer) {
     out += ", distributed optimizer";

@@ -1,7 +1,8 @@
 /// @file
-/// Builds a phaze model from a HuggingFace `config.json` (GPT-2, OPT, Llama/Mistral, BERT, GPT-NeoX).
+/// Builds a phaze model from a HuggingFace `config.json` (the model types of hf_model_types).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -251,7 +252,7 @@ inline transformer_config opt(const reader& r) {
 inline transformer_config bloom(const reader& r) {
   transformer_config c;
   c.arch = family::gpt;
-  c.hidden = r.required_size("hidden_size", "n_embed");
+  c.hidden = r.required_size("n_embed", "hidden_size");  // BloomConfig lets n_embed override hidden_size
   c.heads = r.required_size("n_head", "num_attention_heads");
   c.layers = r.required_size("n_layer", "num_hidden_layers");
   c.vocab = r.required_size("vocab_size");
@@ -280,13 +281,18 @@ inline bool qwen3_type(std::string_view model_type) {
   return model_type == "qwen3" || model_type == "qwen3_moe";
 }
 
-/// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
-/// refused naming it, never imported as if it were absent.
-inline void refuse_unmodelled(const reader& r) {
+/// DeepSeek-V2/V3's multi-head latent attention (kv_lora_rank, q_lora_rank): refused naming the field.
+inline void refuse_latent_attention(const reader& r) {
   for (const std::string_view latent : {"kv_lora_rank", "q_lora_rank"}) {
     if (r.get(latent) != nullptr)
       field_error(latent, "is set: multi-head latent attention (DeepSeek-V2/V3), which phaze does not model");
   }
+}
+
+/// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
+/// refused naming it, never imported as if it were absent.
+inline void refuse_unmodelled(const reader& r) {
+  refuse_latent_attention(r);
   const bool moe_type = carries_experts(r.model_type());
   for (const std::string_view experts : {"num_local_experts", "num_experts", "n_routed_experts"}) {
     if (const auto* v = r.get(experts);
@@ -330,8 +336,12 @@ inline transformer_config llama(const reader& r) {
   c.sequence = rotary_training_sequence(c.sequence);
   c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
   // Newer configs spell head_dim out even when it is hidden / heads; keep 0 (the default) in that case.
-  if (const auto d = r.size("head_dim"); d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads))
-    c.head_dim = *d;
+  // transformers' Qwen3Config and Qwen3MoeConfig default it to 128 whatever hidden / heads is.
+  const auto head_dim = r.size("head_dim");
+  const std::optional<std::int64_t> d = head_dim ? head_dim
+                                        : qwen3_type(r.model_type()) ? std::optional<std::int64_t>{128}
+                                                                     : std::nullopt;
+  if (d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads)) c.head_dim = *d;
   c.norm = norm_kind::rmsnorm;
   c.positions = position_kind::rotary;
   c.tied_embeddings = r.flag("tie_word_embeddings", r.model_type() == "gemma");
@@ -449,7 +459,7 @@ inline void experts(const reader& r, transformer_config& c) {
 
 /// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
 /// attention (`multi_query`: one key/value head) or grouped key/value heads (`new_decoder_architecture`,
-/// `num_kv_heads`), a GELU MLP of 4h, no biases. ALiBi positions are refused.
+/// `num_kv_heads`), a GELU MLP of 4h, no biases; ALiBi positions (`alibi`, Falcon-RW) in place of rotary ones.
 inline transformer_config falcon(const reader& r) {
   transformer_config c;
   c.arch = family::neox;
@@ -542,6 +552,12 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     }
     const std::string type = hf::model_type_of(config);
     const hf::reader r{config, type};
+    if (std::find(hf_model_types.begin(), hf_model_types.end(), type) == hf_model_types.end()) {
+      hf::refuse_latent_attention(r);  // DeepSeek-V2/V3: the feature named, not only the type
+      std::string supported;
+      for (const auto t : hf_model_types) supported += (supported.empty() ? "" : ", ") + std::string{t};
+      hf::field_error("model_type", "is \"" + type + "\", which phaze cannot import; supported: " + supported);
+    }
     hf::refuse_unmodelled(r);
     transformer_config c;
     if (type == "gpt2") {

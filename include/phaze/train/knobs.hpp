@@ -138,6 +138,12 @@ struct training_knobs {
   /// the neighbouring layers' computation (step_model::exposed_fully_sharded); a device holds its shards
   /// plus the gathered layers in use (detail::fully_sharded_working_set).
   bool fsdp = false;
+  /// With fsdp, the ranks each state is sharded over (hybrid sharding, HSDP: PyTorch FSDP2's fully_shard on
+  /// a 2-D mesh, torchtitan's data_parallel_shard_degree, FSDP1's HYBRID_SHARD): groups of that many
+  /// consecutive data-parallel ranks shard the states, and the groups hold replicas whose gradient shards
+  /// are all-reduced across them (step_model::exposed_fully_sharded); 0: every data-parallel rank (one
+  /// group, FULL_SHARD).
+  int fsdp_shard = 0;
   pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
   int virtual_stages = 1;  ///< model chunks per device (interleaved schedule only)
   /// Attention as one fused kernel (model::layer_shape::fused_attention): no s x s scores stored, the
@@ -303,7 +309,8 @@ namespace rules {
 [[noreturn]] inline void expert_parallel_size_must_divide_dp() {
   throw input_error(
       "the expert-parallel size must divide the data-parallel size (Megatron-Core carves the expert-parallel "
-      "ranks from the data-parallel ones); choose an --ep that divides dp");
+      "ranks from the data-parallel ones); choose an --ep that divides dp (expert tensor parallelism other "
+      "than tp, which lets Megatron-Core spread experts over tensor-parallel ranks too, is not modelled)");
 }
 [[noreturn]] inline void parallel_degrees_must_be_positive() {
   throw input_error(
@@ -362,12 +369,32 @@ namespace rules {
 [[noreturn]] inline void interleaved_schedule_needs_blocks_divisible_by_pp_times_v() {
   throw input_error(
       "with the interleaved schedule the transformer blocks must split evenly into pp * vp model chunks; "
-      "choose --pp and --vp whose product divides the layer count");
+      "choose --pp and --vp whose product divides the layer count, count the embedding and loss as layers "
+      "as Megatron-Core can (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split), "
+      "or give the blocks per stage (--stage-blocks)");
 }
 [[noreturn]] inline void interleaved_schedule_needs_microbatches_divisible_by_pp() {
   throw input_error(
       "with the interleaved schedule the microbatches per replica (global batch / (microbatch * dp)) must be "
       "a multiple of pp (Megatron-LM's rule); change --global-batch, --microbatch or --pp");
+}
+[[noreturn]] inline void fsdp_shard_must_not_be_negative() {
+  throw input_error("--fsdp-shard is the ranks each state is sharded over: give N >= 1 (or leave it out: all)");
+}
+[[noreturn]] inline void fsdp_shard_needs_fsdp() {
+  throw input_error(
+      "--fsdp-shard sets the groups fully sharded data parallelism shards over; give --fsdp with it, or drop "
+      "--fsdp-shard");
+}
+[[noreturn]] inline void fsdp_shard_must_divide_dp_times_cp() {
+  throw input_error(
+      "--fsdp-shard must divide the data-parallel ranks (dp x cp): each group of that many ranks shards the "
+      "states and the groups replicate them; choose a divisor of dp x cp");
+}
+[[noreturn]] inline void hybrid_sharding_with_experts() {
+  throw input_error(
+      "hybrid sharding (--fsdp-shard below dp x cp) with expert parallelism is not modelled; give --ep 1, or "
+      "shard over every data-parallel rank");
 }
 [[noreturn]] inline void pipeline_layers_must_divide_into_stages(std::int64_t layers, int pp,
                                                                   std::int64_t chunks) {
@@ -381,7 +408,7 @@ namespace rules {
 [[noreturn]] inline void pipeline_layers_need_a_transformer() {
   throw input_error(
       "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
-      "transformer's blocks; a composite model's layers are split with --stage-blocks instead");
+      "transformer's blocks; for a composite model drop them and give its layers per stage with --stage-blocks");
 }
 [[noreturn]] inline void interleaved_schedule_needs_identical_blocks() {
   throw input_error(
@@ -407,6 +434,14 @@ inline constexpr auto data_parallel_degree = [](int devices, int tp, int pp) con
   if (devices % (tp * pp) != 0) rules::tp_times_pp_must_divide_devices();
   return devices / (tp * pp);
 };
+
+/// The ranks a rank's model states are sharded over among `gradient_ranks` data-parallel ranks: all of them
+/// under fsdp (FULL_SHARD), or its hybrid-sharding group (training_knobs::fsdp_shard); 1 without fsdp (the
+/// weights and gradients whole; the distributed optimizer shards its state over all of them itself).
+constexpr int shard_ranks(const training_knobs& k, int gradient_ranks) {
+  if (!k.fsdp) return 1;
+  return k.fsdp_shard > 0 ? k.fsdp_shard : gradient_ranks;
+}
 
 /// Whether Megatron-Core's pipeline split counts the embedding or the loss as a layer (training_knobs::
 /// embedding_in_pipeline_split, loss_in_pipeline_split).
@@ -457,6 +492,10 @@ struct validate_fn {
     if (k.optimizer_dtype == hw::precision::bf16 &&
         (k.precision == hw::precision::fp16 || k.fp8_param_gather))
       rules::bf16_optimizer_state_needs_bf16_weights();
+    if (k.fsdp_shard < 0) rules::fsdp_shard_must_not_be_negative();
+    if (k.fsdp_shard > 0 && !k.fsdp) rules::fsdp_shard_needs_fsdp();
+    if (k.fsdp_shard > 0 && p.dp * p.cp % k.fsdp_shard != 0) rules::fsdp_shard_must_divide_dp_times_cp();
+    if (k.fsdp_shard > 0 && k.fsdp_shard != p.dp * p.cp && p.ep > 1) rules::hybrid_sharding_with_experts();
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
     if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
       rules::fp8_param_gather_needs_the_distributed_optimizer();

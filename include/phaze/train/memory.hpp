@@ -298,15 +298,18 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
   memory_breakdown r;
   const bytes_per_parameter per = state_bytes_of(k);
   const int expert_ranks = dp / std::max(ep, 1);
+  // Under fsdp the states are sharded over the hybrid-sharding group (all dp ranks unless fsdp_shard).
+  const int shard = k.fsdp ? shard_ranks(k, dp) : dp;
+  const int expert_shard = k.fsdp && shard != dp ? shard : expert_ranks;
   if (k.fsdp) {
-    r.weights = bytes{sharded_bytes(parameters, expert, per.weights, true, dp, expert_ranks)};
-    r.gradients = bytes{sharded_bytes(parameters, expert, per.gradients, true, dp, expert_ranks)};
+    r.weights = bytes{sharded_bytes(parameters, expert, per.weights, true, shard, expert_shard)};
+    r.gradients = bytes{sharded_bytes(parameters, expert, per.gradients, true, shard, expert_shard)};
   } else {
     r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
     r.gradients = bytes{parameters * per.gradients};
   }
-  r.optimizer = bytes{
-      optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer || k.fsdp, dp, expert_ranks)};
+  r.optimizer = bytes{optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer || k.fsdp, shard,
+                                            expert_shard)};
   r.activations =
       activations * microbatches_in_flight(k.schedule, stage, stages, microbatches, k.virtual_stages) +
       working_set;
@@ -354,11 +357,18 @@ constexpr model::recompute mode_of_node(model::layer_role role, model::recompute
 
 /// Whether full recomputation recomputes the block at position `index` (0-based) of the `blocks` blocks a
 /// stage holds in `chunks` model chunks, when it recomputes the first `layers` blocks of each chunk
-/// (training_knobs::recompute_layers; 0: every block).
-constexpr bool recomputes_block(std::int64_t index, std::int64_t blocks, int layers, int chunks) {
+/// (training_knobs::recompute_layers; 0: every block). `lead` (`trail`): the stage's first (last) chunk
+/// holds the embedding (the loss) counted as a layer in place of a block (training_knobs::
+/// embedding_in_pipeline_split, loss_in_pipeline_split), so that chunk holds one block fewer; the counted
+/// layer is not a block Megatron-Core checkpoints.
+constexpr bool recomputes_block(std::int64_t index, std::int64_t blocks, int layers, int chunks,
+                                bool lead = false, bool trail = false) {
   if (layers <= 0) return true;
-  const std::int64_t per_chunk = std::max<std::int64_t>(blocks / std::max(chunks, 1), 1);
-  return index % per_chunk < layers;
+  const std::int64_t counted = blocks + (lead ? 1 : 0) + (trail ? 1 : 0);
+  const std::int64_t per_chunk = std::max<std::int64_t>(counted / std::max(chunks, 1), 1);
+  const std::int64_t position = index + (lead ? 1 : 0);
+  const std::int64_t local = position % per_chunk - (lead && position < per_chunk ? 1 : 0);
+  return local < layers;
 }
 
 /// The blocks among the nodes `r`.
@@ -372,14 +382,17 @@ constexpr std::int64_t blocks_in(const model::model& m, node_range r) {
 /// the first `layers` blocks of each of `chunks` chunks only (recomputes_block), the other blocks keep all
 /// their activations.
 constexpr bytes stage_activations_per_microbatch(const model::model& m, const built_layers& l, node_range r,
-                                                 model::recompute mode, int layers = 0, int chunks = 1) {
+                                                 model::recompute mode, int layers = 0, int chunks = 1,
+                                                 bool embedding_layer = false, bool loss_layer = false) {
   bytes b{0.0};
   const std::int64_t blocks = blocks_in(m, r);
+  const bool lead = embedding_layer && r.first == 0;
+  const bool trail = loss_layer && r.last == m.size();
   std::int64_t index = 0;
   for (std::size_t v = r.first; v < r.last; ++v) {
     model::recompute node_mode = mode_of_node(m.role_at(v), mode);
     if (m.role_at(v) == model::layer_role::block) {
-      if (mode == model::recompute::full && !recomputes_block(index, blocks, layers, chunks))
+      if (mode == model::recompute::full && !recomputes_block(index, blocks, layers, chunks, lead, trail))
         node_mode = model::recompute::none;
       ++index;
     }
@@ -421,7 +434,8 @@ constexpr memory_breakdown stage_memory_of(const model::model& m, const built_la
                                            const training_knobs& k, node_range r, int stage) {
   return stage_memory_of_load(
       static_cast<double>(stage_parameters(m, l, r)),
-      stage_activations_per_microbatch(m, l, r, k.recompute, k.recompute_layers, k.virtual_stages),
+      stage_activations_per_microbatch(m, l, r, k.recompute, k.recompute_layers, k.virtual_stages,
+                                       k.embedding_in_pipeline_split, k.loss_in_pipeline_split),
       recompute_working_set(m, l, r, k.recompute) + fully_sharded_working_set(m, l, k), stage, p.pp,
       p.dp * p.cp, microbatches_per_replica(p, k), k, static_cast<double>(stage_expert_parameters(m, l, r)),
       p.ep);

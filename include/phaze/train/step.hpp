@@ -462,11 +462,25 @@ class step_model {
   /// turned off between microbatches, which PyTorch leaves on by default). Each pass prefetches the next
   /// layer's gather under the current layer's computation, so of each pass's collectives what stays is what
   /// exposed_after leaves over the pass (overlap_windows), in units of gradient_buckets.
+  ///
+  /// Under hybrid sharding (training_knobs::fsdp_shard: groups of g consecutive data-parallel ranks, tp
+  /// apart) the gathers and reduce-scatters run inside the group, and each backward pass then all-reduces
+  /// the group's gradient shard (1/g of them) across the dp cp / g replicas, g tp apart (FSDP2's HSDP
+  /// reduces both ways in every backward pass by default); it overlaps like the reduce-scatter.
   [[nodiscard]] seconds exposed_fully_sharded(double parameters, const plan_shape& s, seconds stage_time,
                                               double expert = 0.0) const {
     if (!knobs_.fsdp) return seconds{0.0};
-    const seconds gather = weight_gather(parameters, s, expert);
-    const seconds reduce = gradient_sync(parameters, s, expert) * 0.5;
+    const int group = shard_ranks(knobs_, s.gradient_ranks());
+    seconds gather = weight_gather(parameters, s, expert);
+    seconds reduce = gradient_sync(parameters, s, expert) * 0.5;
+    if (group != s.gradient_ranks()) {
+      // Inside the group: the same rings over g ranks (no experts: train::validate refuses them here).
+      const bytes_per_parameter per = state_bytes_of(knobs_);
+      const seconds inside = ring_sync(parameters, group, s.tp, s);
+      gather = inside * (0.5 * (knobs_.fp8_param_gather ? 1.0 : per.weights) / per.gradients);
+      reduce = inside * 0.5 + ring_sync(parameters / static_cast<double>(group),
+                                        s.gradient_ranks() / group, s.tp * group, s);
+    }
     const double units = gradient_buckets(parameters, s);
     const auto [forward, backward] = overlap_windows(stage_time);
     const seconds each = with_overlap_cost(gather, exposed_after(gather, units, forward)) +
@@ -493,8 +507,8 @@ class step_model {
   [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
                                        double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
-    const int ranks = s.gradient_ranks();
-    const int expert_ranks = s.expert_gradient_ranks();
+    const int ranks = knobs_.fsdp ? shard_ranks(knobs_, s.gradient_ranks()) : s.gradient_ranks();
+    const int expert_ranks = knobs_.fsdp && ranks != s.gradient_ranks() ? ranks : s.expert_gradient_ranks();
     const double state_bytes =
         sharded_bytes(parameters, expert, per.weights + per.gradients, knobs_.fsdp, ranks, expert_ranks) +
         optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer || knobs_.fsdp, ranks,
@@ -882,7 +896,9 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       st.tp_comm += t.tp_forward + t.tp_backward;
       if (run.role_at(v) == model::layer_role::block) {
         const bool again = k.recompute != model::recompute::full ||
-                           detail::recomputes_block(st.blocks, blocks, k.recompute_layers, k.virtual_stages);
+                           detail::recomputes_block(st.blocks, blocks, k.recompute_layers, k.virtual_stages,
+                                                    k.embedding_in_pipeline_split && r.first == 0,
+                                                    k.loss_in_pipeline_split && r.last == run.size());
         ++st.blocks;
         if (!again) continue;
         st.recompute += t.t.recompute(k.recompute);
