@@ -1,6 +1,6 @@
-// `phaze calibrate RUNS... [--plan ARGS]... --out FILE [--format table|json]`: fits a few named factors of the
-// cost model to measured training steps (train::fit_calibration) and writes them as a phaze.calibration file
-// that estimate, plan and search read with --calibration (docs/calibration.md).
+// `phaze calibrate RUNS... [--plan ARGS]... --out FILE [--format table|json]`: fits a few named factors of
+// the cost model to measured training steps (train::fit_calibration) and writes them as a phaze.calibration
+// file that estimate, plan and search read with --calibration (docs/calibration.md).
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -41,9 +41,11 @@ std::vector<std::string> words_of(const std::string& text) {
 
 /// The plan a run's estimate arguments give, parsed by estimate's own options.
 estimate_input plan_of(const std::vector<std::string>& args, const std::string& where) {
-  if (std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("--calibration", 0) == 0; })) {
-    throw input_error(where + ": a run's arguments must not name --calibration (calibration fits the "
-                              "uncalibrated model); drop it");
+  if (std::any_of(args.begin(), args.end(),
+                  [](const std::string& a) { return a.rfind("--calibration", 0) == 0; })) {
+    throw input_error(where +
+                      ": a run's arguments must not name --calibration (calibration fits the "
+                      "uncalibrated model); drop it");
   }
   CLI::App parser{"estimate"};
   estimate_options o;
@@ -52,7 +54,8 @@ estimate_input plan_of(const std::vector<std::string>& args, const std::string& 
   try {
     parser.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    throw input_error(fmt::format("{}: its arguments are not those of a phaze estimate: {}", where, e.what()));
+    throw input_error(
+        fmt::format("{}: its arguments are not those of a phaze estimate: {}", where, e.what()));
   }
   try {
     return build_estimate(o);
@@ -70,7 +73,8 @@ struct prepared_run {
 
 /// Tokens one device processes per iteration under `in` (what torchtitan's tokens per second divide).
 double tokens_per_device(const estimate_input& in) {
-  const double tokens = static_cast<double>(in.k.global_batch) * static_cast<double>(train::sequence_of(in.m, in.k));
+  const double tokens =
+      static_cast<double>(in.k.global_batch) * static_cast<double>(train::sequence_of(in.m, in.k));
   return tokens / static_cast<double>(in.p.devices());
 }
 
@@ -101,8 +105,8 @@ std::vector<prepared_run> read_runs(const calibrate_options& o) {
   std::size_t next_plan = 0;
   auto add = [&](prepared_run r) {
     if (runs.size() >= io::max_calibration_runs) {
-      throw input_error(fmt::format("more than {} runs; calibrate on fewer (docs/limits.md)",
-                                    io::max_calibration_runs));
+      throw input_error(
+          fmt::format("more than {} runs; calibrate on fewer (docs/limits.md)", io::max_calibration_runs));
     }
     runs.push_back(std::move(r));
   };
@@ -135,8 +139,9 @@ std::vector<prepared_run> read_runs(const calibrate_options& o) {
           io::parse_json_within(line, io::file_rules::calibration_run, where), where);
       estimate_input plan = plan_of(r.args, where);
       const double s = r.step_s ? *r.step_s : io::logged_step_seconds(r.log, tokens_per_device(plan), where);
-      std::string label = r.label.empty() ? fmt::format("{}:{}", std::filesystem::path{path}.filename().string(), line_no)
-                                          : r.label;
+      std::string label = r.label.empty()
+                              ? fmt::format("{}:{}", std::filesystem::path{path}.filename().string(), line_no)
+                              : r.label;
       add({std::move(plan), s, std::move(label)});
     }
   }
@@ -190,17 +195,21 @@ int run_calibrate(const calibrate_options& o) {
   for (const auto& f : train::calibration_factors()) {
     const bool fitted = std::find(fit.fitted.begin(), fit.fitted.end(), f.name) != fit.fitted.end();
     factors.add_row({std::string{f.name}, fmt::format("{:.4g}", fit.factors.*(f.value)), fitted ? "yes" : "-",
-                 std::string{f.covers}});
+                     std::string{f.covers}});
   }
   io::text_table per{{"run", "measured s", "error before", "error after", "left out"}};
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    per.add_row({runs[i].label, fmt::format("{:.4g}", runs[i].measured_s), fmt::format("{:+.1f}%", 100.0 * fit.before[i]),
-             fmt::format("{:+.1f}%", 100.0 * fit.after[i]),
-             fit.leave_one_out.empty() ? std::string{"-"} : fmt::format("{:+.1f}%", 100.0 * fit.leave_one_out[i])});
+    per.add_row({runs[i].label, fmt::format("{:.4g}", runs[i].measured_s),
+                 fmt::format("{:+.1f}%", 100.0 * fit.before[i]),
+                 fmt::format("{:+.1f}%", 100.0 * fit.after[i]),
+                 fit.leave_one_out.empty() ? std::string{"-"}
+                                           : fmt::format("{:+.1f}%", 100.0 * fit.leave_one_out[i])});
   }
-  std::string text = fmt::format("calibration from {} measured run{}\n\n", runs.size(), runs.size() == 1 ? "" : "s");
+  std::string text =
+      fmt::format("calibration from {} measured run{}\n\n", runs.size(), runs.size() == 1 ? "" : "s");
   text += factors.render() + "\n" + per.render();
-  text += fmt::format("\nmean absolute error: {:.1f}% before, {:.1f}% after", 100.0 * train::calibration_fit::mean_abs(fit.before),
+  text += fmt::format("\nmean absolute error: {:.1f}% before, {:.1f}% after",
+                      100.0 * train::calibration_fit::mean_abs(fit.before),
                       100.0 * train::calibration_fit::mean_abs(fit.after));
   if (!fit.leave_one_out.empty())
     text += fmt::format(", {:.1f}% left out (each run predicted by the others' fit)",
@@ -223,8 +232,9 @@ command add_calibrate_command(CLI::App& root) {
                    "runs files (JSON lines: {\"args\": [the arguments of a phaze estimate], \"step_s\": "
                    "seconds}) or training logs (Megatron-LM, NeMo, torchtitan), each log with a --plan")
       ->required();
-  parser->add_option("--plan", o->plans,
-                     "the arguments of a phaze estimate for the plan a training log ran (one per log, in order)");
+  parser->add_option(
+      "--plan", o->plans,
+      "the arguments of a phaze estimate for the plan a training log ran (one per log, in order)");
   parser->add_option("--out", o->out, "write the calibration file here (schema phaze.calibration)");
   add_format_option(*parser, o->format);
   return {parser, [o] { return run_calibrate(*o); }};

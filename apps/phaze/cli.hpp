@@ -5,11 +5,11 @@
 #pragma once
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -25,10 +25,10 @@
 #include "phaze/core/limits.hpp"
 #include "phaze/cost/attention.hpp"
 #include "phaze/io/calibration_json.hpp"
-#include "phaze/train/calibration.hpp"
 #include "phaze/io/schema.hpp"
 #include "phaze/place/any_placer.hpp"
 #include "phaze/sched/scheduler.hpp"
+#include "phaze/train/calibration.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace phaze::place {
@@ -146,13 +146,15 @@ struct step_options {
   int fsdp_shard = 0;  // 0: every data-parallel rank
   std::string optimizer_dtype = "fp32";
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
-  std::string calibration;                 // a phaze.calibration file; empty: none
+  std::string calibration;                // a phaze.calibration file; empty: none
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
 };
 
-/// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none), `--memory-headroom`,
-/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--fsdp-shard`, `--optimizer-dtype`,
+/// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none),
+/// `--memory-headroom`,
+/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--fsdp-shard`,
+/// `--optimizer-dtype`,
 /// `--bf16-blocks` and Megatron-Core's `--account-for-embedding-in-pipeline-split` and
 /// `--account-for-loss-in-pipeline-split`.
 inline void add_step_options(CLI::App& app, step_options& o) {
@@ -162,12 +164,13 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "and later), else unfused")
       ->check(CLI::IsMember({"auto", "fused", "unfused"}))
       ->default_str("auto");
-  app.add_option("--attention-kernel", o.attention_kernel,
-                 "the fused attention kernel's implementation: cudnn (Transformer Engine's fused attention, "
-                 "Megatron-Core and NeMo on Hopper), flash3 (FlashAttention-3, Hopper), flash2 "
-                 "(FlashAttention-2: flash-attn 2.x, PyTorch SDPA, torchtitan), triton (flash-attn 1.0's "
-                 "Triton kernel, LLM Foundry's attn_impl triton), or auto: the device's own (cudnn on Hopper, "
-                 "flash2 on Ampere)")
+  app.add_option(
+         "--attention-kernel", o.attention_kernel,
+         "the fused attention kernel's implementation: cudnn (Transformer Engine's fused attention, "
+         "Megatron-Core and NeMo on Hopper), flash3 (FlashAttention-3, Hopper), flash2 "
+         "(FlashAttention-2: flash-attn 2.x, PyTorch SDPA, torchtitan), triton (flash-attn 1.0's "
+         "Triton kernel, LLM Foundry's attn_impl triton), or auto: the device's own (cudnn on Hopper, "
+         "flash2 on Ampere)")
       ->check(CLI::IsMember({"auto", "cudnn", "flash3", "flash2", "triton"}))
       ->default_str("auto");
   app.add_option(
@@ -201,10 +204,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       "optimizer state sharded over the data-parallel ranks; every microbatch gathers each layer's "
       "weights before its forward and backward and reduce-scatters its gradients, prefetched under "
       "the neighbouring layers");
-  app.add_option("--fsdp-shard", o.fsdp_shard,
-                 "with --fsdp: shard over groups of N consecutive data-parallel ranks and replicate across the "
-                 "groups (hybrid sharding, HSDP: torchtitan's data_parallel_shard_degree, FSDP's HYBRID_SHARD); "
-                 "default: every data-parallel rank")
+  app.add_option(
+         "--fsdp-shard", o.fsdp_shard,
+         "with --fsdp: shard over groups of N consecutive data-parallel ranks and replicate across the "
+         "groups (hybrid sharding, HSDP: torchtitan's data_parallel_shard_degree, FSDP's HYBRID_SHARD); "
+         "default: every data-parallel rank")
       ->check(CLI::PositiveNumber);
   app.add_option(
          "--optimizer-dtype", o.optimizer_dtype,
@@ -221,9 +225,10 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")
       ->delimiter(',')
       ->expected(2);
-  app.add_flag("--account-for-embedding-in-pipeline-split", o.embedding_in_pipeline_split,
-               "count the input embedding as one layer of Megatron-Core's even pipeline split: the first model "
-               "chunk holds one block fewer (Megatron-Core's flag of the same name)");
+  app.add_flag(
+      "--account-for-embedding-in-pipeline-split", o.embedding_in_pipeline_split,
+      "count the input embedding as one layer of Megatron-Core's even pipeline split: the first model "
+      "chunk holds one block fewer (Megatron-Core's flag of the same name)");
   app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_pipeline_split,
                "count the output layer and its loss as one layer of Megatron-Core's even pipeline split: the "
                "last model chunk holds one block fewer (Megatron-Core's flag of the same name)");

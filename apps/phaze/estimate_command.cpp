@@ -56,7 +56,8 @@ estimate_input build_estimate(const estimate_options& o) {
     // Without model chunks the counted layers change nothing in a split given stage by stage.
     throw input_error(
         "--stage-blocks gives the blocks of every stage, and --account-for-embedding-in-pipeline-split / "
-        "--account-for-loss-in-pipeline-split only shape Megatron-Core's even split (and, under the interleaved "
+        "--account-for-loss-in-pipeline-split only shape Megatron-Core's even split (and, under the "
+        "interleaved "
         "schedule, how a given stage divides into chunks); drop them or --stage-blocks");
   }
   if (!o.stage_blocks.empty()) {

@@ -137,7 +137,8 @@ bool megatron_can_split(const place::ranked_plan& r) {
     // divisible by middle pipeline_model_parallel_size").
     std::int64_t blocks = 0;
     for (const auto& s : r.split) blocks += s.blocks;
-    const int middle = r.parallel.pp - (k.embedding_in_pipeline_split ? 1 : 0) - (k.loss_in_pipeline_split ? 1 : 0);
+    const int middle =
+        r.parallel.pp - (k.embedding_in_pipeline_split ? 1 : 0) - (k.loss_in_pipeline_split ? 1 : 0);
     if (middle <= 0 || blocks % middle != 0) return false;
   }
   return true;
@@ -172,7 +173,8 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
     return "Megatron-LM core_r0.11.0's FSDP2 keeps and reduces gradients in bf16; add "
            "--grad-reduce-in-bf16 so that phaze costs them so";
   if (c.experts > 0 && train::counts_embedding_or_loss(k))
-    return "Megatron-LM core_r0.11.0 refuses --account-for-embedding/loss-in-pipeline-split beside a mixture of "
+    return "Megatron-LM core_r0.11.0 refuses --account-for-embedding/loss-in-pipeline-split beside a mixture "
+           "of "
            "experts' load-balancing loss (validate_args)";
   if (k.fsdp && k.fsdp_shard > 0)
     return "its states are sharded over groups of data-parallel ranks (--fsdp-shard), and Megatron-LM "
@@ -206,7 +208,8 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
     return "its attention slides a window, which Megatron-LM core_r0.11.0 has no flag for";
   if (c.embed_dim_or_default() != c.hidden) return "its word embedding is narrower than the hidden size";
   if (c.positions == model::position_kind::alibi)
-    return "its positions are ALiBi biases, which Megatron-LM core_r0.11.0 has no --position-embedding-type for";
+    return "its positions are ALiBi biases, which Megatron-LM core_r0.11.0 has no --position-embedding-type "
+           "for";
   if (c.embedding_norm && c.arch != model::family::bert)
     return "it normalizes the word embedding (BLOOM), which Megatron-LM's GPT has no flag for";
   if (c.bert_heads || !c.causal) return "it is an encoder (BERT): use Megatron-LM's pretrain_bert.py";
@@ -275,7 +278,8 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (k.embedding_in_pipeline_split) out += " --account-for-embedding-in-pipeline-split";
   if (k.loss_in_pipeline_split) out += " --account-for-loss-in-pipeline-split";
   if (k.schedule == train::pipeline_schedule::interleaved) {
-    // With the embedding or loss counted as layers the chunks differ by a block: their number, not their size.
+    // With the embedding or loss counted as layers the chunks differ by a block: their number, not their
+    // size.
     if (train::counts_embedding_or_loss(k)) {
       out += fmt::format(" --num-virtual-stages-per-pipeline-rank {}", k.virtual_stages);
     } else {
@@ -444,7 +448,8 @@ int run_plan(const plan_options& o) {
     fixed.context_parallel = o.cp;
   }
   fixed.pp = o.pp;
-  if (train::counts_embedding_or_loss(base) && model::composite(m)) train::rules::pipeline_layers_need_a_transformer();
+  if (train::counts_embedding_or_loss(base) && model::composite(m))
+    train::rules::pipeline_layers_need_a_transformer();
   if (o.pp && train::counts_embedding_or_loss(base)) {
     // A fixed depth the counted layers do not divide into: Megatron-Core's rule, named (not "no plan").
     const std::int64_t chunks =
@@ -536,7 +541,8 @@ int run_plan(const plan_options& o) {
     if (even_runnable == even.feasible.end()) {
       throw infeasible_error(
           "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts; with "
-          "the embedding or loss counted as layers and no interleaving, core_r0.11.0 also needs the blocks to "
+          "the embedding or loss counted as layers and no interleaving, core_r0.11.0 also needs the blocks "
+          "to "
           "divide over the stages between them); drop --emit megatron to see the other plans");
     }
     emit(*even_runnable);
@@ -750,7 +756,8 @@ command add_plan_command(CLI::App& root) {
         // Megatron-Core's split with the embedding or loss counted as a layer is its even split: searched
         // with the uniform placer, and a placer that splits unevenly is refused (Megatron-Core does not take
         // --decoder-first/last-pipeline-num-layers with those flags).
-        if (o->layer_table.empty() && (o->step.embedding_in_pipeline_split || o->step.loss_in_pipeline_split)) {
+        if (o->layer_table.empty() &&
+            (o->step.embedding_in_pipeline_split || o->step.loss_in_pipeline_split)) {
           if (parser->get_option("--placer")->count() > 0 && o->placer != "uniform")
             throw input_error(
                 "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split set "

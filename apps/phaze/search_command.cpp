@@ -585,31 +585,32 @@ command add_search_command(CLI::App& root) {
       "fronts of throughput vs cost and vs power (docs/cluster-search.md)");
   add_step_options(*parser, o->step);
   add_format_option(*parser, o->format);
-  return {parser, [o, parser] {
-            for (const char* name :
-                 {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}) {
-              if (parser->get_option(name)->count() > 0) {
-                throw input_error(fmt::format(
-                    "{} sets Megatron-Core's even split, and `phaze search` places stages its own way; give it "
-                    "to `phaze plan` or `phaze estimate`",
-                    name));
-              }
+  return {
+      parser, [o, parser] {
+        for (const char* name :
+             {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}) {
+          if (parser->get_option(name)->count() > 0) {
+            throw input_error(fmt::format(
+                "{} sets Megatron-Core's even split, and `phaze search` places stages its own way; give it "
+                "to `phaze plan` or `phaze estimate`",
+                name));
+          }
+        }
+        if (o->cluster_space.empty()) {
+          for (const char* name : {"--attention", "--attention-kernel", "--overlap", "--memory-headroom",
+                                   "--vocab-padding", "--grad-reduce-in-bf16", "--fp8-param-gather", "--fsdp",
+                                   "--fsdp-shard", "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
+            if (parser->get_option(name)->count() > 0) {
+              throw input_error(fmt::format(
+                  "{} applies to GPU clusters (--cluster-space); a design search's training step is "
+                  "its spec's (docs/dsl.md)",
+                  name));
             }
-            if (o->cluster_space.empty()) {
-              for (const char* name : {"--attention", "--attention-kernel", "--overlap", "--memory-headroom", "--vocab-padding",
-                                       "--grad-reduce-in-bf16", "--fp8-param-gather", "--fsdp", "--fsdp-shard",
-                                       "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
-                if (parser->get_option(name)->count() > 0) {
-                  throw input_error(fmt::format(
-                      "{} applies to GPU clusters (--cluster-space); a design search's training step is "
-                      "its spec's (docs/dsl.md)",
-                      name));
-                }
-              }
-              return run_search(*o);
-            }
-            return run_cluster_search(*o, *parser);
-          }};
+          }
+          return run_search(*o);
+        }
+        return run_cluster_search(*o, *parser);
+      }};
 }
 
 }  // namespace phaze::cli

@@ -49,8 +49,9 @@ TEST_CASE("phaze calibrate fits runs that a known calibration timed", "[e2e][cal
       "factors": {"gemm": 1.3, "step_s": 0.05}})");
   std::string runs;
   for (const auto& plan : calibrate_plans) {
-    runs += "{\"args\": " + json_args(plan) + ", \"step_s\": " +
-            std::to_string(time_of(plan, "--calibration '" + truth.string() + "'")) + "}\n";
+    runs += "{\"args\": " + json_args(plan) +
+            ", \"step_s\": " + std::to_string(time_of(plan, "--calibration '" + truth.string() + "'")) +
+            "}\n";
   }
   const auto runs_file = write_temp("runs.jsonl", runs);
   const auto out = temp_path("fitted.json");
@@ -65,7 +66,8 @@ TEST_CASE("phaze calibrate fits runs that a known calibration timed", "[e2e][cal
   const auto written = nlohmann::json::parse(read_file(out));
   CHECK(written["factors"] == j["factors"]);
   const std::string unseen =
-      "gpt2 --device a100-80gb --devices 32 --tp 2 --pp 1 --global-batch 256 --microbatch 8 --sequence-parallel";
+      "gpt2 --device a100-80gb --devices 32 --tp 2 --pp 1 --global-batch 256 --microbatch 8 "
+      "--sequence-parallel";
   const double expected = time_of(unseen, "--calibration '" + truth.string() + "'");
   const double fitted = time_of(unseen, "--calibration '" + out.string() + "'");
   CHECK(std::abs(fitted - expected) / expected < 0.02);
@@ -81,7 +83,8 @@ TEST_CASE("phaze calibrate fits runs that a known calibration timed", "[e2e][cal
 
 TEST_CASE("phaze calibrate reads training logs with the plan they ran", "[e2e][calibrate]") {
   // Megatron-LM's iteration lines: two warm-up iterations dropped, the median of the rest.
-  const auto log = write_temp("megatron.log", R"( iteration        1/     100 | elapsed time per iteration (ms): 9000.0 | loss 10.1
+  const auto log = write_temp(
+      "megatron.log", R"( iteration        1/     100 | elapsed time per iteration (ms): 9000.0 | loss 10.1
  iteration        2/     100 | elapsed time per iteration (ms): 7000.0 | loss 9.9
  iteration        3/     100 | elapsed time per iteration (ms): 2000.0 | loss 9.1
  iteration        4/     100 | elapsed time per iteration (ms): 2200.0 | loss 8.7
@@ -92,12 +95,12 @@ TEST_CASE("phaze calibrate reads training logs with the plan they ran", "[e2e][c
   CHECK(j["per_run"][0]["measured_s"].get<double>() == Approx(2.1));
   CHECK(j["fitted"].size() == 1);  // one run: one factor at most
   // NeMo's and torchtitan's lines in a runs file.
-  const auto runs = write_temp(
-      "logs.jsonl",
-      "{\"args\": " + json_args(calibrate_plans[0]) +
-          R"(, "log": "Epoch 0: 10/100 reduced_train_loss=3.1, train_step_timing in s=1.5\n"})" + "\n" +
-          "{\"args\": " + json_args(calibrate_plans[3]) + R"(, "log": "step: 5  loss: 7.9  tps: 4,096  mfu: 30%"})" +
-          "\n");
+  const auto runs =
+      write_temp("logs.jsonl",
+                 "{\"args\": " + json_args(calibrate_plans[0]) +
+                     R"(, "log": "Epoch 0: 10/100 reduced_train_loss=3.1, train_step_timing in s=1.5\n"})" +
+                     "\n" + "{\"args\": " + json_args(calibrate_plans[3]) +
+                     R"(, "log": "step: 5  loss: 7.9  tps: 4,096  mfu: 30%"})" + "\n");
   const auto k = run_json("calibrate '" + runs.string() + "'");
   REQUIRE(k["per_run"].size() == 2);
   CHECK(k["per_run"][0]["measured_s"].get<double>() == Approx(1.5));
@@ -118,7 +121,8 @@ TEST_CASE("bad runs, calibration files and kernels are exit 2 with the fix", "[e
            {"{\"args\": " + plan + ", \"step_s\": -1}", "must be a positive number of seconds"},
            {"{\"args\": [\"gpt2\", \"--tp\"], \"step_s\": 1}", "not those of a phaze estimate"},
            {"{\"args\": " + plan + ", \"step_s\": 1, \"stepp\": 2}", "unknown field 'stepp'"},
-           {"{\"args\": [\"gpt2\", \"--calibration\", \"x.json\"], \"step_s\": 1}", "must not name --calibration"},
+           {"{\"args\": [\"gpt2\", \"--calibration\", \"x.json\"], \"step_s\": 1}",
+            "must not name --calibration"},
            {"{\"args\": " + plan + ", \"log\": \"nothing here\"}", "reports no iteration time"},
            {"{\"args\": [1, 2", "not valid JSON"},
        }) {
@@ -138,9 +142,11 @@ TEST_CASE("bad runs, calibration files and kernels are exit 2 with the fix", "[e
   // Calibration files: wrong schema, unknown factor, factor out of bounds.
   for (const auto& [text, message] : std::vector<bad_case>{
            {R"({"schema": "phaze.device", "factors": {}})", "must be \"phaze.calibration\""},
-           {R"({"schema": "phaze.calibration", "factors": {"gemms": 1.2}})", "unknown factor 'factors.gemms'"},
+           {R"({"schema": "phaze.calibration", "factors": {"gemms": 1.2}})",
+            "unknown factor 'factors.gemms'"},
            {R"({"schema": "phaze.calibration", "factors": {"gemm": 9}})", "must lie in [0.5, 2.5]"},
-           {R"({"schema": "phaze.calibration", "version": 2, "factors": {"gemm": 1.1}})", "'version' must be 1"},
+           {R"({"schema": "phaze.calibration", "version": 2, "factors": {"gemm": 1.1}})",
+            "'version' must be 1"},
            {R"({"schema": "phaze.calibration", "factor": {"gemm": 1.1}})", "unknown field 'factor'"},
            {R"({"schema": "phaze.calibration", "factors": {}})", "missing or empty"},
        }) {
@@ -165,14 +171,18 @@ TEST_CASE("bad runs, calibration files and kernels are exit 2 with the fix", "[e
   CHECK(contains(r.err, "give --attention fused, or drop --attention-kernel"));
 }
 
-TEST_CASE("phaze estimate --attention-kernel: the Triton kernel is slower than FlashAttention-2, FlashAttention-2 than cuDNN",
-          "[e2e][estimate]") {
-  const std::string a100 = "gpt2 --device a100-80gb --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
-                           "--seq 8192 --vocab 50304";
+TEST_CASE(
+    "phaze estimate --attention-kernel: the Triton kernel is slower than FlashAttention-2, FlashAttention-2 "
+    "than cuDNN",
+    "[e2e][estimate]") {
+  const std::string a100 =
+      "gpt2 --device a100-80gb --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
+      "--seq 8192 --vocab 50304";
   CHECK(time_of(a100, "--attention-kernel triton") > time_of(a100, "--attention-kernel flash2"));
   CHECK(time_of(a100) == Approx(time_of(a100, "--attention-kernel flash2")));
-  const std::string h100 = "gpt2 --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
-                           "--seq 8192 --vocab 50304";
+  const std::string h100 =
+      "gpt2 --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
+      "--seq 8192 --vocab 50304";
   CHECK(time_of(h100, "--attention-kernel flash2") > time_of(h100, "--attention-kernel cudnn"));
   CHECK(time_of(h100) == Approx(time_of(h100, "--attention-kernel cudnn")));
   const auto j = run_json("estimate " + h100 + " --attention-kernel flash2");

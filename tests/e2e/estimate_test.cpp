@@ -193,8 +193,9 @@ TEST_CASE("phaze estimate --fsdp: sharded states in less memory, stated in the r
   CHECK(!contains(table.out, "overlap grad"));
 }
 
-TEST_CASE("phaze estimate --fsdp-shard: hybrid sharding stated, more memory than full sharding, misuse exit 2",
-          "[e2e][estimate]") {
+TEST_CASE(
+    "phaze estimate --fsdp-shard: hybrid sharding stated, more memory than full sharding, misuse exit 2",
+    "[e2e][estimate]") {
   const std::string plan =
       "estimate llama3-8b --device h100-sxm --devices 32 --tp 1 --pp 1 --global-batch 64 --microbatch 2 "
       "--fsdp --grad-reduce-in-bf16 --recompute full";

@@ -141,12 +141,11 @@ TEST_CASE("phaze plan and estimate with the embedding counted as a pipeline laye
   const auto four = run_phaze("plan" + model + " --pp 4 --account-for-embedding-in-pipeline-split");
   CHECK(four.status == 2);
   CHECK(contains(four.err, "divide into the 4 model chunks"));
-  const auto bad =
-      run_phaze("estimate" + model + " --tp 2 --pp 4 --microbatch 1 --account-for-embedding-in-pipeline-split");
+  const auto bad = run_phaze("estimate" + model +
+                             " --tp 2 --pp 4 --microbatch 1 --account-for-embedding-in-pipeline-split");
   CHECK(bad.status == 2);
   CHECK(contains(bad.err, "divide into the 4 model chunks"));
-  const auto chain =
-      run_phaze("plan" + model + " --placer chain --account-for-loss-in-pipeline-split");
+  const auto chain = run_phaze("plan" + model + " --placer chain --account-for-loss-in-pipeline-split");
   CHECK(chain.status == 2);
   CHECK(contains(chain.err, "--placer uniform"));
   // core_r0.11.0 without virtual stages also divides the blocks over the stages between a counted
@@ -163,9 +162,9 @@ TEST_CASE("phaze plan and estimate with the embedding counted as a pipeline laye
   CHECK(moe.status == 2);
   CHECK(contains(moe.err, "load-balancing loss"));
   // A composite model's layers are split by --stage-blocks, not by the counted layers.
-  const auto composite =
-      run_phaze("plan transgan --device v100-16gb --devices 16 --global-batch 64 --pp 4 "
-                "--account-for-loss-in-pipeline-split");
+  const auto composite = run_phaze(
+      "plan transgan --device v100-16gb --devices 16 --global-batch 64 --pp 4 "
+      "--account-for-loss-in-pipeline-split");
   CHECK(composite.status == 2);
   CHECK(contains(composite.err, "composite model"));
   // The JSON states the flags.
@@ -371,8 +370,7 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
            {llama + " --optimizer-dtype fp16 --distributed-optimizer --fsdp --grad-reduce-in-bf16",
             "without --fsdp"},
            {llama + " --fsdp", "--grad-reduce-in-bf16"},
-           {llama + " --fsdp --grad-reduce-in-bf16 --precision fp8 --fp8-param-gather",
-            "--fp8-param-gather"},
+           {llama + " --fsdp --grad-reduce-in-bf16 --precision fp8 --fp8-param-gather", "--fp8-param-gather"},
            {llama + " --attention-kernel triton", "Triton kernel"}}) {
     INFO(args);
     const auto r = run_phaze(args);

@@ -8,8 +8,10 @@ using namespace phaze;
 
 TEST_CASE("training logs: Megatron-LM, NeMo and torchtitan lines", "[io][training_log]") {
   const auto its = io::logged_iterations(
-      " iteration       10/  500000 | consumed samples: 640 | elapsed time per iteration (ms): 1234.5 | lr: 1\n"
-      "Epoch 0: : 10/100 [00:52<07:48] reduced_train_loss=3.1, global_step=9.000, train_step_timing in s=5.18\n"
+      " iteration       10/  500000 | consumed samples: 640 | elapsed time per iteration (ms): 1234.5 | lr: "
+      "1\n"
+      "Epoch 0: : 10/100 [00:52<07:48] reduced_train_loss=3.1, global_step=9.000, train_step_timing in "
+      "s=5.18\n"
       "[rank0]: step: 10  loss:  7.9  memory: 30.1GiB(38.01%)  tps: 6,283  tflops: 363.86  mfu: 36.79%\n"
       "unrelated line with numbers 12.5\n");
   REQUIRE(its.size() == 3);

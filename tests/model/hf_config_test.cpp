@@ -377,9 +377,10 @@ TEST_CASE("from_hf_config never throws anything but input_error, whatever a fiel
   CHECK(rejected > 0);
 }
 
-TEST_CASE("from_hf_config imports Mistral, Qwen2, Qwen3, Phi-3, Gemma, Falcon and Llama 3.1 to their published "
-          "sizes",
-          "[hf]") {
+TEST_CASE(
+    "from_hf_config imports Mistral, Qwen2, Qwen3, Phi-3, Gemma, Falcon and Llama 3.1 to their published "
+    "sizes",
+    "[hf]") {
   // Parameter counts as the models' HuggingFace pages state them (safetensors totals).
   struct imported_case {
     std::string_view file;
@@ -424,7 +425,8 @@ TEST_CASE("from_hf_config keeps what changes the cost: QKV bias, GeGLU, head_dim
   CHECK(llama.sequence == phaze::model::hf_default_training_sequence);
 }
 
-TEST_CASE("from_hf_config imports Qwen3's query/key norms, Phi-3's block and Nemotron's squared ReLU", "[hf]") {
+TEST_CASE("from_hf_config imports Qwen3's query/key norms, Phi-3's block and Nemotron's squared ReLU",
+          "[hf]") {
   using phaze::model::mlp_kind;
   using phaze::model::norm_kind;
   const phaze::model::layer_shape shape{1, 4096, 1, false, 2};
@@ -444,7 +446,8 @@ TEST_CASE("from_hf_config imports Qwen3's query/key norms, Phi-3's block and Nem
   auto without = qwen3.config;
   without.qk_norm = false;
   CHECK(parameter_count(qwen3) - parameter_count(phaze::model::make_model(without)) == 36 * 2 * 128);
-  CHECK(phaze::model::with_sequence(qwen3, 4096).config.qk_norm == phaze::zoo::lookup("qwen3-8b").config.qk_norm);
+  CHECK(phaze::model::with_sequence(qwen3, 4096).config.qk_norm ==
+        phaze::zoo::lookup("qwen3-8b").config.qk_norm);
   // transformers' Qwen3Config defaults head_dim to 128, not hidden / heads.
   auto no_head_dim = read_config("qwen3-30b-a3b.json");
   no_head_dim.erase("head_dim");
@@ -498,7 +501,8 @@ TEST_CASE("from_hf_config imports Qwen3's query/key norms, Phi-3's block and Nem
 
 TEST_CASE("from_hf_config imports BLOOM and Falcon-RW with ALiBi positions", "[hf]") {
   // BLOOM 176B's config.json as bigscience/bloom publishes it (no position count: ALiBi needs none).
-  const json bloom = json::parse(R"({"apply_residual_connection_post_layernorm": false, "attention_dropout": 0.0,
+  const json bloom =
+      json::parse(R"({"apply_residual_connection_post_layernorm": false, "attention_dropout": 0.0,
     "bias_dropout_fusion": true, "bos_token_id": 1, "eos_token_id": 2, "hidden_dropout": 0.0,
     "hidden_size": 14336, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "masked_softmax_fusion": true,
     "model_type": "bloom", "n_head": 112, "n_inner": null, "n_layer": 70, "offset_alibi": 100,
@@ -528,8 +532,9 @@ TEST_CASE("from_hf_config imports BLOOM and Falcon-RW with ALiBi positions", "[h
   CHECK(parameter_count(rw) == rotary);
 }
 
-TEST_CASE("from_hf_config gives a Qwen2-MoE config without shared_expert_intermediate_size transformers' default",
-          "[hf]") {
+TEST_CASE(
+    "from_hf_config gives a Qwen2-MoE config without shared_expert_intermediate_size transformers' default",
+    "[hf]") {
   // transformers' Qwen2MoeConfig: shared_expert_intermediate_size = 5632 when absent.
   auto config = read_config("qwen1.5-moe-a2.7b.json");
   const auto stated = parameter_count(from_hf_config(config, "x"));

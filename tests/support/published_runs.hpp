@@ -33,7 +33,7 @@ struct published_run {
   cluster::cluster c;
   train::parallelism p;
   train::training_knobs k;
-  double measured_s = 0.0;                 ///< seconds per iteration
+  double measured_s = 0.0;  ///< seconds per iteration
   double tokens_per_iteration = 0.0;
   [[nodiscard]] double predict(const train::calibration& cal = {}) const {
     const sched::schedule_cache cache;
@@ -97,8 +97,15 @@ inline std::vector<published_run> llmfoundry_runs() {
     mc.dropout = false;
     const int gpus = std::stoi(r["gpus"]);
     const bool big = r["gpu"].rfind("A100-80", 0) == 0;
-    published_run run{"llmfoundry", r["model"], "", model::make_model(mc),
-                      preset_cluster(big ? "a100-80gb" : "a100-40gb", gpus), {1, 1, gpus}, {}, 0.0, 0.0};
+    published_run run{"llmfoundry",
+                      r["model"],
+                      "",
+                      model::make_model(mc),
+                      preset_cluster(big ? "a100-80gb" : "a100-40gb", gpus),
+                      {1, 1, gpus},
+                      {},
+                      0.0,
+                      0.0};
     auto& k = run.k;
     k.global_batch = std::stoll(r["global_bs"]);
     k.microbatch = std::stoll(r["micro_bs"]);
@@ -125,8 +132,8 @@ inline std::vector<published_run> llmfoundry_runs() {
 /// positions, tied embeddings, sequence 2048) with GPT-3's vocabulary of 50,257 (Brown et al. 2020; the C4
 /// SentencePiece model's size is not in the repository: 0.3% of the FLOPs) and no dropout. Llama 3.1 405B
 /// and 8B: RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases, untied embeddings,
-/// sequence 8192; the 405B with the Mixtral-8x22B tokenizer's 32,768 entries (the benchmark's README), its 126
-/// blocks split as Megatron-Core splits them with the embedding and the loss counted as one layer each
+/// sequence 8192; the 405B with the Mixtral-8x22B tokenizer's 32,768 entries (the benchmark's README), its
+/// 126 blocks split as Megatron-Core splits them with the embedding and the loss counted as one layer each
 /// (ASYM_PP_EMBED/LOSS: 128 layers over pp 8 x vp 8; training_knobs::embedding_in_pipeline_split,
 /// loss_in_pipeline_split); the 8B with Llama 3's 128,256.
 /// DGX-like nodes: 8 GPUs, 8 x 400 Gb/s.
@@ -171,8 +178,15 @@ inline std::vector<published_run> mlperf_runs() {
     const int vp = r["vp"] == "n/a" ? 1 : std::stoi(r["vp"]);
     const int gpus = std::stoi(r["gpus"]);
     const bool h200 = r["gpu"].find("H200") != std::string::npos;
-    published_run run{"mlperf", gpt ? "gpt3-175b" : mc.name.str(), "", model::make_model(mc),
-                      preset_cluster(h200 ? "h200" : "h100-sxm", gpus), {tp, pp, dp, cp}, {}, 0.0, 0.0};
+    published_run run{"mlperf",
+                      gpt ? "gpt3-175b" : mc.name.str(),
+                      "",
+                      model::make_model(mc),
+                      preset_cluster(h200 ? "h200" : "h100-sxm", gpus),
+                      {tp, pp, dp, cp},
+                      {},
+                      0.0,
+                      0.0};
     auto& k = run.k;
     k.global_batch = std::stoll(r["gbs"]);
     k.microbatch = std::stoll(r["mbs"]);

@@ -57,7 +57,8 @@ TEST_CASE("calibration fits fewer factors than runs, one with a single run", "[t
   fit = train::fit_calibration(two);
   CHECK(fit.fitted.size() == 1);
   // Factors stay within their bounds whatever the runs ask for.
-  const std::vector<train::calibration_run> absurd{{"x", [](const train::calibration& c) { return c.gemm; }, 100.0}};
+  const std::vector<train::calibration_run> absurd{
+      {"x", [](const train::calibration& c) { return c.gemm; }, 100.0}};
   fit = train::fit_calibration(absurd);
   CHECK(fit.factors.gemm <= 2.5);
   CHECK_THROWS_AS(train::fit_calibration({}), input_error);
@@ -65,7 +66,8 @@ TEST_CASE("calibration fits fewer factors than runs, one with a single run", "[t
                   input_error);
 }
 
-TEST_CASE("a calibration is set on the cluster's devices and collectives, idempotently", "[train][calibration]") {
+TEST_CASE("a calibration is set on the cluster's devices and collectives, idempotently",
+          "[train][calibration]") {
   train::calibration cal;
   cal.gemm = 1.2;
   cal.attention = 1.5;
@@ -107,7 +109,8 @@ TEST_CASE("a calibrated collective never runs faster than its link", "[train][ca
   const cluster::route link{{bytes_per_second{50e9}, seconds{1e-5}}, {}};
   cluster::route faster = link;
   faster.efficiency.calibrated = 0.5;  // the most favourable factor a file may hold
-  CHECK(cost::all_reduce_time(bytes{1e9}, 8, faster).value() == cost::all_reduce_time(bytes{1e9}, 8, link).value());
+  CHECK(cost::all_reduce_time(bytes{1e9}, 8, faster).value() ==
+        cost::all_reduce_time(bytes{1e9}, 8, link).value());
   // Below the link's rate (an nccl-tests efficiency), a factor under 1 raises it, to the link's rate at most.
   cluster::route measured = link;
   measured.efficiency.all_gather = 0.8;

@@ -502,7 +502,8 @@ TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's sp
   sched::schedule_cache cache;
   const auto cl = phaze::test::cluster_of(d, p);
   const auto by_default = train::estimate_step(m, cl, p, k, cache);
-  const auto given = train::estimate_step(m, cl, p, k, cache, train::split_of_blocks(m, blocks, 8, 8, true, true));
+  const auto given =
+      train::estimate_step(m, cl, p, k, cache, train::split_of_blocks(m, blocks, 8, 8, true, true));
   CHECK(by_default.time_per_batch.value() == Approx(given.time_per_batch.value()).epsilon(1e-12));
   CHECK(by_default.peak_memory.value() == Approx(given.peak_memory.value()).epsilon(1e-12));
   CHECK(train::peak_memory(m, p, k).memory.total.value() == Approx(given.peak_memory.value()).epsilon(1e-12));
@@ -517,8 +518,8 @@ TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's sp
       recomputed += train::detail::recomputes_block(i, stage_blocks, 1, 8, lead, trail) ? 1 : 0;
     CHECK(recomputed == 8);
   }
-  CHECK(train::detail::recomputes_block(0, 15, 1, 8, true, false));   // chunk 0's only block
-  CHECK(train::detail::recomputes_block(1, 15, 1, 8, true, false));   // chunk 1's first
+  CHECK(train::detail::recomputes_block(0, 15, 1, 8, true, false));  // chunk 0's only block
+  CHECK(train::detail::recomputes_block(1, 15, 1, 8, true, false));  // chunk 1's first
   CHECK_FALSE(train::detail::recomputes_block(2, 15, 1, 8, true, false));
   // 127 blocks and two counted layers do not divide into 64 chunks: Megatron-Core's rule, named.
   c.layers = 127;

@@ -14,9 +14,9 @@
 #include <phaze/model/model.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/sched/scheduler.hpp>
+#include <phaze/train/calibration.hpp>
 #include <phaze/train/knobs.hpp>
 #include <phaze/train/memory.hpp>
-#include <phaze/train/calibration.hpp>
 #include <phaze/train/step.hpp>
 
 #include <catch2/catch.hpp>
@@ -402,7 +402,8 @@ TEST_CASE("AMP's heterogeneous-model trials: TransGAN generator on 16 V100s", "[
 
 namespace {
 /// The trials of `log` that ran, calibrated on three of them (the least, the median and the greatest measured
-/// time: the fixed rule of the published-run sets), and the mean absolute error of the others in absolute time.
+/// time: the fixed rule of the published-run sets), and the mean absolute error of the others in absolute
+/// time.
 double amp_calibrated_error(const amp::trial_log& log, const model::model& m, const cluster::cluster& c,
                             std::vector<train::stage_layers> (*stages)(const std::vector<int>&),
                             const char* title) {
@@ -438,7 +439,8 @@ double amp_calibrated_error(const amp::trial_log& log, const model::model& m, co
   }
   std::printf("%s, calibrated on lines %zu, %zu, %zu:", title, ran[picks[0]]->line, ran[picks[1]]->line,
               ran[picks[2]]->line);
-  for (const auto& f : fit.fitted) std::printf(" %s %.4g", f.c_str(), fit.factors.*(train::find_calibration_factor(f)->value));
+  for (const auto& f : fit.fitted)
+    std::printf(" %s %.4g", f.c_str(), fit.factors.*(train::find_calibration_factor(f)->value));
   std::printf("\n  the other %zu trials: mean absolute error %.1f%% a priori, %.1f%% calibrated\n", n,
               100.0 * before / static_cast<double>(n), 100.0 * after / static_cast<double>(n));
   return after / static_cast<double>(n);
@@ -452,12 +454,12 @@ TEST_CASE("AMP's trials, calibrated on three of each set: absolute time", "[amp]
     WARN("skipped: AMP's trial logs are absent (PHAZE_SHARED_DIR/validation/amp)");
     return;
   }
-  const double gpt2 = amp_calibrated_error(amp::read_log(homogeneous), amp_gpt2(),
-                                           cluster::preset_cluster("t4", 16), stages_of_cuts,
-                                           "GPT-2 on 16 T4s");
-  const double gan = amp_calibrated_error(amp::read_log(het), zoo::transgan(),
-                                          cluster::preset_cluster("v100-16gb", 16), transgan_stages_of_cuts,
-                                          "TransGAN on 16 V100s");
+  const double gpt2 =
+      amp_calibrated_error(amp::read_log(homogeneous), amp_gpt2(), cluster::preset_cluster("t4", 16),
+                           stages_of_cuts, "GPT-2 on 16 T4s");
+  const double gan =
+      amp_calibrated_error(amp::read_log(het), zoo::transgan(), cluster::preset_cluster("v100-16gb", 16),
+                           transgan_stages_of_cuts, "TransGAN on 16 V100s");
   // The goal is 10% on both (48% and 21% a priori); at this commit 19.8% and 21.2%. Three trials picked by
   // measured time are pipelines of similar shape: they cannot tell the GEMM factor from the network's (fitted
   // on every GPT-2 trial, gemm 2.4 and collective 2.1 give 7%), and TransGAN's error is one no factor scales

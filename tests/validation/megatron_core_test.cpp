@@ -469,7 +469,8 @@ outcome estimate(const nemo_row& r, const model::transformer_config& config,
   k.grad_reduce_in_bf16 = how.bf16_gradients;
   k.fp8_param_gather = how.fp8_weights;
   // Megatron-Bridge's Llama 3.1 405B recipe counts the embedding and the loss as pipeline layers
-  // (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split): 126 blocks over pp 8 x vp 8.
+  // (account_for_embedding_in_pipeline_split, account_for_loss_in_pipeline_split): 126 blocks over pp 8 x
+  // vp 8.
   k.embedding_in_pipeline_split = k.loss_in_pipeline_split = r.pp > 1 && c.layers % (r.pp * r.vp) != 0;
   if (r.vp > 1) {
     k.schedule = train::pipeline_schedule::interleaved;
@@ -507,8 +508,8 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
     REQUIRE(c.has_value());
     // Left out: rows that publish TFLOP/s only (NeMo's long-sequence table). Llama 3.1 405B's 126 blocks
     // run over 8 x 8 virtual stages with the embedding and the loss counted as layers (estimate).
-    if (!r.tokens_per_gpu || (r.pp > 1 && ((*c).layers + 2) % (r.pp * r.vp) != 0 &&
-                              (*c).layers % (r.pp * r.vp) != 0))
+    if (!r.tokens_per_gpu ||
+        (r.pp > 1 && ((*c).layers + 2) % (r.pp * r.vp) != 0 && (*c).layers % (r.pp * r.vp) != 0))
       continue;
     const outcome o = estimate(r, *c, cache);
     std::printf("%-14s %-8s %5d %3d %3d %3d %3d %3lld %6lld %10.0f %10.0f %+7.1f%% %9.1f%s\n",
@@ -527,12 +528,11 @@ TEST_CASE("NeMo / Megatron-Bridge FP8 runs on DGX-H100: predicted vs published t
   // Measured at this commit: 26 runs, mean 10.4%, max 23.3% (the goal is 8% / 15%); 21 runs, 8.5% / 23.3%,
   // without the five Llama 3.1 405B rows (14-22% too fast), expressible since the embedding and the loss can
   // count as pipeline layers. Each row carries its
-  // recipe's settings (recipe_of); the FP8 quantization passes run at the bandwidth fused cast kernels reached
-  // on an H100 (0.454 of the peak, docs/gpu-measurements.md). The Megatron-Bridge and NeMo 25.02 rows are
-  // within 0.1-4.4% but for the FSDP one (+10.1%, costed fully sharded); the NeMo 24.07 rows of small models
-  // and interleaved ones 10-23% too fast (docs/step-time.md;
-  // whole blocks measured on an H100 put that gap in the 24.07 software, tests/train/hopper_block_test.cpp).
-  // These bounds guard against regressions.
+  // recipe's settings (recipe_of); the FP8 quantization passes run at the bandwidth fused cast kernels
+  // reached on an H100 (0.454 of the peak, docs/gpu-measurements.md). The Megatron-Bridge and NeMo 25.02 rows
+  // are within 0.1-4.4% but for the FSDP one (+10.1%, costed fully sharded); the NeMo 24.07 rows of small
+  // models and interleaved ones 10-23% too fast (docs/step-time.md; whole blocks measured on an H100 put that
+  // gap in the 24.07 software, tests/train/hopper_block_test.cpp). These bounds guard against regressions.
   CHECK(mean <= 0.11);
   CHECK(worst <= 0.25);
 }

@@ -50,8 +50,8 @@ set_errors errors_of(const std::vector<testing::published_run>& runs, const std:
   s.runs = runs.size();
   s.mean_abs /= static_cast<double>(runs.size());
   s.mean_signed /= static_cast<double>(runs.size());
-  std::printf("mean absolute error %.1f%%, max %.1f%%, mean signed %+.1f%% over %zu runs\n", 100.0 * s.mean_abs,
-              100.0 * s.max_abs, 100.0 * s.mean_signed, runs.size());
+  std::printf("mean absolute error %.1f%%, max %.1f%%, mean signed %+.1f%% over %zu runs\n",
+              100.0 * s.mean_abs, 100.0 * s.max_abs, 100.0 * s.mean_signed, runs.size());
   for (const auto& [model, pair] : by_model) {
     if (pair.first.size() < 3) continue;
     const double rho = phaze::spearman(pair.first, pair.second);
@@ -77,7 +77,8 @@ std::vector<std::size_t> calibration_picks(const std::vector<testing::published_
   auto rate = [&](std::size_t i) {
     return runs[i].tokens_per_iteration / runs[i].measured_s / static_cast<double>(runs[i].p.devices());
   };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rate(a) < rate(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return rate(a) < rate(b); });
   return {order.front(), order[order.size() / 2], order.back()};
 }
 
@@ -94,8 +95,9 @@ set_errors calibrated(const std::vector<testing::published_run>& runs, const cha
   for (const std::size_t i : picks) std::printf(" [%s]", runs[i].label.c_str());
   std::printf("\n ");
   for (const auto& f : train::calibration_factors())
-    std::printf(" %s %.4g%s", std::string{f.name}.c_str(), fit.factors.*(f.value),
-                std::find(fit.fitted.begin(), fit.fitted.end(), f.name) != fit.fitted.end() ? " (fitted)" : "");
+    std::printf(
+        " %s %.4g%s", std::string{f.name}.c_str(), fit.factors.*(f.value),
+        std::find(fit.fitted.begin(), fit.fitted.end(), f.name) != fit.fitted.end() ? " (fitted)" : "");
   std::printf("\n");
   std::vector<testing::published_run> rest;
   std::vector<double> predicted;
@@ -133,8 +135,8 @@ TEST_CASE("MLPerf Training H100/H200 LLM runs, a priori", "[validation][publishe
   }
   CHECK(runs.size() == 30);
   const set_errors e = a_priori(runs, "MLPerf Training, H100/H200, NeMo (a priori)");
-  // At this commit: mean 12.5%, max 34.5%, mean signed -11.8%, Spearman 0.92 (GPT-3) and 1.00 (405B): still too
-  // fast (docs/validation.md says where). The goal is 8% / 20% with a mean signed error within 3%.
+  // At this commit: mean 12.5%, max 34.5%, mean signed -11.8%, Spearman 0.92 (GPT-3) and 1.00 (405B): still
+  // too fast (docs/validation.md says where). The goal is 8% / 20% with a mean signed error within 3%.
   CHECK(e.mean_abs <= 0.13);
   CHECK(e.max_abs <= 0.36);
   CHECK(e.mean_signed >= -0.13);
@@ -142,8 +144,8 @@ TEST_CASE("MLPerf Training H100/H200 LLM runs, a priori", "[validation][publishe
 }
 
 TEST_CASE("Published runs, calibrated on three of each set", "[validation][published][calibrated]") {
-  for (const auto& [name, runs] : {std::pair{"LLM Foundry", testing::llmfoundry_runs()},
-                                   std::pair{"MLPerf", testing::mlperf_runs()}}) {
+  for (const auto& [name, runs] :
+       {std::pair{"LLM Foundry", testing::llmfoundry_runs()}, std::pair{"MLPerf", testing::mlperf_runs()}}) {
     if (runs.empty()) {
       WARN("skipped: the " << name << " table is absent from " << PHAZE_SHARED_DIR << "/validation");
       continue;

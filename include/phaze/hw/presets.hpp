@@ -133,11 +133,11 @@ inline constexpr double h200_fp8_quantize_fraction = 0.378;
 // h100-sxm-train-step-env.txt), H200 139.8 GiB (tests/data/gpu/h200-env.txt; nvidia-smi 143,771 MiB). The
 // datasheets' "80 GB" and "141 GB" count in binary units (the H100's five 16 GiB HBM3 stacks): read as 80e9
 // and 141e9 bytes they left plans about 6% less memory than the cards give a program.
-// Computation slowed by an overlapped collective: the dgrad and wgrad GEMMs of a Llama 3 8B block ran 1.2-8.3%
-// slower (median 5.8%) on the H100 and -3.9 to 2.8% (median 1.6%) on the H200 while a reduction kernel
-// standing in for NCCL's streamed gradient buckets on 16 or 32 thread blocks beside them (eight launch variants;
-// tools/gpu/measure_hopper.py, docs/gpu-measurements.md "Overlapping communication with compute on one GPU").
-// The medians; the A100 (not measured) takes the H100's.
+// Computation slowed by an overlapped collective: the dgrad and wgrad GEMMs of a Llama 3 8B block
+// ran 1.2-8.3% slower (median 5.8%) on the H100 and -3.9 to 2.8% (median 1.6%) on the H200 while a reduction
+// kernel standing in for NCCL's streamed gradient buckets on 16 or 32 thread blocks beside them (eight launch
+// variants; tools/gpu/measure_hopper.py, docs/gpu-measurements.md "Overlapping communication with compute on
+// one GPU"). The medians; the A100 (not measured) takes the H100's.
 inline constexpr double h100_overlap_slowdown = 0.058;
 inline constexpr double h200_overlap_slowdown = 0.016;
 inline constexpr bytes h100_sxm_memory{85017493504.0};
@@ -154,25 +154,25 @@ constexpr device with_architecture(device d, architecture a, double overlap_slow
   return d;
 }
 // Fused attention on the A100: FlashAttention-2, the kernel Ampere stacks run (flash-attn 2.x, PyTorch SDPA's
-// flash backend). Its forward pass reaches up to 73% of the A100's peak (230 TFLOP/s at head dimension 128 and
-// long sequences: Dao, "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning",
-// 2023, section 4.1); that is the forward fraction. The backward, causal forward and causal backward fractions
-// keep the H100's measured ratios to its forward fraction, the work units at half occupancy scale with the SMs
-// (108 of 132) and the key tiles at half rate are the H100's: the same tiling on the previous generation. No
-// A100 was available to measure (docs/cost-model.md, section 7.2b).
+// flash backend). Its forward pass reaches up to 73% of the A100's peak (230 TFLOP/s at head dimension 128
+// and long sequences: Dao, "FlashAttention-2: Faster Attention with Better Parallelism and Work
+// Partitioning", 2023, section 4.1); that is the forward fraction. The backward, causal forward and causal
+// backward fractions keep the H100's measured ratios to its forward fraction, the work units at half
+// occupancy scale with the SMs (108 of 132) and the key tiles at half rate are the H100's: the same tiling on
+// the previous generation. No A100 was available to measure (docs/cost-model.md, section 7.2b).
 inline constexpr double a100_flash2_forward = 0.73;
 constexpr attention_efficiency a100_attention() {
   const attention_efficiency& h = h100_attention;
   const double scale = a100_flash2_forward / h.forward;
-  return {a100_flash2_forward, h.backward * scale, h.causal_forward * scale, h.causal_backward * scale,
-          h.work_half * 108.0 / 132.0, h.key_tiles_half};
+  return {a100_flash2_forward,       h.backward * scale,          h.causal_forward * scale,
+          h.causal_backward * scale, h.work_half * 108.0 / 132.0, h.key_tiles_half};
 }
 /// An SXM A100 (GA100: 108 SMs; 312 TFLOP/s bf16/fp16 dense, 156 tf32, 19.5 fp32) with its memory, its
 /// GEMM efficiency and FlashAttention-2's attention efficiency.
 constexpr device ampere(std::string_view name, bytes hbm, bytes_per_second hbm_bw) {
   return with_architecture(
-      with_attention(gpu(name, hbm, hbm_bw, sheet(156, 312, 312, 0, 19.5, a100_max_fraction, 128, 128, 108,
-                                                   a100_k_half)),
+      with_attention(gpu(name, hbm, hbm_bw,
+                         sheet(156, 312, 312, 0, 19.5, a100_max_fraction, 128, 128, 108, a100_k_half)),
                      a100_attention()),
       architecture::ampere, h100_overlap_slowdown);
 }
@@ -185,11 +185,11 @@ inline constexpr int hopper_tile_n = 128;
 constexpr device hopper(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double max_fraction,
                         double k_half, double fp8_max_fraction, double fp8_quantize_fraction,
                         attention_efficiency attention, double overlap_slowdown) {
-  device d = with_architecture(
-      with_attention(gpu(name, hbm, hbm_bw,
-                         sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m, hopper_tile_n, 132, k_half)),
-                     attention),
-      architecture::hopper, overlap_slowdown);
+  device d = with_architecture(with_attention(gpu(name, hbm, hbm_bw,
+                                                  sheet(495, 989, 989, 1979, 67, max_fraction, hopper_tile_m,
+                                                        hopper_tile_n, 132, k_half)),
+                                              attention),
+                               architecture::hopper, overlap_slowdown);
   d.sheet.gemm.fp8_max_fraction = fp8_max_fraction;
   d.sheet.gemm.fp8_quantize_fraction = fp8_quantize_fraction;
   return d;

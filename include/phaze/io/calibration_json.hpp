@@ -1,7 +1,7 @@
 /// @file
-/// Calibration files (schema `phaze.calibration`, written by `phaze calibrate`, read by `--calibration FILE`),
-/// and the measured runs `phaze calibrate` reads (JSON lines of a phaze estimate's arguments and the measured
-/// step time or a pasted log: io/training_log.hpp reads its iteration times).
+/// Calibration files (schema `phaze.calibration`, written by `phaze calibrate`, read by `--calibration
+/// FILE`), and the measured runs `phaze calibrate` reads (JSON lines of a phaze estimate's arguments and the
+/// measured step time or a pasted log: io/training_log.hpp reads its iteration times).
 #pragma once
 
 #include <algorithm>
@@ -32,7 +32,8 @@ inline constexpr json_file_rules calibration{
     "calibration", 1U << 20U, "; give a file `phaze calibrate --out` wrote (docs/calibration.md)", 8, 3};
 /// One line of a runs file (its lines are read one at a time, each bounded).
 inline constexpr json_file_rules calibration_run{
-    "calibration run", 1U << 20U, "; give {\"args\": [...], \"step_s\": SECONDS} (docs/calibration.md)", 8, 2};
+    "calibration run", 1U << 20U, "; give {\"args\": [...], \"step_s\": SECONDS} (docs/calibration.md)", 8,
+    2};
 }  // namespace file_rules
 
 /// The most runs `phaze calibrate` reads, and the most bytes of its inputs (docs/limits.md).
@@ -62,21 +63,31 @@ inline train::calibration calibration_from_json(const nlohmann::json& j, const s
   if (!j.is_object()) throw input_error(where + " must hold a JSON object (schema phaze.calibration)");
   const auto schema = j.find("schema");
   if (schema == j.end() || !schema->is_string() || *schema != schemas::calibration.name) {
-    throw input_error(where + ": field 'schema' must be \"phaze.calibration\"; give a file `phaze calibrate "
-                              "--out` wrote");
+    throw input_error(where +
+                      ": field 'schema' must be \"phaze.calibration\"; give a file `phaze calibrate "
+                      "--out` wrote");
   }
   const auto version = j.find("version");
-  if (version != j.end() && !(version->is_number_integer() && version->get<long long>() == schemas::calibration.version)) {
+  if (version != j.end() &&
+      !(version->is_number_integer() && version->get<long long>() == schemas::calibration.version)) {
     throw input_error(where + ": field 'version' must be 1 (the calibration files this phaze reads), got " +
                       version->dump());
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static constexpr std::string_view known[] = {"schema", "version", "factors", "fitted", "runs", "source",
-                                                 "mean_abs_error_before", "mean_abs_error_after",
-                                                 "mean_abs_error_leave_one_out", "per_run"};
+    static constexpr std::string_view known[] = {"schema",
+                                                 "version",
+                                                 "factors",
+                                                 "fitted",
+                                                 "runs",
+                                                 "source",
+                                                 "mean_abs_error_before",
+                                                 "mean_abs_error_after",
+                                                 "mean_abs_error_leave_one_out",
+                                                 "per_run"};
     if (std::find(std::begin(known), std::end(known), it.key()) == std::end(known)) {
-      throw input_error(where + ": unknown field '" + it.key() + "'; a calibration file has schema, version, "
-                                "factors and what phaze calibrate reports of its fit");
+      throw input_error(where + ": unknown field '" + it.key() +
+                        "'; a calibration file has schema, version, "
+                        "factors and what phaze calibrate reports of its fit");
     }
   }
   const auto factors = j.find("factors");
@@ -87,7 +98,8 @@ inline train::calibration calibration_from_json(const nlohmann::json& j, const s
     const train::calibration_factor* f = train::find_calibration_factor(it.key());
     if (f == nullptr) {
       std::string names;
-      for (const auto& g : train::calibration_factors()) names += (names.empty() ? "" : ", ") + std::string{g.name};
+      for (const auto& g : train::calibration_factors())
+        names += (names.empty() ? "" : ", ") + std::string{g.name};
       throw input_error(where + ": unknown factor 'factors." + it.key() + "'; the factors are " + names);
     }
     if (!it->is_number()) {
@@ -95,8 +107,8 @@ inline train::calibration calibration_from_json(const nlohmann::json& j, const s
     }
     const double v = it->get<double>();
     if (!std::isfinite(v) || v < f->least || v > f->most) {
-      throw input_error(fmt::format("{}: field 'factors.{}' must lie in [{:g}, {:g}], got {:g}", where, it.key(),
-                                    f->least, f->most, v));
+      throw input_error(fmt::format("{}: field 'factors.{}' must lie in [{:g}, {:g}], got {:g}", where,
+                                    it.key(), f->least, f->most, v));
     }
     c.*(f->value) = v;
   }
@@ -120,17 +132,21 @@ struct calibration_measurement {
 
 /// The run of one line of a runs file: {"args": [strings], "step_s": number > 0} or {"args": [...], "log":
 /// "pasted lines"}, optionally "label"; `where` names the line in messages.
-inline calibration_measurement calibration_measurement_from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) throw input_error(where + " must be a JSON object {\"args\": [...], \"step_s\": SECONDS}");
+inline calibration_measurement calibration_measurement_from_json(const nlohmann::json& j,
+                                                                 const std::string& where) {
+  if (!j.is_object())
+    throw input_error(where + " must be a JSON object {\"args\": [...], \"step_s\": SECONDS}");
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() != "args" && it.key() != "step_s" && it.key() != "log" && it.key() != "label") {
-      throw input_error(where + ": unknown field '" + it.key() + "'; a run has args, step_s or log, and label");
+      throw input_error(where + ": unknown field '" + it.key() +
+                        "'; a run has args, step_s or log, and label");
     }
   }
   calibration_measurement r;
   const auto args = j.find("args");
   if (args == j.end() || !args->is_array() || args->empty())
-    throw input_error(where + ": field 'args' must be a non-empty array of the arguments of a phaze estimate");
+    throw input_error(where +
+                      ": field 'args' must be a non-empty array of the arguments of a phaze estimate");
   for (const auto& a : *args) {
     if (!a.is_string()) throw input_error(where + ": field 'args' must hold strings, got " + a.dump());
     r.args.push_back(a.get<std::string>());

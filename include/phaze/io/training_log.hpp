@@ -36,7 +36,8 @@ inline std::string without_escapes(std::string_view line) {
   for (std::size_t i = 0; i < line.size(); ++i) {
     if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
       std::size_t j = i + 2;
-      while (j < line.size() && !((line[j] >= 'A' && line[j] <= 'Z') || (line[j] >= 'a' && line[j] <= 'z'))) ++j;
+      while (j < line.size() && !((line[j] >= 'A' && line[j] <= 'Z') || (line[j] >= 'a' && line[j] <= 'z')))
+        ++j;
       i = j;
       continue;
     }
@@ -84,11 +85,13 @@ inline bool word_at(const std::string& line, std::size_t at) {
 
 /// The iterations a pasted log reports, in order, from the lines that hold:
 /// - Megatron-LM: "elapsed time per iteration (ms): 1234.5";
-/// - NeMo / PyTorch Lightning: "train_step_timing in s=1.23" (or "train_step_timing=1.23", "train_step_time=");
+/// - NeMo / PyTorch Lightning: "train_step_timing in s=1.23" (or "train_step_timing=1.23",
+/// "train_step_time=");
 /// - torchtitan: "tps: 6,283" (tokens per second per device; older releases "wps: 6,283"), colours or not.
 /// Other lines are skipped. A number out of a double's range is input_error naming the line (`where` names
 /// the log).
-inline std::vector<logged_iteration> logged_iterations(std::string_view log, const std::string& where = "the log") {
+inline std::vector<logged_iteration> logged_iterations(std::string_view log,
+                                                       const std::string& where = "the log") {
   namespace d = detail::training_log;
   std::vector<logged_iteration> out;
   std::size_t start = 0;
@@ -134,17 +137,20 @@ inline std::vector<logged_iteration> logged_iterations(std::string_view log, con
 inline double logged_step_seconds(std::string_view log, double tokens_per_device, const std::string& where) {
   std::vector<logged_iteration> its = logged_iterations(log, where);
   if (its.empty()) {
-    throw input_error(where + " reports no iteration time: give lines of a Megatron-LM log (\"elapsed time per "
-                              "iteration (ms): ...\"), a NeMo log (\"train_step_timing in s=...\") or a "
-                              "torchtitan log (\"tps: ...\")");
+    throw input_error(where +
+                      " reports no iteration time: give lines of a Megatron-LM log (\"elapsed time per "
+                      "iteration (ms): ...\"), a NeMo log (\"train_step_timing in s=...\") or a "
+                      "torchtitan log (\"tps: ...\")");
   }
   if (its.size() > 3) its.erase(its.begin(), its.begin() + 2);
   std::vector<double> seconds;
   for (const auto& i : its) {
-    const double s = i.seconds > 0.0 ? i.seconds : (i.tokens_per_s > 0.0 ? tokens_per_device / i.tokens_per_s : 0.0);
+    const double s =
+        i.seconds > 0.0 ? i.seconds : (i.tokens_per_s > 0.0 ? tokens_per_device / i.tokens_per_s : 0.0);
     if (!(s > 0.0) || !std::isfinite(s) || s > max_logged_step_s) {
-      throw input_error(where + " reports an iteration of " + std::to_string(s) +
-                        " s; an iteration time must lie in (0, 1e6] seconds (a tokens-per-second rate above 0)");
+      throw input_error(
+          where + " reports an iteration of " + std::to_string(s) +
+          " s; an iteration time must lie in (0, 1e6] seconds (a tokens-per-second rate above 0)");
     }
     seconds.push_back(s);
   }

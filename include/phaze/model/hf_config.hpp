@@ -189,7 +189,8 @@ inline std::string model_type_of(const nlohmann::json& config) {
       if (!a.is_string()) continue;
       const auto name = a.get<std::string>();
       // Different architectures despite the prefix.
-      if (name.starts_with("GPTNeoXJapanese") || name.starts_with("Phi3Small") || name.starts_with("NemotronH"))
+      if (name.starts_with("GPTNeoXJapanese") || name.starts_with("Phi3Small") ||
+          name.starts_with("NemotronH"))
         continue;
       for (const auto& [prefix, type] : prefixes) {
         if (name.starts_with(prefix)) return std::string{type};
@@ -338,7 +339,7 @@ inline transformer_config llama(const reader& r) {
   // Newer configs spell head_dim out even when it is hidden / heads; keep 0 (the default) in that case.
   // transformers' Qwen3Config and Qwen3MoeConfig default it to 128 whatever hidden / heads is.
   const auto head_dim = r.size("head_dim");
-  const std::optional<std::int64_t> d = head_dim ? head_dim
+  const std::optional<std::int64_t> d = head_dim                     ? head_dim
                                         : qwen3_type(r.model_type()) ? std::optional<std::int64_t>{128}
                                                                      : std::nullopt;
   if (d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads)) c.head_dim = *d;
@@ -377,7 +378,8 @@ inline transformer_config llama(const reader& r) {
     // the embedding (resid_pdrop, embd_pdrop) and on the attention probabilities.
     c.rotary_fraction = r.number("partial_rotary_factor", 1.0);
     if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0))
-      field_error("partial_rotary_factor", "must lie in (0, 1], got " + shown(*r.get("partial_rotary_factor")));
+      field_error("partial_rotary_factor",
+                  "must lie in (0, 1], got " + shown(*r.get("partial_rotary_factor")));
     c.dropout = r.any_dropout({"resid_pdrop", "embd_pdrop", "attention_dropout"}, 0.0);
   }
   return c;
@@ -459,7 +461,8 @@ inline void experts(const reader& r, transformer_config& c) {
 
 /// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
 /// attention (`multi_query`: one key/value head) or grouped key/value heads (`new_decoder_architecture`,
-/// `num_kv_heads`), a GELU MLP of 4h, no biases; ALiBi positions (`alibi`, Falcon-RW) in place of rotary ones.
+/// `num_kv_heads`), a GELU MLP of 4h, no biases; ALiBi positions (`alibi`, Falcon-RW) in place of rotary
+/// ones.
 inline transformer_config falcon(const reader& r) {
   transformer_config c;
   c.arch = family::neox;
@@ -556,7 +559,8 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       hf::refuse_latent_attention(r);  // DeepSeek-V2/V3: the feature named, not only the type
       std::string supported;
       for (const auto t : hf_model_types) supported += (supported.empty() ? "" : ", ") + std::string{t};
-      hf::field_error("model_type", "is \"" + type + "\", which phaze cannot import; supported: " + supported);
+      hf::field_error("model_type",
+                      "is \"" + type + "\", which phaze cannot import; supported: " + supported);
     }
     hf::refuse_unmodelled(r);
     transformer_config c;

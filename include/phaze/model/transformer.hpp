@@ -100,8 +100,8 @@ struct transformer_config {
   bool tied_embeddings = true;  ///< output projection shares the input embedding matrix
   /// A norm after the word embedding (BLOOM's word_embeddings_layernorm; BERT always has one).
   bool embedding_norm = false;
-  bool pre_norm = true;         ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
-  bool final_norm = true;       ///< a norm after the last block
+  bool pre_norm = true;    ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
+  bool final_norm = true;  ///< a norm after the last block
   bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
   bool shared_norm = false;        ///< parallel residual: one norm feeds both (Falcon-7B), not one each
   bool dropout = true;             ///< dropout after attention probabilities and each sublayer
@@ -478,8 +478,10 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
     tensor up = b.matmul("fc1", in, {1, z.tokens, z.h, f}, tp_split::column, c.bias);
     // Squared ReLU is one fused elementwise kernel of a ReLU's traffic (mlp_kind::squared_relu).
     act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu,
-                   c.mlp == mlp_kind::gelu ? "gelu" : c.mlp == mlp_kind::relu ? "relu" : "squared_relu", up,
-                   saves::input0, tp_split::column);
+                   c.mlp == mlp_kind::gelu   ? "gelu"
+                   : c.mlp == mlp_kind::relu ? "relu"
+                                             : "squared_relu",
+                   up, saves::input0, tp_split::column);
   }
   tensor down = b.matmul("fc2", act, {1, z.tokens, f, z.h}, tp_split::row, false);
   if (c.bias)

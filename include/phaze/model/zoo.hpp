@@ -155,15 +155,18 @@ inline constexpr std::array entries{
         "Jiang et al. 2024 (Mixtral of Experts); HF mistralai/Mixtral-8x7B-v0.1, trained here at 4096 tokens",
         detail::mixtral("mixtral-8x7b", 4096, 32, 8, 14336, 32, 32000, 4096, 8, 2)},
     entry{"qwen3-8b",
-          "Qwen team 2025 (Qwen3 technical report: 4,096-token pre-training stages); HF Qwen/Qwen3-8B (head_dim "
+          "Qwen team 2025 (Qwen3 technical report: 4,096-token pre-training stages); HF Qwen/Qwen3-8B "
+          "(head_dim "
           "128, q/k norms)",
           detail::qwen3("qwen3-8b", 4096, 32, 8, 12288, 36, 151936, 4096)},
-    entry{"qwen3-30b-a3b",
-          "Qwen team 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B (128 experts of 768, top 8, head_dim 128, q/k norms), "
-          "trained here at 4096 tokens",
-          detail::qwen3_moe("qwen3-30b-a3b", 2048, 32, 4, 768, 48, 151936, 4096, 128, 8)},
+    entry{
+        "qwen3-30b-a3b",
+        "Qwen team 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B (128 experts of 768, top 8, head_dim 128, q/k norms), "
+        "trained here at 4096 tokens",
+        detail::qwen3_moe("qwen3-30b-a3b", 2048, 32, 4, 768, 48, 151936, 4096, 128, 8)},
     entry{"nemotron4-15b",
-          "Parmar et al. 2024 (Nemotron-4 15B Technical Report, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV "
+          "Parmar et al. 2024 (Nemotron-4 15B Technical Report, Table 1: 32 layers, hidden 6144, 48 heads, 8 "
+          "KV "
           "heads, squared ReLU, RoPE, 256,000 vocabulary, sequence 4096); MLP 4 x hidden, rotary on half of "
           "each head as NeMo's Nemotron-4 configs",
           detail::nemotron4("nemotron4-15b", 6144, 48, 8, 24576, 32)},

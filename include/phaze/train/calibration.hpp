@@ -26,12 +26,13 @@ namespace phaze::train {
 /// The factors. Time multipliers (1: the model as published) and fixed times (0: none). Each lies within
 /// the bounds of calibration_factors below, and a calibrated kernel is never faster than its roofline.
 struct calibration {
-  double gemm = 1.0;           ///< every GEMM's time (hw::calibration_factors::gemm)
-  double attention = 1.0;      ///< fused attention's time (hw::calibration_factors::attention)
-  double memory = 1.0;         ///< memory-bound kernels' time (hw::calibration_factors::memory)
-  double collective = 1.0;     ///< collectives' time (cluster::collective_efficiency::calibrated)
-  double microbatch_s = 0.0;   ///< seconds each stage adds per microbatch (training_knobs::microbatch_overhead)
-  double step_s = 0.0;         ///< seconds each iteration adds (training_knobs::step_overhead)
+  double gemm = 1.0;        ///< every GEMM's time (hw::calibration_factors::gemm)
+  double attention = 1.0;   ///< fused attention's time (hw::calibration_factors::attention)
+  double memory = 1.0;      ///< memory-bound kernels' time (hw::calibration_factors::memory)
+  double collective = 1.0;  ///< collectives' time (cluster::collective_efficiency::calibrated)
+  double microbatch_s =
+      0.0;              ///< seconds each stage adds per microbatch (training_knobs::microbatch_overhead)
+  double step_s = 0.0;  ///< seconds each iteration adds (training_knobs::step_overhead)
   friend constexpr bool operator==(const calibration&, const calibration&) = default;
 };
 
@@ -83,9 +84,9 @@ inline void check_calibration(const calibration& c) {
   }
 }
 
-/// The device `d` with calibration `cal`'s kernel factors (a datasheet device; a systolic design, which has no
-/// measured stack, as it is). A factor out of its bounds is input_error (check_calibration), here and in the
-/// other two.
+/// The device `d` with calibration `cal`'s kernel factors (a datasheet device; a systolic design, which has
+/// no measured stack, as it is). A factor out of its bounds is input_error (check_calibration), here and in
+/// the other two.
 inline hw::device calibrated(hw::device d, const calibration& cal) {
   check_calibration(cal);
   if (d.kind == hw::device_kind::datasheet) d.sheet.calibrated = {cal.gemm, cal.attention, cal.memory};
@@ -121,16 +122,16 @@ struct calibration_run {
   double measured_s = 0.0;
 };
 
-/// The most fits a cross-validation of one subset of factors runs: leave-one-out up to this many runs, as many
-/// folds beyond.
+/// The most fits a cross-validation of one subset of factors runs: leave-one-out up to this many runs, as
+/// many folds beyond.
 inline constexpr std::size_t max_calibration_folds = 12;
 
 /// The outcome of a fit: the factors, which were fitted, and how well they fit.
 struct calibration_fit {
   calibration factors;
-  std::vector<std::string> fitted;      ///< names of the fitted factors, in calibration_factors() order
-  std::vector<double> before;           ///< per run: relative error of the uncalibrated model
-  std::vector<double> after;            ///< per run: relative error with the fitted factors
+  std::vector<std::string> fitted;  ///< names of the fitted factors, in calibration_factors() order
+  std::vector<double> before;       ///< per run: relative error of the uncalibrated model
+  std::vector<double> after;        ///< per run: relative error with the fitted factors
   /// per run: relative error when fitted without it (leave-one-out, or in one of 12 folds beyond 12 runs;
   /// empty with fewer than 3 runs)
   std::vector<double> leave_one_out;
@@ -162,12 +163,15 @@ inline double calibration_loss(const std::vector<const calibration_run*>& runs, 
 /// logarithm of a multiplier, the square root of a fixed time (fine near zero, where they mostly land); a
 /// point outside the bounds is clamped to them. 500 iterations at most, or until the simplex's losses differ
 /// by less than 1e-14. Deterministic.
-inline calibration fit_factors(const std::vector<const calibration_run*>& runs, const std::vector<std::size_t>& free) {
+inline calibration fit_factors(const std::vector<const calibration_run*>& runs,
+                               const std::vector<std::size_t>& free) {
   const auto& all = calibration_factors();
   const std::size_t d = free.size();
   calibration neutral;
   if (d == 0) return neutral;
-  auto to_x = [&](std::size_t j, double v) { return all[free[j]].neutral > 0.0 ? std::log(v) : std::sqrt(v); };
+  auto to_x = [&](std::size_t j, double v) {
+    return all[free[j]].neutral > 0.0 ? std::log(v) : std::sqrt(v);
+  };
   auto from_x = [&](std::size_t j, double x) {
     const calibration_factor& f = all[free[j]];
     const double v = f.neutral > 0.0 ? std::exp(x) : x * x;
@@ -192,7 +196,8 @@ inline calibration fit_factors(const std::vector<const calibration_run*>& runs, 
   std::vector<std::size_t> order(d + 1);
   for (int iteration = 0; iteration < 500; ++iteration) {
     for (std::size_t i = 0; i <= d; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return losses[a] < losses[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return losses[a] < losses[b]; });
     const std::size_t best = order.front();
     const std::size_t worst = order.back();
     const std::size_t second = order[d - 1];
@@ -230,7 +235,8 @@ inline calibration fit_factors(const std::vector<const calibration_run*>& runs, 
       } else {
         for (std::size_t i = 0; i <= d; ++i) {
           if (i == best) continue;
-          for (std::size_t j = 0; j < d; ++j) points[i][j] = points[best][j] + 0.5 * (points[i][j] - points[best][j]);
+          for (std::size_t j = 0; j < d; ++j)
+            points[i][j] = points[best][j] + 0.5 * (points[i][j] - points[best][j]);
           losses[i] = loss(points[i]);
         }
       }
@@ -251,10 +257,10 @@ inline double relative_error(const calibration_run& r, const calibration& c) {
 /// Fits a calibration to `runs` (at least one). With n runs it fits at most min(n - 1, 3) factors (one with a
 /// single run), chosen by forward selection: starting from none, it adds one factor at a time, the one whose
 /// subset has the least leave-one-out error (the mean absolute relative error of each run predicted by the
-/// factors fitted to the others; with fewer than three runs, the fit's own error; ties to the earlier factor),
-/// and keeps the best subset on that path, the empty one (no calibration) included, a larger one only when
-/// its error is a tenth of a point lower. A factor none of the runs is sensitive to (its bounds change no
-/// prediction by more than 0.1%) is never taken. Reports the errors before, after, and left out.
+/// factors fitted to the others; with fewer than three runs, the fit's own error; ties to the earlier
+/// factor), and keeps the best subset on that path, the empty one (no calibration) included, a larger one
+/// only when its error is a tenth of a point lower. A factor none of the runs is sensitive to (its bounds
+/// change no prediction by more than 0.1%) is never taken. Reports the errors before, after, and left out.
 inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs) {
   if (runs.empty()) throw input_error("calibration needs at least one measured run");
   for (const auto& r : runs) {
@@ -276,7 +282,8 @@ inline calibration_fit fit_calibration(const std::vector<calibration_run>& runs)
     bool seen = false;
     for (const auto& r : runs) {
       const double base = r.predict(neutral);
-      if (std::abs(r.predict(lo) - base) > 1e-3 * base || std::abs(r.predict(hi) - base) > 1e-3 * base) seen = true;
+      if (std::abs(r.predict(lo) - base) > 1e-3 * base || std::abs(r.predict(hi) - base) > 1e-3 * base)
+        seen = true;
     }
     if (seen) visible.push_back(i);
   }

@@ -370,7 +370,8 @@ namespace rules {
   throw input_error(
       "with the interleaved schedule the transformer blocks must split evenly into pp * vp model chunks; "
       "choose --pp and --vp whose product divides the layer count, count the embedding and loss as layers "
-      "as Megatron-Core can (--account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split), "
+      "as Megatron-Core can (--account-for-embedding-in-pipeline-split, "
+      "--account-for-loss-in-pipeline-split), "
       "or give the blocks per stage (--stage-blocks)");
 }
 [[noreturn]] inline void interleaved_schedule_needs_microbatches_divisible_by_pp() {
@@ -379,7 +380,8 @@ namespace rules {
       "a multiple of pp (Megatron-LM's rule); change --global-batch, --microbatch or --pp");
 }
 [[noreturn]] inline void fsdp_shard_must_not_be_negative() {
-  throw input_error("--fsdp-shard is the ranks each state is sharded over: give N >= 1 (or leave it out: all)");
+  throw input_error(
+      "--fsdp-shard is the ranks each state is sharded over: give N >= 1 (or leave it out: all)");
 }
 [[noreturn]] inline void fsdp_shard_needs_fsdp() {
   throw input_error(
@@ -397,9 +399,10 @@ namespace rules {
       "shard over every data-parallel rank");
 }
 [[noreturn]] inline void pipeline_layers_must_divide_into_stages(std::int64_t layers, int pp,
-                                                                  std::int64_t chunks) {
+                                                                 std::int64_t chunks) {
   throw input_error(
-      "with the embedding or the loss counted as a pipeline layer (--account-for-embedding-in-pipeline-split, "
+      "with the embedding or the loss counted as a pipeline layer "
+      "(--account-for-embedding-in-pipeline-split, "
       "--account-for-loss-in-pipeline-split) the " +
       std::to_string(layers) + " layers must divide into the " + std::to_string(pp * chunks) +
       " model chunks (pp x vp), as Megatron-Core requires; choose a pp (and vp) that divides them, or drop "
@@ -408,7 +411,8 @@ namespace rules {
 [[noreturn]] inline void pipeline_layers_need_a_transformer() {
   throw input_error(
       "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
-      "transformer's blocks; for a composite model drop them and give its layers per stage with --stage-blocks");
+      "transformer's blocks; for a composite model drop them and give its layers per stage with "
+      "--stage-blocks");
 }
 [[noreturn]] inline void interleaved_schedule_needs_identical_blocks() {
   throw input_error(

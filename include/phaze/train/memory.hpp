@@ -182,20 +182,22 @@ inline constexpr auto uniform_stage =
   return s;
 };
 
-/// Megatron-Core's even split of a transformer over `stages` pipeline stages under the knobs `k`: uniform_stage
-/// for each stage, or, where the embedding or the loss counts as a pipeline layer (training_knobs::
-/// embedding_in_pipeline_split, loss_in_pipeline_split), every one of the stages x chunks model chunks gets
-/// (blocks + counted layers) / (stages x chunks) layers and the first chunk (on stage 0) and the last (on the
-/// last stage) hold the embedding and the loss in place of a block each (TransformerBlock's
-/// get_num_layers_to_build and layer offsets, Megatron-Core core_r0.11.0). train::validate checks that the
-/// layers divide; here a remainder is an input_error.
-constexpr std::vector<stage_layers> uniform_split(const model::model& m, int stages, const training_knobs& k) {
+/// Megatron-Core's even split of a transformer over `stages` pipeline stages under the knobs `k`:
+/// uniform_stage for each stage, or, where the embedding or the loss counts as a pipeline layer
+/// (training_knobs:: embedding_in_pipeline_split, loss_in_pipeline_split), every one of the stages x chunks
+/// model chunks gets (blocks + counted layers) / (stages x chunks) layers and the first chunk (on stage 0)
+/// and the last (on the last stage) hold the embedding and the loss in place of a block each
+/// (TransformerBlock's get_num_layers_to_build and layer offsets, Megatron-Core core_r0.11.0).
+/// train::validate checks that the layers divide; here a remainder is an input_error.
+constexpr std::vector<stage_layers> uniform_split(const model::model& m, int stages,
+                                                  const training_knobs& k) {
   std::vector<stage_layers> split;
   if (!counts_embedding_or_loss(k)) {
     for (int i = 0; i < stages; ++i) split.push_back(uniform_stage(m, stages, i));
     return split;
   }
-  const std::int64_t chunks = k.schedule == pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
+  const std::int64_t chunks =
+      k.schedule == pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
   const std::int64_t layers = pipeline_split_layers(model::body_nodes(m), k);
   if (layers % (static_cast<std::int64_t>(stages) * chunks) != 0)
     rules::pipeline_layers_must_divide_into_stages(layers, stages, chunks);
@@ -238,10 +240,11 @@ inline constexpr auto microbatches_in_flight =
 /// A stage split from blocks per stage (the embedding joins the first stage, the head the last), as
 /// `phaze estimate --stage-blocks` takes it. Throws input_error unless there is one count per stage and the
 /// counts add up to the model's blocks; a stage may hold no block (the first and last still hold the
-/// embedding and the head; an interior one only passes the activations on, as AMP's cut points allow). Under the interleaved schedule of `virtual_stages` chunks per stage every
-/// stage's count must divide into them: Megatron-Core builds each chunk of a stage with the same number of
-/// layers and stops with "number of layers at last stage ... must be divisible by virtual pipeline parallel
-/// degree" otherwise (its uneven pipeline, --decoder-first/last-pipeline-num-layers with virtual stages).
+/// embedding and the head; an interior one only passes the activations on, as AMP's cut points allow). Under
+/// the interleaved schedule of `virtual_stages` chunks per stage every stage's count must divide into them:
+/// Megatron-Core builds each chunk of a stage with the same number of layers and stops with "number of layers
+/// at last stage ... must be divisible by virtual pipeline parallel degree" otherwise (its uneven pipeline,
+/// --decoder-first/last-pipeline-num-layers with virtual stages).
 inline std::vector<stage_layers> split_of_blocks(const model::model& m,
                                                  const std::vector<std::int64_t>& blocks, int stages,
                                                  int virtual_stages = 1, bool embedding_layer = false,
@@ -308,8 +311,8 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
     r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
     r.gradients = bytes{parameters * per.gradients};
   }
-  r.optimizer = bytes{optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer || k.fsdp, shard,
-                                            expert_shard)};
+  r.optimizer = bytes{
+      optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer || k.fsdp, shard, expert_shard)};
   r.activations =
       activations * microbatches_in_flight(k.schedule, stage, stages, microbatches, k.virtual_stages) +
       working_set;

@@ -392,8 +392,8 @@ class step_model {
     const double chunk_count = static_cast<double>(v);
     const double group =
         static_cast<double>(std::min<std::int64_t>(s.pp, std::max<std::int64_t>(s.microbatches, 1)));
-    const seconds last = exposed_after(total / chunk_count, std::max(1.0, buckets / chunk_count),
-                                       window / chunk_count);
+    const seconds last =
+        exposed_after(total / chunk_count, std::max(1.0, buckets / chunk_count), window / chunk_count);
     const seconds backlog =
         std::max(seconds{0.0}, (total - window * group) * ((chunk_count - 1.0) / chunk_count));
     return last + backlog;
@@ -426,8 +426,8 @@ class step_model {
     if (knobs_.fsdp) return seconds{0.0};  // every microbatch's: exposed_fully_sharded
     const seconds all = gradient_sync(parameters, s, expert) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
     if (!knobs_.overlap_grad_reduce) return all;
-    return with_overlap_cost(
-        all, exposed_over_chunks(all, gradient_buckets(parameters, s), overlap_windows(stage_time).second, s));
+    return with_overlap_cost(all, exposed_over_chunks(all, gradient_buckets(parameters, s),
+                                                      overlap_windows(stage_time).second, s));
   }
 
   /// The distributed optimizer's all-gather of the updated weights (none without the distributed
@@ -478,8 +478,8 @@ class step_model {
       const bytes_per_parameter per = state_bytes_of(knobs_);
       const seconds inside = ring_sync(parameters, group, s.tp, s);
       gather = inside * (0.5 * (knobs_.fp8_param_gather ? 1.0 : per.weights) / per.gradients);
-      reduce = inside * 0.5 + ring_sync(parameters / static_cast<double>(group),
-                                        s.gradient_ranks() / group, s.tp * group, s);
+      reduce = inside * 0.5 + ring_sync(parameters / static_cast<double>(group), s.gradient_ranks() / group,
+                                        s.tp * group, s);
     }
     const double units = gradient_buckets(parameters, s);
     const auto [forward, backward] = overlap_windows(stage_time);
@@ -735,8 +735,8 @@ seconds tp_overlap_savings(const Ops& ops, const Costs& costs, int tp) {
 /// Streaming multiprocessors Transformer Engine's userbuffers take from the GEMMs they overlap under
 /// --tp-comm-overlap, in its default configuration (transformer_engine/pytorch/module/base.py, initialize_ub
 /// and get_default_config, v2.x): the reduce-scatters after the row-parallel forward GEMMs ("pipeline":
-/// proj_fprop, fc2_fprop) and the bulk overlaps of the column-parallel layers' backward GEMMs ("bulk": qkv and
-/// fc1 dgrad and wgrad) run on num_sm = 16 SMs with set_sm_margin, so those GEMMs run on the others; its
+/// proj_fprop, fc2_fprop) and the bulk overlaps of the column-parallel layers' backward GEMMs ("bulk": qkv
+/// and fc1 dgrad and wgrad) run on num_sm = 16 SMs with set_sm_margin, so those GEMMs run on the others; its
 /// ring-exchange overlaps (the all-gathers before the column-parallel forward GEMMs and the row-parallel
 /// input-gradient GEMMs) move data with the copy engines.
 inline constexpr int tp_overlap_sm_margin = 16;
@@ -779,8 +779,8 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   if (tp_overlap && l.shape.sequence_parallel && l.shape.tp > 1 && d.kind == hw::device_kind::datasheet) {
     const auto table = cost::layer_costs(l, d, tp);
     const auto backward_ops = model::backward(l);
-    const seconds forward = tp_overlap_savings(l.ops, table.forward, l.shape.tp) -
-                            tp_overlap_sm_cost(l.ops, d, tp, true);
+    const seconds forward =
+        tp_overlap_savings(l.ops, table.forward, l.shape.tp) - tp_overlap_sm_cost(l.ops, d, tp, true);
     const seconds backward = tp_overlap_savings(backward_ops, table.backward, l.shape.tp) -
                              tp_overlap_sm_cost(backward_ops, d, tp, false);
     r.t.forward -= forward;
