@@ -450,14 +450,8 @@ int run_plan(const plan_options& o) {
   fixed.pp = o.pp;
   if (train::counts_embedding_or_loss(base) && model::composite(m))
     train::rules::pipeline_layers_need_a_transformer();
-  if (o.pp && train::counts_embedding_or_loss(base)) {
-    // A fixed depth the counted layers do not divide into: Megatron-Core's rule, named (not "no plan").
-    const std::int64_t chunks =
-        base.schedule == train::pipeline_schedule::interleaved ? std::max(base.virtual_stages, 1) : 1;
-    const std::int64_t layers = train::pipeline_split_layers(model::body_nodes(m), base);
-    if (layers % (static_cast<std::int64_t>(*o.pp) * chunks) != 0)
-      train::rules::pipeline_layers_must_divide_into_stages(layers, *o.pp, chunks);
-  }
+  // A fixed depth the counted layers do not divide into: Megatron-Core's rule, named (not "no plan").
+  if (o.pp) train::check_pipeline_split_layers(model::body_nodes(m), *o.pp, base);
   if (o.emit == "megatron" && base.fsdp) {
     // Megatron-LM core_r0.11.0 runs FSDP2 without pipeline or expert parallelism (validate_args).
     if ((o.pp && *o.pp != 1) || (o.ep && *o.ep != 1))

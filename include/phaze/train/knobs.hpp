@@ -3,6 +3,7 @@
 /// distributed optimizer, pipeline schedule) and parallel degrees, with the rules a runnable plan obeys.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -459,6 +460,18 @@ constexpr std::int64_t pipeline_split_layers(std::int64_t blocks, const training
   return blocks + (k.embedding_in_pipeline_split ? 1 : 0) + (k.loss_in_pipeline_split ? 1 : 0);
 }
 
+/// Megatron-Core's rule for the counted layers (pipeline_split_layers) of a model of `blocks` blocks: they
+/// divide into pp x vp model chunks (pp x 1 without the interleaved schedule); throws input_error otherwise.
+/// Nothing to check where neither layer counts.
+constexpr void check_pipeline_split_layers(std::int64_t blocks, int pp, const training_knobs& k) {
+  if (!counts_embedding_or_loss(k)) return;
+  const std::int64_t chunks =
+      k.schedule == pipeline_schedule::interleaved ? std::max<std::int64_t>(k.virtual_stages, 1) : 1;
+  const std::int64_t layers = pipeline_split_layers(blocks, k);
+  if (layers % (static_cast<std::int64_t>(pp) * chunks) != 0)
+    rules::pipeline_layers_must_divide_into_stages(layers, pp, chunks);
+}
+
 struct knob_space;      // train/knob_space.hpp
 struct training_space;  // train/knob_space.hpp
 
@@ -522,10 +535,8 @@ struct validate_fn {
         rules::interleaved_schedule_needs_microbatches_divisible_by_pp();
     }
     if (uniform_split && counts_embedding_or_loss(k)) {
-      const std::int64_t chunks = k.schedule == pipeline_schedule::interleaved ? k.virtual_stages : 1;
       if (model::composite(m)) rules::pipeline_layers_need_a_transformer();
-      if (pipeline_split_layers(blocks, k) % (static_cast<std::int64_t>(p.pp) * chunks) != 0)
-        rules::pipeline_layers_must_divide_into_stages(pipeline_split_layers(blocks, k), p.pp, chunks);
+      check_pipeline_split_layers(blocks, p.pp, k);
     }
     // Megatron-Core runs a mixture of experts under tensor parallelism with sequence parallelism only.
     for (const auto& kind : m.kinds) {

@@ -196,12 +196,8 @@ constexpr std::vector<stage_layers> uniform_split(const model::model& m, int sta
     for (int i = 0; i < stages; ++i) split.push_back(uniform_stage(m, stages, i));
     return split;
   }
-  const std::int64_t chunks =
-      k.schedule == pipeline_schedule::interleaved ? std::max(k.virtual_stages, 1) : 1;
-  const std::int64_t layers = pipeline_split_layers(model::body_nodes(m), k);
-  if (layers % (static_cast<std::int64_t>(stages) * chunks) != 0)
-    rules::pipeline_layers_must_divide_into_stages(layers, stages, chunks);
-  const std::int64_t per_stage = layers / stages;
+  check_pipeline_split_layers(model::body_nodes(m), stages, k);
+  const std::int64_t per_stage = pipeline_split_layers(model::body_nodes(m), k) / stages;
   for (int i = 0; i < stages; ++i) {
     stage_layers s;
     s.embedding = i == 0;

@@ -449,9 +449,15 @@ class step_model {
   /// other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16, 1 with
   /// fp8_param_gather; the embedding's FP8-less weights left out) where the reduce-scatter carries gradients.
   [[nodiscard]] seconds weight_gather(double parameters, const plan_shape& s, double expert = 0.0) const {
+    return gradient_sync(parameters, s, expert) * weight_gather_share();
+  }
+
+  /// The share of an all-reduce of the gradients that the all-gather of the same weights over the same ranks
+  /// takes: half of the rings, carrying weights (2 bytes in bf16 and fp16, 1 with fp8_param_gather) where the
+  /// all-reduce carries gradients.
+  [[nodiscard]] double weight_gather_share() const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
-    const double carried = knobs_.fp8_param_gather ? 1.0 : per.weights;
-    return gradient_sync(parameters, s, expert) * (0.5 * carried / per.gradients);
+    return 0.5 * (knobs_.fp8_param_gather ? 1.0 : per.weights) / per.gradients;
   }
 
   /// Fully sharded data parallelism's communication (training_knobs::fsdp) as it adds to the iteration, for
@@ -475,9 +481,8 @@ class step_model {
     seconds reduce = gradient_sync(parameters, s, expert) * 0.5;
     if (group != s.gradient_ranks()) {
       // Inside the group: the same rings over g ranks (no experts: train::validate refuses them here).
-      const bytes_per_parameter per = state_bytes_of(knobs_);
       const seconds inside = ring_sync(parameters, group, s.tp, s);
-      gather = inside * (0.5 * (knobs_.fp8_param_gather ? 1.0 : per.weights) / per.gradients);
+      gather = inside * weight_gather_share();
       reduce = inside * 0.5 + ring_sync(parameters / static_cast<double>(group), s.gradient_ranks() / group,
                                         s.tp * group, s);
     }
