@@ -329,12 +329,15 @@ inline std::int64_t sliding_window(const reader& r) {
   return r.size("sliding_window").value_or(0);
 }
 
-inline transformer_config llama(const reader& r) {
+/// The fields of a decoder with rotary positions and grouped key/value heads (Llama and the types built like
+/// it, Nemotron): common_fields, the training sequence, key/value heads and head_dim.
+inline transformer_config rotary_decoder(const reader& r) {
   transformer_config c = common_fields(r, family::llama, "intermediate_size");
   // Rotary positions have no table: the context is kept (as max_positions) only where it is longer than the
   // sequence the model trains at.
   if (c.sequence > hf_default_training_sequence) c.max_positions = c.sequence;
   c.sequence = rotary_training_sequence(c.sequence);
+  c.positions = position_kind::rotary;
   c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
   // Newer configs spell head_dim out even when it is hidden / heads; keep 0 (the default) in that case.
   // transformers' Qwen3Config and Qwen3MoeConfig default it to 128 whatever hidden / heads is.
@@ -343,8 +346,20 @@ inline transformer_config llama(const reader& r) {
                                         : qwen3_type(r.model_type()) ? std::optional<std::int64_t>{128}
                                                                      : std::nullopt;
   if (d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads)) c.head_dim = *d;
+  return c;
+}
+
+/// The share of each head rotary embedding touches, in (0, 1], from `field` (`partial_rotary_factor`,
+/// GPT-NeoX's `rotary_pct`); `fallback` when absent.
+inline double rotary_share(const reader& r, std::string_view field, double fallback) {
+  const double f = r.number(field, fallback);
+  if (!(f > 0.0 && f <= 1.0)) field_error(field, "must lie in (0, 1], got " + shown(*r.get(field)));
+  return f;
+}
+
+inline transformer_config llama(const reader& r) {
+  transformer_config c = rotary_decoder(r);
   c.norm = norm_kind::rmsnorm;
-  c.positions = position_kind::rotary;
   c.tied_embeddings = r.flag("tie_word_embeddings", r.model_type() == "gemma");
   c.dropout = r.any_dropout({"attention_dropout"}, 0.0);
   c.attention_window = sliding_window(r);
@@ -376,10 +391,7 @@ inline transformer_config llama(const reader& r) {
     // Phi-3: the Llama block with fused qkv and gate_up projections (the same GEMMs), rotary positions on
     // partial_rotary_factor of each head (Phi3Config default 1.0), dropout after the residual branches and
     // the embedding (resid_pdrop, embd_pdrop) and on the attention probabilities.
-    c.rotary_fraction = r.number("partial_rotary_factor", 1.0);
-    if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0))
-      field_error("partial_rotary_factor",
-                  "must lie in (0, 1], got " + shown(*r.get("partial_rotary_factor")));
+    c.rotary_fraction = rotary_share(r, "partial_rotary_factor", 1.0);
     c.dropout = r.any_dropout({"resid_pdrop", "embd_pdrop", "attention_dropout"}, 0.0);
   }
   return c;
@@ -390,17 +402,9 @@ inline transformer_config llama(const reader& r) {
 /// rotary positions on partial_rotary_factor of each head (NemotronConfig default 0.5), a two-matrix MLP with
 /// squared ReLU ("relu2"; no gate), no biases, untied embeddings.
 inline transformer_config nemotron(const reader& r) {
-  transformer_config c = common_fields(r, family::llama, "intermediate_size");
-  if (c.sequence > hf_default_training_sequence) c.max_positions = c.sequence;
-  c.sequence = rotary_training_sequence(c.sequence);
-  c.kv_heads = r.size("num_key_value_heads").value_or(c.heads);
-  if (const auto d = r.size("head_dim"); d && (c.hidden % c.heads != 0 || *d != c.hidden / c.heads))
-    c.head_dim = *d;
+  transformer_config c = rotary_decoder(r);
   c.norm = norm_kind::layernorm;
-  c.positions = position_kind::rotary;
-  c.rotary_fraction = r.number("partial_rotary_factor", 0.5);
-  if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0))
-    field_error("partial_rotary_factor", "must lie in (0, 1], got " + shown(*r.get("partial_rotary_factor")));
+  c.rotary_fraction = rotary_share(r, "partial_rotary_factor", 0.5);
   const std::string act = r.text("hidden_act").value_or("relu2");
   if (act == "relu2") {
     c.mlp = mlp_kind::squared_relu;
@@ -511,10 +515,7 @@ inline transformer_config gpt_neox(const reader& r) {
   transformer_config c = common_fields(r, family::neox, "intermediate_size");
   c.positions = position_kind::rotary;
   const std::string_view pct_field = r.get("rotary_pct") != nullptr ? "rotary_pct" : "partial_rotary_factor";
-  c.rotary_fraction = r.number(pct_field, 0.25);  // HF GPTNeoXConfig default rotary_pct = 0.25
-  if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) {
-    field_error(pct_field, "must lie in (0, 1], got " + shown(*r.get(pct_field)));
-  }
+  c.rotary_fraction = rotary_share(r, pct_field, 0.25);  // HF GPTNeoXConfig default rotary_pct = 0.25
   c.mlp = r.activation("hidden_act", "gelu");
   c.parallel_residual = r.flag("use_parallel_residual", true);
   c.bias = r.flag("attention_bias", true);
@@ -582,13 +583,8 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::falcon(r);
     } else if (type == "bert") {
       c = hf::bert(r);
-    } else if (type == "gpt_neox") {
-      c = hf::gpt_neox(r);
     } else {
-      std::string supported;
-      for (const auto t : hf_model_types) supported += (supported.empty() ? "" : ", ") + std::string{t};
-      hf::field_error("model_type",
-                      "is \"" + type + "\", which phaze cannot import; supported: " + supported);
+      c = hf::gpt_neox(r);  // the last of hf_model_types: any type outside them was refused above
     }
     hf::check_attention(r, c);
 
