@@ -173,9 +173,8 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
     return "Megatron-LM core_r0.11.0's FSDP2 keeps and reduces gradients in bf16; add "
            "--grad-reduce-in-bf16 so that phaze costs them so";
   if (c.experts > 0 && train::counts_embedding_or_loss(k))
-    return "Megatron-LM core_r0.11.0 refuses --account-for-embedding/loss-in-pipeline-split beside a mixture "
-           "of "
-           "experts' load-balancing loss (validate_args)";
+    return "Megatron-LM core_r0.11.0 refuses --account-for-embedding/loss-in-pipeline-split beside a "
+           "mixture of experts' load-balancing loss (validate_args)";
   if (k.fsdp && k.fsdp_shard > 0)
     return "its states are sharded over groups of data-parallel ranks (--fsdp-shard), and Megatron-LM "
            "core_r0.11.0's --use-torch-fsdp2 shards over all of them";
@@ -536,8 +535,7 @@ int run_plan(const plan_options& o) {
       throw infeasible_error(
           "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts; with "
           "the embedding or loss counted as layers and no interleaving, core_r0.11.0 also needs the blocks "
-          "to "
-          "divide over the stages between them); drop --emit megatron to see the other plans");
+          "to divide over the stages between them); drop --emit megatron to see the other plans");
     }
     emit(*even_runnable);
     return 0;
@@ -744,9 +742,6 @@ command add_plan_command(CLI::App& root) {
   add_format_option(*parser, o->format);
   return {
       parser, [o, parser] {
-        // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
-        // not carry it): when no placer was asked for, that split is the one searched, as the
-        // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.
         // Megatron-Core's split with the embedding or loss counted as a layer is its even split: searched
         // with the uniform placer, and a placer that splits unevenly is refused (Megatron-Core does not take
         // --decoder-first/last-pipeline-num-layers with those flags).
@@ -759,6 +754,9 @@ command add_plan_command(CLI::App& root) {
                 "uneven splits");
           o->placer = "uniform";
         }
+        // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
+        // not carry it): when no placer was asked for, that split is the one searched, as the
+        // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.
         if (parser->get_option("--placer")->count() == 0 && o->layer_table.empty() && o->ep && *o->ep > 1) {
           o->placer = "uniform";
           fmt::print(stderr,
