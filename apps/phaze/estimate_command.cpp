@@ -95,7 +95,7 @@ int run_estimate(const estimate_options& o) {
         "the plan does not fit: stage {} needs {} per device but {} holds {}; use more pipeline or tensor "
         "parallelism, a smaller microbatch, recomputation, the distributed optimizer or --fsdp",
         i, io::format_bytes(e.stages[i].memory),
-        c.device_at(static_cast<int>(i) * p.tp * p.cp * p.dp).name.view(),
+        io::stage_device_text(c, static_cast<std::int64_t>(i) * p.tp * p.cp * p.dp, e.stages[i]),
         io::format_bytes(e.stages[i].capacity)));
   }
   return 0;

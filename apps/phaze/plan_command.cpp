@@ -57,6 +57,7 @@ struct plan_options {
   std::int64_t rank_iterations = 20000;
   std::string layer_table;
   std::string placer = "chain";
+  bool placer_given = false;  // --placer was on the command line
   std::string solver = "ilp";
   std::string format = "table";
   std::string report;  // --report DIR: the best plan's report (empty: none)
@@ -238,6 +239,13 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (c.mlp == model::mlp_kind::swiglu) out += " --swiglu";
   if (c.mlp == model::mlp_kind::squared_relu) out += " --squared-relu";
   if (c.qk_norm) out += " --qk-layernorm";
+  if (c.latent_attention()) {
+    // Megatron-Core's MLASelfAttention; --qk-layernorm there is the RMSNorm over each latent.
+    out += " --multi-latent-attention";
+    if (c.q_lora_rank > 0) out += fmt::format(" --q-lora-rank {}", c.q_lora_rank);
+    out += fmt::format(" --kv-lora-rank {} --qk-head-dim {} --qk-pos-emb-head-dim {} --v-head-dim {} --qk-layernorm",
+                       c.kv_lora_rank, c.head_dim_or_default(), c.rope_head_dim, c.value_head_dim());
+  }
   if (c.positions == model::position_kind::rotary) {
     out += " --position-embedding-type rope";
     if (c.rotary_fraction < 1.0) out += fmt::format(" --rotary-percent {}", c.rotary_fraction);
@@ -255,6 +263,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
         c.experts, c.top_k, c.expert_ffn_or_default(), r.parallel.ep);
     if (c.shared_expert_ffn > 0)
       out += fmt::format(" --moe-shared-expert-intermediate-size {}", c.shared_expert_ffn);
+    if (c.sigmoid_router) out += " --moe-router-score-function sigmoid";
     if (c.dense_layers > 0)
       out += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", c.dense_layers, c.layers - c.dense_layers);
     if (c.capacity_factor > 0.0)
@@ -433,6 +442,18 @@ int run_plan(const plan_options& o) {
           "parallelism; give --placer uniform (or no --placer, which then uses it)");
     }
     fixed.expert_parallel = {*o.ep};
+  } else if (m.config.experts > 1 && o.layer_table.empty() && (!o.placer_given || o.placer == "uniform") &&
+             !(o.emit == "megatron" && base.fsdp)) {
+    // Expert parallelism is a choice of the plan: every power of two that divides the experts and fits the
+    // devices, each where it divides dp (plan_search), on Megatron-LM's even split (the placers that split
+    // stages unevenly do not carry it).
+    fixed.placement = place::stage_placement::uniform;
+    for (int ep = 1; ep <= m.config.experts && ep <= c.devices(); ep *= 2)
+      if (m.config.experts % ep == 0) fixed.expert_parallel.push_back(ep);
+    fmt::print(stderr,
+               "phaze: note: expert parallelism is searched (--ep {}) with Megatron-LM's uniform split; give "
+               "--ep to fix it, or --placer chain to split stages unevenly without it\n",
+               fmt::join(fixed.expert_parallel, ","));
   }
   if (!o.cp.empty()) {
     for (const int cp : o.cp) {
@@ -555,6 +576,14 @@ int run_plan(const plan_options& o) {
     report_note =
         fmt::format("\nreport in {}/ (report.html, report.md, timeline.svg, memory.svg)\n", o.report);
   }
+  // What runs stage s under the order: its device type, or the slowest of several (with all of them in
+  // text).
+  auto stage_device = [&](int s, bool text) {
+    const std::int64_t first = static_cast<std::int64_t>(s) * best.parallel.tp * best.parallel.dp;
+    const train::stage_estimate& st = best_estimate.stages.at(static_cast<std::size_t>(s));
+    return text ? io::stage_device_text(ordered, first, st)
+                : ordered.device_at(static_cast<int>(st.pacing_rank)).name.str();
+  };
   // The devices of every stage, replica and tensor-parallel group under the order.
   auto groups_json = [&] {
     auto stages = nlohmann::ordered_json::array();
@@ -562,7 +591,7 @@ int run_plan(const plan_options& o) {
       auto replicas = nlohmann::ordered_json::array();
       for (int d = 0; d < best.parallel.dp; ++d)
         replicas.push_back(place::group_devices(ordered, best.parallel, s, d));
-      stages.push_back({{"device", ordered.device_at(s * best.parallel.tp * best.parallel.dp).name.str()},
+      stages.push_back({{"device", stage_device(s, false)},
                         {"replicas", replicas}});
     }
     return stages;
@@ -647,8 +676,7 @@ int run_plan(const plan_options& o) {
   if (best.parallel.devices() <= 64) {
     print_text("devices of each stage (data-parallel replicas, each a tensor-parallel group):\n");
     for (int s = 0; s < best.parallel.pp; ++s) {
-      std::string line = fmt::format("  stage {} ({}):", s,
-                                     ordered.device_at(s * best.parallel.tp * best.parallel.dp).name.view());
+      std::string line = fmt::format("  stage {} ({}):", s, stage_device(s, true));
       for (int d = 0; d < best.parallel.dp; ++d)
         line += fmt::format(" [{}]", fmt::join(place::group_devices(ordered, best.parallel, s, d), " "));
       print_text(line + "\n");
@@ -754,6 +782,7 @@ command add_plan_command(CLI::App& root) {
                 "uneven splits");
           o->placer = "uniform";
         }
+        o->placer_given = parser->get_option("--placer")->count() > 0;
         // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
         // not carry it): when no placer was asked for, that split is the one searched, as the
         // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.

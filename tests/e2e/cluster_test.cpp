@@ -1,5 +1,6 @@
 // `phaze cluster FILE` and `--cluster FILE` on estimate and plan: a cluster file of two device types and a
-// measured link described, planned on (every stage on one device type, fitting its own devices' memory),
+// measured link described, planned on (a stage of both types paced by the slower, every stage fitting its
+// devices' memory),
 // and the exit codes for files and option mixes a user can fix (2).
 #include "run_phaze.hpp"
 
@@ -34,7 +35,8 @@ TEST_CASE("phaze cluster describes groups, bisection and the slowest links", "[e
   CHECK(contains(text.out, "bisection bandwidth"));
 }
 
-TEST_CASE("phaze plan --cluster keeps every stage on one device type and in its memory", "[e2e][cluster]") {
+TEST_CASE("phaze plan --cluster paces a stage of two types by the slower and keeps it in memory",
+          "[e2e][cluster]") {
   const auto j = run_json("plan gpt2 --cluster " + mixed +
                           " --global-batch 64 --precision fp16 --solver list "
                           "--top 3");
@@ -44,9 +46,10 @@ TEST_CASE("phaze plan --cluster keeps every stage on one device type and in its 
       CHECK(s["memory_bytes"].get<double>() <= s["capacity_bytes"].get<double>());
       const auto first = s["first_rank"].get<long long>();
       const auto last = first + s["devices"].get<long long>() - 1;
-      // Ranks 0-15 are A100s, 16-23 V100s: no stage holds both.
-      CHECK((last < 16 || first >= 16));
-      CHECK(s["device"] == (first < 16 ? "a100-80gb" : "v100-16gb"));
+      // Ranks 0-15 are A100s, 16-23 V100s: a stage holding both runs at the V100s' pace.
+      const bool both = first < 16 && last >= 16;
+      CHECK(s["device"] == (first < 16 && !both ? "a100-80gb" : "v100-16gb"));
+      CHECK(s["device_types"].size() == (both ? 2U : 1U));
     }
   }
   const auto e =
@@ -54,6 +57,17 @@ TEST_CASE("phaze plan --cluster keeps every stage on one device type and in its 
                " --tp 1 --pp 3 --global-batch 64 --microbatch 2 --stage-blocks 5,5,2 --precision fp16 "
                "--solver list");
   CHECK(e["plan"]["stages"][2]["device"] == "v100-16gb");
+  // One stage over all 24 devices: both types, the V100s pace it and their 16 GB bound its memory.
+  const auto one =
+      run_json("estimate gpt2 --cluster " + mixed +
+               " --tp 1 --pp 1 --global-batch 48 --microbatch 2 --precision fp16 --solver list");
+  const auto& stage = one["plan"]["stages"][0];
+  CHECK(stage["device"] == "v100-16gb");
+  CHECK(stage["device_types"] == nlohmann::json::array({"a100-80gb", "v100-16gb"}));
+  CHECK(stage["capacity_bytes"].get<double>() < 16e9);
+  const auto text = run_phaze("estimate gpt2 --cluster " + mixed +
+                              " --tp 1 --pp 1 --global-batch 48 --microbatch 2 --precision fp16 --solver list");
+  CHECK(contains(text.out, "v100-16gb, slowest of a100-80gb + v100-16gb"));
 }
 
 TEST_CASE("cluster files and option mixes a user can fix exit 2", "[e2e][cluster]") {

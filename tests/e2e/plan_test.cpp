@@ -4,6 +4,7 @@
 
 #include "run_phaze.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -94,6 +95,48 @@ TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed,
   const auto chain = run_phaze(mixtral + " --placer chain");
   CHECK(chain.status == 2);
   CHECK(contains(chain.err, "--placer uniform"));
+}
+
+TEST_CASE("phaze plan chooses expert parallelism for a mixture of experts", "[e2e][plan][moe]") {
+  // Without --ep every power of two dividing the experts is searched (a note names them): the best plan
+  // is at least as fast as the best at each fixed ep, and equals one of them.
+  const std::string base = "plan mixtral-8x7b --device h100-sxm --devices 64 --global-batch 256 --microbatch 1";
+  const auto chosen = run_phaze(base);
+  REQUIRE(chosen.status == 0);
+  CHECK(contains(chosen.err, "expert parallelism is searched (--ep 1,2,4,8)"));
+  const auto j = run_json(base);
+  const double best = j.at("time_per_batch_s").get<double>();
+  double fastest_fixed = 1e300;
+  for (const int ep : {1, 2, 4, 8}) {
+    const auto fixed = run_phaze(base + " --ep " + std::to_string(ep) + " --placer uniform --format json");
+    if (fixed.status != 0) continue;
+    const auto f = nlohmann::json::parse(fixed.out);
+    fastest_fixed = std::min(fastest_fixed, f.at("time_per_batch_s").get<double>());
+  }
+  CHECK(best == Approx(fastest_fixed).epsilon(1e-9));
+  CHECK(j.at("plan").at("ep").get<int>() > 1);
+  // Qwen3-30B-A3B on 64 H100s: the search reaches ep 64 and picks expert parallelism too.
+  const auto qwen = run_json("plan qwen3-30b-a3b --device h100-sxm --devices 64 --global-batch 512 --microbatch 1");
+  CHECK(qwen.at("plan").at("ep").get<int>() > 1);
+  // A placer that splits stages unevenly keeps ep 1 (no note).
+  const auto uneven = run_phaze(base + " --placer chain");
+  CHECK(uneven.status == 0);
+  CHECK_FALSE(contains(uneven.err, "expert parallelism is searched"));
+}
+
+TEST_CASE("phaze plan plans DeepSeek-V3's config and emits its latent attention", "[e2e][plan][mla]") {
+  const std::string v3 = std::string{PHAZE_TEST_DATA_DIR} + "/hf/deepseek-v3.json";
+  const auto r = run_phaze("plan " + v3 +
+                           " --device h100-sxm --devices 1024 --global-batch 4096 --seq 4096 --emit megatron");
+  REQUIRE(r.status == 0);
+  for (const char* flag : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512",
+                           "--qk-head-dim 128", "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--qk-layernorm",
+                           "--num-experts 256", "--moe-router-topk 8", "--moe-router-score-function sigmoid",
+                           "--moe-layer-freq '([0]*3+[1]*58)'", "--moe-shared-expert-intermediate-size 2048"}) {
+    INFO(flag);
+    CHECK(contains(r.out, flag));
+  }
+  CHECK_FALSE(contains(r.out, "--expert-model-parallel-size 1 "));
 }
 
 TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM arguments", "[e2e][plan]") {

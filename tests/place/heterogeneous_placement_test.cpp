@@ -1,8 +1,8 @@
 // Placement on clusters of mixed device types (AMP's heterogeneous clusters): chain_dp under step_policy
 // costs each stage on its own devices and equals an exhaustive oracle (every split of the layers into stages,
 // each timed by train::estimate_step on the true cluster); its plan is never slower, on the true cluster,
-// than the best plan found under a homogeneous assumption; a stage never spans two device types; every
-// stage fits its own devices' memory.
+// than the best plan found under a homogeneous assumption; a stage over two device types runs at the slower
+// one's pace and fits the smaller memory; every stage fits its own devices' memory.
 #include <phaze/cluster/presets.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
@@ -35,18 +35,14 @@ cluster::cluster mixed(std::initializer_list<std::pair<const char*, int>> groups
 }
 
 /// The fastest fitting plan of (tp, pp, dp) by exhaustion: every split of the embedding, the blocks and the
-/// head into pp non-empty contiguous stages, each timed by estimate_step on cluster `c`; nullopt when a stage
-/// would span two device types or nothing fits.
+/// head into pp non-empty contiguous stages, each timed by estimate_step on cluster `c`; nullopt when nothing
+/// fits.
 std::optional<double> oracle(const model::model& m, const cluster::cluster& c, const train::parallelism& p,
                              const train::training_knobs& k, const sched::schedule_cache& cache) {
   std::optional<double> best;
   phaze::test::for_each_split(m.size(), static_cast<std::size_t>(p.pp), [&](const auto& cuts) {
-    train::step_estimate e;
-    try {
-      e = train::estimate_step(m, c, p, k, cache, phaze::test::stages_of(cuts, m.size()));
-    } catch (const train::stage_spans_device_types&) {
-      return;
-    }
+    const train::step_estimate e =
+        train::estimate_step(m, c, p, k, cache, phaze::test::stages_of(cuts, m.size()));
     if (e.fits && (!best || e.time_per_batch.value() < *best)) best = e.time_per_batch.value();
   });
   return best;
@@ -174,15 +170,9 @@ TEST_CASE("a mixed cluster's plan is never slower than the plan of a homogeneous
     INFO(a << " x" << na << " + " << b << " x" << 8 - na);
     REQUIRE(aware.placed.feasible);
     if (!oblivious.placed.feasible) continue;
-    // The oblivious plan on the true cluster: a stage over two types, or one that does not fit the memory
-    // of its true devices, cannot run as planned; otherwise it is timed there.
-    train::step_estimate e;
-    try {
-      e = train::estimate_step(m, truth, oblivious.parallel, k, cache, oblivious.split);
-    } catch (const train::stage_spans_device_types&) {
-      ++unrunnable;
-      continue;
-    }
+    // The oblivious plan on the true cluster: one that does not fit the memory of its true devices cannot
+    // run as planned; otherwise it is timed there.
+    const train::step_estimate e = train::estimate_step(m, truth, oblivious.parallel, k, cache, oblivious.split);
     if (!e.fits) {
       ++unrunnable;
       continue;
@@ -192,6 +182,62 @@ TEST_CASE("a mixed cluster's plan is never slower than the plan of a homogeneous
   }
   CHECK(timed >= 3);
   CHECK(timed + unrunnable >= 12);
+}
+
+namespace {
+/// A cluster of the given groups all in one kind of node (`node_of` the first type): device types that
+/// differ only in the devices, so a stage's time and memory are what its device types make them.
+cluster::cluster same_nodes(std::initializer_list<std::pair<const char*, int>> groups, const char* node) {
+  std::vector<cluster::device_group> gs;
+  for (const auto& [name, count] : groups) gs.push_back({*hw::find_preset(name), count, cluster::node_of(node)});
+  return cluster::cluster{gs};
+}
+}  // namespace
+
+TEST_CASE("a stage over two device types runs at its slower type's pace and fits its smaller memory",
+          "[place][heterogeneous]") {
+  const model::model m = model::with_sequence(zoo::get("gpt2"), 512);
+  const sched::schedule_cache cache;
+  const auto k = fp16_knobs(32, 2);
+  const cluster::cluster half = same_nodes({{"v100-16gb", 4}, {"t4", 4}}, "t4");
+  const cluster::cluster slow = same_nodes({{"t4", 8}}, "t4");
+  const cluster::cluster fast = same_nodes({{"v100-16gb", 8}}, "t4");
+
+  // One stage over every device: the T4s pace it, and the whole iteration is the all-T4 one (same links,
+  // the optimizer step on the slowest memory, T4's 16 GB the capacity).
+  const train::parallelism flat{1, 1, 8};
+  const auto mixed_e = train::estimate_step(m, half, flat, k, cache);
+  const auto slow_e = train::estimate_step(m, slow, flat, k, cache);
+  const auto fast_e = train::estimate_step(m, fast, flat, k, cache);
+  REQUIRE(mixed_e.stages.size() == 1);
+  CHECK(mixed_e.stages[0].mixed);
+  CHECK_FALSE(slow_e.stages[0].mixed);
+  CHECK(half.device_at(static_cast<int>(mixed_e.stages[0].pacing_rank)).name.view() == "t4");
+  CHECK(mixed_e.time_per_batch.value() == Approx(slow_e.time_per_batch.value()).epsilon(1e-12));
+  CHECK(mixed_e.time_per_batch > fast_e.time_per_batch);
+  CHECK(mixed_e.stages[0].capacity ==
+        std::min(train::usable_memory(*hw::find_preset("t4"), k), train::usable_memory(*hw::find_preset("v100-16gb"), k)));
+  // The model FLOP utilization is over the mean peak of the devices used.
+  const double mean_peak = (hw::peak_matrix_flops(*hw::find_preset("t4")).value() +
+                            hw::peak_matrix_flops(*hw::find_preset("v100-16gb")).value()) /
+                           2.0;
+  CHECK(mixed_e.mfu == Approx(mixed_e.model_flops_per_device.value() / mean_peak).epsilon(1e-12));
+
+  // Two stages, the second over 2 V100s and 2 T4s: each stage's time per microbatch is that of the stage
+  // on its slowest type alone (the first all V100, the second all T4).
+  const cluster::cluster tail = same_nodes({{"v100-16gb", 6}, {"t4", 2}}, "t4");
+  const cluster::cluster split_types = same_nodes({{"v100-16gb", 4}, {"t4", 4}}, "t4");
+  const train::parallelism deep{1, 2, 4};
+  const auto e = train::estimate_step(m, tail, deep, k, cache);
+  const auto oracle = train::estimate_step(m, split_types, deep, k, cache);
+  REQUIRE(e.stages.size() == 2);
+  CHECK_FALSE(e.stages[0].mixed);
+  CHECK(e.stages[1].mixed);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(e.stages[i].per_microbatch().value() ==
+          Approx(oracle.stages[i].per_microbatch().value()).epsilon(1e-12));
+    CHECK(e.stages[i].capacity == oracle.stages[i].capacity);
+  }
 }
 
 TEST_CASE("only the chain placer places stages on a mixed cluster", "[place][heterogeneous]") {

@@ -94,8 +94,47 @@ TEST_CASE("DeepSeekMoE and Qwen-MoE configs import with shared experts and dense
   CHECK(model::parameter_count(qw) == Approx(14.3e9).epsilon(0.005));
 }
 
+TEST_CASE("DeepSeek-V2 and V3 configs import with multi-head latent attention", "[moe][hf][mla]") {
+  // DeepSeek-V2-Lite (DeepSeek-AI 2024, arXiv 2405.04434, appendix B: 15.7B parameters, 2.4B activated per
+  // token): queries projected directly (q_lora_rank null), a 512-wide key/value latent, 64 experts of 1408,
+  // 2 shared, the first block dense.
+  const model::model lite = model::from_hf_config(hf("deepseek-v2-lite.json"), "lite");
+  CHECK(lite.config.latent_attention());
+  CHECK(lite.config.q_lora_rank == 0);
+  CHECK(lite.config.kv_lora_rank == 512);
+  CHECK(lite.config.qk_head_dim() == 192);
+  CHECK(lite.config.value_head_dim() == 128);
+  CHECK(model::parameter_count(lite) == Approx(15.7e9).epsilon(0.01));
+  // One block's attention by hand: q 2048 x 16 x 192, kv_down 2048 x (512 + 64), its norm 512, kv_up
+  // 512 x 16 x (128 + 128), the output 16 x 128 x 2048.
+  const auto block = model::layer_at(lite, 1, shape_of(1, 1));
+  std::int64_t attention = 0;
+  for (const auto& o : block.ops)
+    for (const char* n : {"q", "kv_down", "kv_norm", "kv_up", "attn_out"})
+      if (o.name.view() == n) attention += o.params;
+  CHECK(attention == 2048LL * 16 * 192 + 2048LL * 576 + 512 + 512LL * 16 * 256 + 16LL * 128 * 2048);
+  // DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437, section 4.2: 671B parameters, 37B activated; the
+  // multi-token-prediction module's 14B is not part of the HF model): query latent 1536, 256 experts of 2048,
+  // top 8, one shared, the first 3 blocks dense, sigmoid scores.
+  const model::model v3 = model::from_hf_config(hf("deepseek-v3.json"), "v3");
+  CHECK(v3.config.q_lora_rank == 1536);
+  CHECK(v3.config.dense_layers == 3);
+  CHECK(v3.config.shared_expert_ffn == 2048);
+  CHECK(model::parameter_count(v3) == Approx(671e9).epsilon(0.01));
+  // Split over 8 tensor-parallel ranks, the up projections and the heads split, the down projections kept
+  // whole on every rank (Megatron-Core's "duplicated" linear layers).
+  const auto split = model::layer_at(v3, 4, shape_of(8, 1));
+  for (const auto& o : split.ops) {
+    if (o.name.view() == "kv_down") CHECK(o.params == 7168LL * (512 + 64));
+    if (o.name.view() == "q_up") CHECK(o.params == 1536LL * 128 / 8 * 192);
+  }
+}
+
 TEST_CASE("HuggingFace MoE configs phaze would cost wrong are refused, naming the field", "[moe][hf]") {
-  CHECK_THAT(input_error_of([] { (void)model::from_hf_config(hf("bad_deepseek-v2-lite.json"), "x"); }),
+  // Latent attention fields in a model type without it.
+  auto latent_llama = hf("llama-2-7b-hf.json");
+  latent_llama["kv_lora_rank"] = 512;
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(latent_llama, "x"); }),
              Catch::Contains("'kv_lora_rank'") && Catch::Contains("latent attention"));
   auto qw = hf("qwen1.5-moe-a2.7b.json");
   qw["decoder_sparse_step"] = 2;

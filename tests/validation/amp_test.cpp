@@ -11,6 +11,7 @@
 #include <phaze/cluster/presets.hpp>
 #include <phaze/core/statistics.hpp>
 #include <phaze/hw/device.hpp>
+#include <phaze/hw/presets.hpp>
 #include <phaze/model/model.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/sched/scheduler.hpp>
@@ -308,6 +309,60 @@ TEST_CASE("AMP's homogeneous trials: GPT-2 on 16 T4s, phaze's order vs measured"
   // launches, PCIe collective latency on T4s) makes the tp >= 2 trials with 16-32 microbatches slower than
   // their rank in phaze's order.
   CHECK(rho_phaze >= 0.90);
+}
+
+TEST_CASE("AMP's heterogeneous cluster: GPT-2 on 12 V100s and 4 T4s, every configuration expressed",
+          "[amp]") {
+  // AMP's third experiment (src/het_cluster.py of AMP's repository) searches the same GPT-2, batch 32, over
+  // 3 AWS p3.8xlarge and 1 g4dn.12xlarge, ranks laid node by node (V100s first). Its result log is held out
+  // of this project; the configurations it draws from are those of the homogeneous log (tp 1, 2 or 4 inside
+  // a node, dp x pp the rest, microbatch 1 to 8, cuts from the same DP), so each of those is expressed on
+  // the mixed cluster here: pp 1 and pp 2 put V100s and T4s in one stage, which runs at the T4s' pace.
+  const std::string path = amp_log_path("homogeneous_results.txt");
+  if (!std::filesystem::exists(path)) {
+    WARN("skipped: AMP's trial log " << path << " is absent (PHAZE_SHARED_DIR/validation/amp)");
+    return;
+  }
+  const amp::trial_log log = amp::read_log(path);
+  const model::model gpt2 = amp_gpt2();
+  const cluster::cluster het{{{*hw::find_preset("v100-16gb"), 12, cluster::node_of("v100-16gb")},
+                              {*hw::find_preset("t4"), 4, cluster::node_of("t4")}}};
+  const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", 16);
+  const sched::schedule_cache cache;
+  int mixed_plans = 0;
+  std::printf("\nAMP's configurations on the heterogeneous cluster (12 V100 + 4 T4), GPT-2, batch 32, fp16\n");
+  std::printf("%4s %2s %2s %2s %3s %8s %8s %8s  %s\n", "line", "tp", "dp", "pp", "mbs", "het_s", "v100_s",
+              "mixed", "cuts");
+  for (const amp::trial& t : log.trials) {
+    INFO("line " << t.line << ": cuts " << cuts_text(t.cuts) << ", microbatch " << t.microbatch);
+    const train::parallelism p{t.tp, t.pp, t.dp};
+    const train::training_knobs k = amp_knobs(log.global_batch, t.microbatch);
+    train::validate(gpt2, p, k, 16);
+    const auto split = stages_of_cuts(t.cuts);
+    const train::step_estimate e = train::estimate_step(gpt2, het, p, k, cache, split);
+    const train::step_estimate all_v100 = train::estimate_step(gpt2, v100, p, k, cache, split);
+    int mixed = 0;
+    for (std::size_t i = 0; i < e.stages.size(); ++i) {
+      const auto& st = e.stages[i];
+      const auto first = static_cast<int>(i) * t.tp * t.dp;
+      // A stage holds T4s exactly when its ranks reach device 12; then the T4s pace it.
+      const bool has_t4 = first + t.tp * t.dp > 12;
+      CHECK(st.mixed == (has_t4 && first < 12));
+      CHECK(het.device_at(static_cast<int>(st.pacing_rank)).name.view() == (has_t4 ? "t4" : "v100-16gb"));
+      // Every stage is at least as slow as on V100s alone (the T4s are slower in every layer, and every
+      // link the T4 node adds is a PCIe link or meets a V100 node's 10 Gb/s interface).
+      CHECK(st.per_microbatch().value() >= all_v100.stages[i].per_microbatch().value() * (1 - 1e-12));
+      mixed += st.mixed ? 1 : 0;
+    }
+    CHECK(e.time_per_batch.value() >= all_v100.time_per_batch.value() * (1 - 1e-12));
+    CHECK(e.time_per_batch.value() == Approx(e.breakdown.total().value()).epsilon(1e-12));
+    if (mixed > 0) ++mixed_plans;
+    std::printf("%4zu %2d %2d %2d %3lld %8.3f %8.3f %8d  %s\n", t.line, t.tp, t.dp, t.pp,
+                static_cast<long long>(t.microbatch), e.time_per_batch.value(), all_v100.time_per_batch.value(),
+                mixed, cuts_text(t.cuts).c_str());
+  }
+  // The pp 1 and pp 2 configurations (each stage over 16 or 8 devices) hold both types in a stage.
+  CHECK(mixed_plans >= 10);
 }
 
 /// phaze's stages for AMP's cut points on the TransGAN generator: zoo::transgan() has exactly AMP's 56 layer

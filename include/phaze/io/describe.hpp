@@ -55,6 +55,8 @@ struct model_summary {
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
   std::int64_t head_dim = 0;
+  /// Multi-head latent attention's sizes in words ("key/value latent 512, ..."); empty without it.
+  std::string latent_attention;
   std::int64_t ffn = 0;
   std::int64_t vocab = 0;
   std::int64_t sequence = 0;
@@ -110,6 +112,11 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
   s.heads = c.heads;
   s.kv_heads = c.kv_heads_or_default();
   s.head_dim = c.head_dim_or_default();
+  if (c.latent_attention()) {
+    s.latent_attention = fmt::format("key/value latent {}, query latent {}, +{} rotary per query/key head, value {}",
+                                     c.kv_lora_rank, c.q_lora_rank > 0 ? fmt::format("{}", c.q_lora_rank) : "none",
+                                     c.rope_head_dim, c.value_head_dim());
+  }
   s.ffn = c.ffn;
   s.vocab = c.vocab;
   s.sequence = c.sequence;
@@ -278,6 +285,7 @@ inline std::string to_table(const model_summary& s) {
   arch.add_row({"  attention heads", fmt::format("{}", s.heads)});
   arch.add_row({"  key/value heads", fmt::format("{}", s.kv_heads)});
   arch.add_row({"  head dim", fmt::format("{}", s.head_dim)});
+  if (!s.latent_attention.empty()) arch.add_row({"  latent attention", s.latent_attention});
   arch.add_row({"  MLP (ffn) size", fmt::format("{}", s.ffn)});
   arch.add_row({"  vocabulary", fmt::format("{}", s.vocab)});
   arch.add_row({"  sequence", fmt::format("{}", s.sequence)});

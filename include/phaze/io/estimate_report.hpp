@@ -53,6 +53,27 @@ inline std::string device_names(const cluster::cluster& c) {
 
 /// The estimate as one JSON object: time_per_batch_s, throughput_samples_per_s, tokens_per_s,
 /// model_flops_per_device_per_s, mfu, peak_memory_bytes, fits, plan{...}, breakdown{...}.
+/// The device types of a stage's ranks (`first` to `first + s.devices - 1`), each once in rank order.
+inline std::vector<std::string> stage_type_names(const cluster::cluster& c, std::int64_t first,
+                                                 const train::stage_estimate& s) {
+  std::vector<std::string> out;
+  for (std::int64_t r = first; r < first + s.devices; ++r) {
+    std::string name = c.device_at(static_cast<int>(r)).name.str();
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+    if (!s.mixed) break;
+  }
+  return out;
+}
+
+/// What runs a stage: its device type, or on a stage of several types the one that paces it and all of
+/// them ("t4, slowest of v100 + t4").
+inline std::string stage_device_text(const cluster::cluster& c, std::int64_t first,
+                                     const train::stage_estimate& s) {
+  const std::string pacing = c.device_at(static_cast<int>(s.pacing_rank)).name.str();
+  if (!s.mixed) return pacing;
+  return fmt::format("{}, slowest of {}", pacing, fmt::join(stage_type_names(c, first, s), " + "));
+}
+
 inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster::cluster& c,
                                             const train::parallelism& p, const train::training_knobs& k,
                                             const train::step_estimate& e) {
@@ -63,7 +84,8 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
     stages.push_back({{"layers", s.layers},
                       {"blocks", s.blocks},
                       {"devices", s.devices},
-                      {"device", c.device_at(static_cast<int>(first)).name.str()},
+                      {"device", c.device_at(static_cast<int>(s.pacing_rank)).name.str()},
+                      {"device_types", stage_type_names(c, first, s)},
                       {"first_rank", first},
                       {"capacity_bytes", s.capacity.value()},
                       {"fwd_s", s.forward.value()},
@@ -208,7 +230,7 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
     const auto first = static_cast<std::int64_t>(i) * s.devices;
     stages.add_row({std::to_string(i), std::to_string(s.layers), std::to_string(s.devices),
                     fmt::format("{}-{}", first, first + s.devices - 1),
-                    c.device_at(static_cast<int>(first)).name.str(), fmt::format("{:.4g}", s.forward.value()),
+                    stage_device_text(c, first, s), fmt::format("{:.4g}", s.forward.value()),
                     fmt::format("{:.4g}", s.backward.value()), fmt::format("{:.4g}", s.recompute.value()),
                     format_bytes(s.memory), format_bytes(s.capacity)});
   }

@@ -21,9 +21,10 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 17> hf_model_types{
-    "gpt2",     "opt",    "bloom", "llama",    "mistral", "qwen2",     "qwen3",     "phi3",    "gemma",
-    "nemotron", "falcon", "bert",  "gpt_neox", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek"};
+inline constexpr std::array<std::string_view, 19> hf_model_types{
+    "gpt2",     "opt",       "bloom",     "llama",    "mistral",     "qwen2",      "qwen3",
+    "phi3",     "gemma",     "nemotron",  "falcon",   "bert",        "gpt_neox",   "mixtral",
+    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3"};
 
 /// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 /// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
@@ -200,7 +201,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
   field_error("model_type",
               "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
               "bloom, llama, mistral, qwen2, qwen3, phi3, gemma, nemotron, falcon, bert, gpt_neox, mixtral, "
-              "qwen2_moe, qwen3_moe, deepseek");
+              "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -267,11 +268,17 @@ inline transformer_config bloom(const reader& r) {
   return c;
 }
 
+/// The DeepSeek generations' model types: DeepSeekMoE ("deepseek"), DeepSeek-V2 and V3 (latent attention).
+inline bool deepseek_type(std::string_view model_type) { return model_type.starts_with("deepseek"); }
+inline bool latent_attention_type(std::string_view model_type) {
+  return model_type == "deepseek_v2" || model_type == "deepseek_v3";
+}
+
 /// Whether from_hf_config imports a `model_type`'s experts (hf::experts): Mixtral, Qwen2-MoE, Qwen3-MoE and
-/// DeepSeekMoE.
+/// DeepSeekMoE (with DeepSeek-V2 and V3).
 inline bool carries_experts(std::string_view model_type) {
   return model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "qwen3_moe" ||
-         model_type == "deepseek";
+         deepseek_type(model_type);
 }
 
 /// The Qwen generations' model types.
@@ -282,12 +289,27 @@ inline bool qwen3_type(std::string_view model_type) {
   return model_type == "qwen3" || model_type == "qwen3_moe";
 }
 
-/// DeepSeek-V2/V3's multi-head latent attention (kv_lora_rank, q_lora_rank): refused naming the field.
+/// Multi-head latent attention fields (kv_lora_rank, q_lora_rank) in a config of a model_type without it:
+/// refused naming the field (phaze imports them from deepseek_v2 and deepseek_v3 configs).
 inline void refuse_latent_attention(const reader& r) {
+  if (latent_attention_type(r.model_type())) return;
   for (const std::string_view latent : {"kv_lora_rank", "q_lora_rank"}) {
     if (r.get(latent) != nullptr)
-      field_error(latent, "is set: multi-head latent attention (DeepSeek-V2/V3), which phaze does not model");
+      field_error(latent, "is set: multi-head latent attention in a model_type '" + r.model_type() +
+                              "' config; phaze imports it from model_type deepseek_v2 and deepseek_v3 configs");
   }
+}
+
+/// DeepSeek-V2/V3's multi-head latent attention (transformer_config::kv_lora_rank; DeepseekV3Config):
+/// kv_lora_rank, q_lora_rank (null in V2-Lite: queries projected directly), qk_nope_head_dim (each head's
+/// non-rotary query and key width), qk_rope_head_dim, v_head_dim.
+inline void latent_attention(const reader& r, transformer_config& c) {
+  c.kv_lora_rank = r.required_size("kv_lora_rank");
+  c.q_lora_rank = r.size("q_lora_rank").value_or(0);
+  c.head_dim = r.required_size("qk_nope_head_dim");
+  c.rope_head_dim = r.required_size("qk_rope_head_dim");
+  c.v_head_dim = r.required_size("v_head_dim");
+  c.kv_heads = 0;  // one key and value head per query head (num_key_value_heads, when given, is the same)
 }
 
 /// Fields whose value changes what training costs and that phaze does not model: a config that sets one is
@@ -436,11 +458,11 @@ inline void experts(const reader& r, transformer_config& c) {
     c.top_k = r.required_size("num_experts_per_tok");
     return;
   }
-  c.experts = r.required_size(type == "deepseek" ? "n_routed_experts" : "num_experts");
+  c.experts = r.required_size(deepseek_type(type) ? "n_routed_experts" : "num_experts");
   c.top_k = r.required_size("num_experts_per_tok");
   c.expert_ffn = r.required_size("moe_intermediate_size");
   // Qwen3-MoE: Qwen2-MoE's layout without the shared expert (Qwen3MoeSparseMoeBlock).
-  const std::string_view every = type == "deepseek" ? "moe_layer_freq" : "decoder_sparse_step";
+  const std::string_view every = deepseek_type(type) ? "moe_layer_freq" : "decoder_sparse_step";
   if (const auto step = r.size(every); step && *step != 1)
     field_error(every, "is " + std::to_string(*step) +
                            ": experts only every few blocks, which phaze does not build (it needs 1)");
@@ -457,10 +479,12 @@ inline void experts(const reader& r, transformer_config& c) {
   // deepseek
   if (const auto shared = r.size("n_shared_experts")) c.shared_expert_ffn = *shared * c.expert_ffn;
   c.dense_layers = r.size("first_k_dense_replace").value_or(0);
+  // DeepSeek-V3 scores experts by a sigmoid (with a bias for load balancing and group-limited top-k:
+  // n_group, topk_group): like the softmax, one elementwise pass over the router's logits, costed as one.
   const std::string score = r.text("scoring_func").value_or("softmax");
-  if (score != "softmax")
-    field_error("scoring_func",
-                "is \"" + score + "\"; phaze models softmax routing (its cost is the same order)");
+  if (score != "softmax" && score != "sigmoid")
+    field_error("scoring_func", "is \"" + score + "\"; phaze models softmax and sigmoid routing");
+  c.sigmoid_router = score == "sigmoid";
 }
 
 /// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
@@ -579,6 +603,7 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     } else if (hf::carries_experts(type)) {
       c = hf::llama(r);
       hf::experts(r, c);
+      if (hf::latent_attention_type(type)) hf::latent_attention(r, c);
     } else if (type == "falcon") {
       c = hf::falcon(r);
     } else if (type == "bert") {

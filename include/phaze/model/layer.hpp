@@ -192,15 +192,16 @@ class layer_builder {
   /// elements. It keeps its input and its output for the backward pass (with a per-row softmax statistic,
   /// s per head, fp32) and never the s x s scores: the backward pass recomputes them (Dao et al. 2022).
   /// Under context parallelism a rank's `s` queries attend to `keys` (the whole sequence); 0: `s`.
+  /// `value_dim` (0: head_dim) is the width of each head's output when it differs (latent attention).
   constexpr tensor fused_attention(std::string_view name, tensor qkv, std::int64_t batch, std::int64_t s,
                                    std::int64_t head_dim, bool causal, std::int64_t window = 0,
-                                   std::int64_t keys = 0) {
+                                   std::int64_t keys = 0, std::int64_t value_dim = 0) {
     const std::int64_t n = keys > 0 ? keys : s;
     check_dims({batch, s, head_dim, n});
     op o = base(op_kind::fused_attention, name, tp_split::heads);
     o.gemm = {batch, s, head_dim, n};
     o.in_elements = qkv.elements;
-    o.out_elements = batch * s * head_dim;
+    o.out_elements = batch * s * (value_dim > 0 ? value_dim : head_dim);
     o.saved = saves::input0 | saves::output;
     o.causal = causal;
     o.window = window > 0 && window < n ? window : 0;
@@ -220,6 +221,18 @@ class layer_builder {
     o.attention_core = attention_core;
     check_positive(o.out_elements);
     return add(o, {x});
+  }
+
+  /// Two tensors joined along their features (torch.cat, with parts broadcast): one memory-bound copy that
+  /// reads both and writes `out_elements`.
+  constexpr tensor concat(std::string_view name, tensor a, tensor b, std::int64_t out_elements,
+                          tp_split split = tp_split::replicated) {
+    op o = base(op_kind::copy, name, split);
+    o.in_elements = a.elements + b.elements;
+    o.out_elements = out_elements;
+    o.saved = saves::nothing;
+    check_positive(o.out_elements);
+    return add(o, {a, b});
   }
 
   /// Elementwise sum of two tensors of the same size (a residual connection).

@@ -94,6 +94,16 @@ struct transformer_config {
   /// Megatron-LM's --qk-layernorm): one norm of the model's kind over each head's head_dim, its head_dim
   /// weights (two sets) replicated on every tensor-parallel rank.
   bool qk_norm = false;
+  /// Multi-head latent attention (DeepSeek-AI, "DeepSeek-V2", arXiv 2405.04434, section 2.1; Megatron-Core's
+  /// MLASelfAttention): keys and values come from a kv_lora_rank-wide latent of each token (a down
+  /// projection of hidden -> kv_lora_rank + rope_head_dim, an RMSNorm, an up projection to every head's
+  /// head_dim key part and v_head_dim value), queries from a q_lora_rank-wide one (or directly when 0),
+  /// and every query and key head carries rope_head_dim more rotary dimensions (the key's shared by the
+  /// heads). head_dim is then the non-rotary part (qk_nope_head_dim). 0: ordinary attention.
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t q_lora_rank = 0;    ///< latent attention: the queries' latent width (0: projected directly)
+  std::int64_t rope_head_dim = 0;  ///< latent attention: rotary dimensions of each query and key head
+  std::int64_t v_head_dim = 0;     ///< latent attention: value width of each head (0: head_dim)
   /// Keys each query attends to (sliding-window attention, Mistral 7B v0.1); 0: every earlier key. Fused
   /// attention skips the rest; unfused attention computes the whole score matrix and masks it.
   std::int64_t attention_window = 0;
@@ -114,6 +124,9 @@ struct transformer_config {
   /// Inner width of the shared experts every token also passes (DeepSeekMoE, Qwen-MoE: all of them
   /// together, as one dense MLP); 0: none.
   std::int64_t shared_expert_ffn = 0;
+  /// The router scores experts by a sigmoid (DeepSeek-V3) rather than a softmax: the same elementwise pass
+  /// over its logits, costed alike; kept so that a launch line names it.
+  bool sigmoid_router = false;
   /// The first blocks keep a dense MLP of width ffn (DeepSeekMoE's first_k_dense_replace).
   std::int64_t dense_layers = 0;
   /// Megatron-Core's --moe-expert-capacity-factor with padding: every expert processes capacity_factor x
@@ -123,6 +136,13 @@ struct transformer_config {
   [[nodiscard]] constexpr std::int64_t kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   [[nodiscard]] constexpr std::int64_t head_dim_or_default() const {
     return head_dim > 0 ? head_dim : (heads > 0 ? hidden / heads : 0);
+  }
+  [[nodiscard]] constexpr bool latent_attention() const { return kv_lora_rank > 0; }
+  /// Width of each query and key head: head_dim, plus the rotary part under latent attention.
+  [[nodiscard]] constexpr std::int64_t qk_head_dim() const { return head_dim_or_default() + rope_head_dim; }
+  /// Width of each value head (and of each head's share of the attention output).
+  [[nodiscard]] constexpr std::int64_t value_head_dim() const {
+    return v_head_dim > 0 ? v_head_dim : head_dim_or_default();
   }
   [[nodiscard]] constexpr std::int64_t position_rows() const {
     return (max_positions > 0 ? max_positions : sequence) + position_offset;
@@ -193,6 +213,19 @@ namespace rules {
 [[noreturn]] inline void attention_heads_must_divide_hidden_size_or_give_head_dim() {
   throw input_error(
       "the number of attention heads does not divide the hidden size; give head_dim explicitly");
+}
+[[noreturn]] inline void latent_attention_sizes_must_not_be_negative() {
+  throw input_error("latent attention sizes (kv_lora_rank, q_lora_rank, rope_head_dim, v_head_dim) must not be negative");
+}
+[[noreturn]] inline void latent_attention_needs_kv_lora_rank() {
+  throw input_error(
+      "q_lora_rank, rope_head_dim and v_head_dim describe multi-head latent attention, which needs a "
+      "kv_lora_rank above 0; give one, or leave them 0");
+}
+[[noreturn]] inline void latent_attention_has_one_key_value_head_per_query_head() {
+  throw input_error(
+      "multi-head latent attention gives every query head its own key and value head: leave kv_heads 0 "
+      "(or equal to heads)");
 }
 [[noreturn]] inline void kv_heads_must_divide_attention_heads() {
   throw input_error("key/value heads must divide the attention heads (grouped-query attention)");
@@ -292,12 +325,26 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::experts_need_top_k_between_1_and_experts();
   if (c.dense_layers > 0 && (c.experts == 0 || c.dense_layers >= c.layers))
     rules::dense_layers_must_leave_a_moe_block();
+  if (c.kv_lora_rank < 0 || c.q_lora_rank < 0 || c.rope_head_dim < 0 || c.v_head_dim < 0)
+    rules::latent_attention_sizes_must_not_be_negative();
+  if (!c.latent_attention() && (c.q_lora_rank > 0 || c.rope_head_dim > 0 || c.v_head_dim > 0))
+    rules::latent_attention_needs_kv_lora_rank();
+  if (c.latent_attention() && c.kv_heads_or_default() != c.heads)
+    rules::latent_attention_has_one_key_value_head_per_query_head();
   using namespace limits;
   if (c.layers > max_layers) rules::model_size_above_its_limit("the layer count", c.layers, max_layers);
   if (c.hidden > max_hidden) rules::model_size_above_its_limit("the hidden size", c.hidden, max_hidden);
   if (c.heads > max_heads) rules::model_size_above_its_limit("the attention head count", c.heads, max_heads);
   if (c.head_dim > max_head_dim)
     rules::model_size_above_its_limit("the head dimension", c.head_dim, max_head_dim);
+  if (c.rope_head_dim > max_head_dim)
+    rules::model_size_above_its_limit("the rotary head dimension", c.rope_head_dim, max_head_dim);
+  if (c.v_head_dim > max_head_dim)
+    rules::model_size_above_its_limit("the value head dimension", c.v_head_dim, max_head_dim);
+  if (c.kv_lora_rank > max_hidden)
+    rules::model_size_above_its_limit("the key/value latent width", c.kv_lora_rank, max_hidden);
+  if (c.q_lora_rank > max_hidden)
+    rules::model_size_above_its_limit("the query latent width", c.q_lora_rank, max_hidden);
   if (c.ffn > max_ffn) rules::model_size_above_its_limit("the MLP (ffn) size", c.ffn, max_ffn);
   if (c.expert_ffn > max_ffn)
     rules::model_size_above_its_limit("the experts' MLP size", c.expert_ffn, max_ffn);
@@ -413,13 +460,43 @@ constexpr tensor sublayer_dropout(layer_builder& b, const transformer_config& c,
 
 /// Self-attention: QKV projection (column-parallel), scores, softmax, dropout, context, output projection
 /// (row-parallel). Returns the output after the closing collective, before dropout.
+/// The queries, keys and values of multi-head latent attention (transformer_config::kv_lora_rank), as
+/// Megatron-Core's MLASelfAttention computes them: the down projections (hidden -> q_lora_rank and hidden ->
+/// kv_lora_rank + rope_head_dim) replicated on every tensor-parallel rank (parallel_mode "duplicated"), an
+/// RMSNorm over each latent, the column-parallel up projections (to a x (head_dim + rope_head_dim) query
+/// dimensions and a x (head_dim + v_head_dim) key and value ones), and the rotary parts joined to every
+/// head (one copy pass writing a x (2 (head_dim + rope_head_dim) + v_head_dim) per token).
+constexpr tensor latent_qkv(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor in) {
+  const std::int64_t a = c.heads / z.t;
+  const std::int64_t d = c.head_dim_or_default();
+  const std::int64_t dqk = c.qk_head_dim();
+  const std::int64_t dv = c.value_head_dim();
+  tensor q{};
+  if (c.q_lora_rank > 0) {
+    tensor latent = b.matmul("q_down", in, {1, z.tokens, z.h, c.q_lora_rank}, tp_split::replicated, false);
+    latent = b.vector(op_kind::rmsnorm, "q_norm", latent, saves::input0, tp_split::replicated, c.q_lora_rank);
+    q = b.matmul("q_up", latent, {1, z.tokens, c.q_lora_rank, a * dqk}, tp_split::column, false);
+  } else {
+    q = b.matmul("q", in, {1, z.tokens, z.h, a * dqk}, tp_split::column, false);
+  }
+  tensor latent =
+      b.matmul("kv_down", in, {1, z.tokens, z.h, c.kv_lora_rank + c.rope_head_dim}, tp_split::replicated, false);
+  latent = b.vector(op_kind::rmsnorm, "kv_norm", latent, saves::input0, tp_split::replicated, c.kv_lora_rank);
+  const tensor kv = b.matmul("kv_up", latent, {1, z.tokens, c.kv_lora_rank, a * (d + dv)}, tp_split::column, false);
+  return b.concat("qkv_join", q, kv, z.tokens * a * (2 * dqk + dv), tp_split::heads);
+}
+
 constexpr tensor attention(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   const std::int64_t a = c.heads / z.t;
   const std::int64_t kv = c.kv_heads_or_default() / z.t;
   const std::int64_t d = c.head_dim_or_default();
+  // Query and key width, value width (they differ under latent attention).
+  const std::int64_t dqk = c.qk_head_dim();
+  const std::int64_t dv = c.value_head_dim();
   tensor in = enter_tp(b, z, x, "attn_enter");
-  tensor qkv =
-      b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d}, tp_split::column, c.bias || c.qkv_bias);
+  tensor qkv = c.latent_attention() ? latent_qkv(b, c, z, in)
+                                    : b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d}, tp_split::column,
+                                               c.bias || c.qkv_bias);
   if (c.qk_norm) {
     // Costed as one kernel over the QKV output (the values pass through: kv / (a + 2 kv) of the elements
     // more than the two norms touch), keeping its input for the backward pass as a norm does.
@@ -431,15 +508,18 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   }
   if (b.shape().fused_attention && c.score_bias == 0) {
     // One kernel; its dropout regenerates the mask from the random state instead of storing it.
-    const tensor context =
-        b.fused_attention("attention", qkv, z.b * a, z.s, d, c.causal, c.attention_window, z.keys);
-    tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
+    // Under latent attention the score GEMM runs at dqk and the context GEMM at dv: their mean carries the
+    // FLOPs of both.
+    const tensor context = b.fused_attention("attention", qkv, z.b * a, z.s, (dqk + dv) / 2, c.causal,
+                                             c.attention_window, z.keys, dv);
+    tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * dv, z.h}, tp_split::row, false);
     if (c.bias)
       proj =
           b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
     return leave_tp(b, z, proj, "attn_exit");
   }
-  tensor scores = b.batched_matmul("scores", qkv, qkv, {z.b * a, z.s, d, z.s}, saves::input0 | saves::input1);
+  tensor scores =
+      b.batched_matmul("scores", qkv, qkv, {z.b * a, z.s, dqk, z.s}, saves::input0 | saves::input1);
   if (c.score_bias > 0) {
     // Each head's bias entries are gathered into an s x s table and added (the gather is not costed).
     scores = b.vector(op_kind::residual_add, "score_bias", scores, saves::nothing, tp_split::heads,
@@ -455,8 +535,8 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   if (c.dropout)
     probs = b.vector(op_kind::dropout, "attn_dropout", probs, saves::mask, tp_split::heads, 0, 0, true);
   tensor context =
-      b.batched_matmul("context", probs, qkv, {z.b * a, z.s, z.s, d}, saves::input0 | saves::input1);
-  tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * d, z.h}, tp_split::row, false);
+      b.batched_matmul("context", probs, qkv, {z.b * a, z.s, z.s, dv}, saves::input0 | saves::input1);
+  tensor proj = b.matmul("attn_out", context, {1, z.tokens, a * dv, z.h}, tp_split::row, false);
   if (c.bias)
     proj = b.vector(op_kind::residual_add, "attn_out_bias", proj, saves::nothing, tp_split::replicated, z.h);
   return leave_tp(b, z, proj, "attn_exit");

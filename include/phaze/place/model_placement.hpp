@@ -52,14 +52,17 @@ struct width_terms {
 /// to every stage (a stage without a block is over-estimated by it).
 /// Clusters of mixed device types (AMP's heterogeneous setting): the tables come in runs of one per device
 /// type for each width (`devices`: the types, in the order of their tables), a stage is costed on the table
-/// of its own devices' type and must fit their memory, and a stage whose devices are of two types makes
-/// its configuration no plan (stage_table, stage_capacity, configures: place/objective.hpp).
+/// of its own devices' type and must fit their memory; a stage whose devices are of several types is costed
+/// on the table of the slowest of them (the most work over the whole model, `model_s`; the measure
+/// train::estimate_step paces such a stage by) and must fit the least memory among them (stage_table,
+/// stage_capacity: place/objective.hpp).
 struct step_policy {
   static constexpr bool allreduce_of_largest_stage = true;
 
   train::step_model model;
   std::vector<width_terms> widths;  ///< one per table
   std::vector<hw::device> devices;  ///< the device types, one table of each per width (empty: one type)
+  std::vector<double> model_s;      ///< per table: the work of all its nodes (a stage's pace on mixed types)
   /// Context-parallel ranks of every plan placed on these tables (parallelism::cp): each table's tp ranks
   /// times cp make one replica's share of a stage, so the placers see c.devices() / cp devices and choose
   /// tp * pp * dp of them; the step model's terms take the whole shape (tp, cp, dp, pp).
@@ -68,25 +71,24 @@ struct step_policy {
   [[nodiscard]] std::size_t types() const { return std::max<std::size_t>(devices.size(), 1); }
   /// Only the first table of each width starts configurations; the others cost stages on other types.
   [[nodiscard]] bool configures(std::size_t ti) const { return ti % types() == 0; }
-  /// The table of the same width as `ti` timed on stage `stage`'s device type; no_stage_table when the
-  /// stage's devices are of two types.
+  /// The table of the same width as `ti` timed on the device type that paces stage `stage`: its only type,
+  /// or the slowest of its types (train::step_model::pacing_member).
   [[nodiscard]] std::size_t stage_table(std::size_t ti, int stage, const stage_context& c) const {
     if (types() == 1) return ti;
-    const hw::device* d = stage_device(stage, c);
-    if (d == nullptr) return no_stage_table;
-    const auto type =
-        static_cast<std::size_t>(std::find(devices.begin(), devices.end(), *d) - devices.begin());
-    return ti - ti % types() + type;
+    const std::size_t base = ti - ti % types();
+    const auto members = model.stage_members(stage, shape_of(c));
+    const auto table_of = [&](const hw::device& d) {
+      return base +
+             static_cast<std::size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
+    };
+    const auto& pacing = train::step_model::pacing_member(
+        members, [&](const hw::device& d) { return model_s.at(table_of(d)); });
+    return table_of(*pacing.device);
   }
-  /// The memory of one device of stage `stage`.
+  /// The memory of one device of stage `stage`: the least of its members' types.
   [[nodiscard]] double stage_capacity(const placement_settings& s, int stage, const stage_context& c) const {
     if (types() == 1) return s.memory_per_device.value();
-    const hw::device* d = stage_device(stage, c);
-    return d == nullptr ? 0.0 : train::usable_memory(*d, model.knobs()).value();
-  }
-  /// The device type of every rank of stage `stage` (Megatron-LM's rank order), or nullptr when they differ.
-  [[nodiscard]] const hw::device* stage_device(int stage, const stage_context& c) const {
-    return model.stage_device_if_one_type(stage, shape_of(c));
+    return model.stage_capacity(model.stage_members(stage, shape_of(c))).value();
   }
 
   [[nodiscard]] const width_terms& terms(int tp) const {
@@ -269,6 +271,9 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
         t.nodes.push_back(std::move(node));
       }
       for (std::size_t v = 0; v + 1 < n; ++v) t.edges.push_back({v, v + 1, timed[run.nodes[v]].t.boundary});
+      double work = 0.0;
+      for (const cost_node& node : t.nodes) work += (node.forward + node.backward + node.recompute).value();
+      out.policy.model_s.push_back(work);
       out.policy.widths.push_back(w);
       p.tables.push_back(std::move(t));
     }

@@ -58,16 +58,12 @@ struct plan_order {
   train::step_estimate estimate;  ///< the plan's estimate in `order` (on `split` when it is given)
 };
 
-/// The time per batch of `p` on cluster `c` in its current order; +infinity when a stage would span two
-/// device types or the plan does not fit there.
+/// The time per batch of `p` on cluster `c` in its current order; +infinity when the plan does not fit
+/// there (a stage of several device types runs at its slowest member's pace and must fit the least memory).
 inline double plan_time_on(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
                            const sched::schedule_cache& cache) {
-  try {
-    const auto e = train::estimate_step(m, c, p.parallel, p.knobs, cache, p.split);
-    return e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
-  } catch (const train::stage_spans_device_types&) {
-    return std::numeric_limits<double>::infinity();
-  }
+  const auto e = train::estimate_step(m, c, p.parallel, p.knobs, cache, p.split);
+  return e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
 }
 
 /// The best rank order for plan `p` (degrees, knobs and split fixed) on cluster `c` by `method`. The order
@@ -128,11 +124,7 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
     out.ordered_s = out.megatron_s;
   }
   const cluster::cluster ordered = out.order.empty() ? c : c.with_order(out.order);
-  try {
-    out.estimate = train::estimate_step(m, ordered, p.parallel, p.knobs, cache, p.split);
-  } catch (const train::stage_spans_device_types&) {
-    out.estimate.fits = false;  // no order found in which every stage runs on one device type
-  }
+  out.estimate = train::estimate_step(m, ordered, p.parallel, p.knobs, cache, p.split);
   if (replace_split && !out.order.empty() && p.knobs.schedule != train::pipeline_schedule::interleaved &&
       p.parallel.pp > 1) {
     placement_request fixed;

@@ -1,5 +1,5 @@
 /// @file
-/// The best Megatron-style training plan for a model on a cluster of one device type: every admissible
+/// The best Megatron-style training plan for a model on a cluster (one device type or several): every admissible
 /// tensor-parallel width, pipeline depth, data-parallel degree, microbatch size, recomputation mode and
 /// sequence-parallel setting, each evaluated by the training-step model (train/step.hpp) and ranked by
 /// time per batch among the plans that fit. Choices the caller fixes are not searched.
@@ -136,12 +136,8 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
   item_outcome out;
   if (!item.uneven) {
     std::vector<train::stage_layers> split = train::uniform_split(m, item.parallel.pp, item.knobs);
-    try {
-      out.plan = ranked_plan{item.parallel, item.knobs,
-                             train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
-    } catch (const train::stage_spans_device_types&) {
-      return out;  // a stage on two device types: not a plan
-    }
+    out.plan = ranked_plan{item.parallel, item.knobs,
+                           train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
   } else {
     placement_request f;
     f.pp = fixed.pp.value_or(0);

@@ -35,6 +35,10 @@ struct stage_estimate {
   std::int64_t layers = 0;   ///< layer-graph nodes (blocks, plus the embedding and the head where they live)
   std::int64_t blocks = 0;   ///< transformer blocks
   std::int64_t devices = 0;  ///< tp * dp
+  /// A rank of the stage whose device type paces it: its only type, or on a stage of several types the
+  /// slowest (step_model::pacing_member).
+  std::int64_t pacing_rank = 0;
+  bool mixed = false;  ///< its ranks hold more than one device type
   seconds forward{0.0};      ///< per microbatch, TP collectives included
   seconds backward{0.0};     ///< per microbatch, TP collectives included
   seconds recompute{0.0};    ///< per microbatch
@@ -96,11 +100,11 @@ struct plan_shape {
   [[nodiscard]] int expert_gradient_ranks() const { return dp * cp / std::max(ep, 1); }
 };
 
-/// A plan whose pipeline stage would hold devices of two types (a stage runs at its slowest member's pace
-/// and phaze does not plan that): bad input for one estimate, not a plan in a search.
-class stage_spans_device_types : public input_error {
- public:
-  using input_error::input_error;
+/// One device type among the ranks of a pipeline stage (step_model::stage_members).
+struct stage_member {
+  const hw::device* device = nullptr;  ///< the type (a device of the cluster's groups)
+  int ranks = 0;                       ///< how many of the stage's ranks it plays
+  int first_rank = 0;                  ///< the first of them
 };
 
 /// The training-step model of a cluster and knobs: every formula the estimate and the placers use
@@ -571,28 +575,52 @@ class step_model {
                                 s.microbatches, knobs_);
   }
 
-  /// The device type of every rank of pipeline stage `stage`, or nullptr when its ranks hold two types.
-  [[nodiscard]] const hw::device* stage_device_if_one_type(int stage, const plan_shape& s) const {
+  /// The device types of the ranks of pipeline stage `stage` (its tp * cp * dp consecutive ranks), each once
+  /// in the order first met, with how many ranks each plays. Two groups of the same device are one type.
+  [[nodiscard]] std::vector<stage_member> stage_members(int stage, const plan_shape& s) const {
     const int first = stage * s.stage_ranks();
-    const hw::device& d = cluster_.device_at(first);
-    if (cluster_.groups().size() == 1) return &d;
-    for (int r = first + 1; r < first + s.stage_ranks(); ++r)
-      if (!(cluster_.device_at(r) == d)) return nullptr;
-    return &d;
+    const int end = first + s.stage_ranks();
+    std::vector<stage_member> out{{&cluster_.device_at(first), 0, first}};
+    if (cluster_.groups().size() == 1) {
+      out.front().ranks = s.stage_ranks();
+      return out;
+    }
+    for (int r = first; r < end; ++r) {
+      const hw::device& d = cluster_.device_at(r);
+      auto it = std::find_if(out.begin(), out.end(), [&](const stage_member& m) { return *m.device == d; });
+      if (it == out.end()) it = out.insert(out.end(), stage_member{&d, 0, r});
+      ++it->ranks;
+    }
+    return out;
   }
 
-  /// The device of pipeline stage `stage`: its tp * dp ranks must be of one device type (two groups of the
-  /// same device are one type); throws stage_spans_device_types otherwise.
-  [[nodiscard]] const hw::device& stage_device(int stage, const plan_shape& s) const {
-    if (const hw::device* d = stage_device_if_one_type(stage, s)) return *d;
-    const int first = stage * s.stage_ranks();
-    int other = first + 1;
-    while (cluster_.device_at(other) == cluster_.device_at(first)) ++other;
-    throw stage_spans_device_types("pipeline stage " + std::to_string(stage) + " would run on " +
-                                   cluster_.device_at(first).name.str() + " and " +
-                                   cluster_.device_at(other).name.str() +
-                                   " devices; a stage runs on one device type: give group sizes that are "
-                                   "multiples of tp * dp");
+  /// The member that paces a stage of several device types: the one whose type is slowest by `slowness`
+  /// (a device's time for the whole model at the plan's width: estimate_step and the placers' tables use
+  /// the same measure, so a plan's time equals its estimate). Every tensor-parallel collective and every
+  /// data-parallel ring waits for its slowest member, and a stage's replicas all wait for the data-parallel
+  /// reduction at the end of the iteration, so the slowest member's time is the stage's (an upper bound
+  /// where a replica's pipeline meets slow devices in fewer stages than another's). The first of equals.
+  template <class Slowness>
+  [[nodiscard]] static const stage_member& pacing_member(const std::vector<stage_member>& members,
+                                                         Slowness&& slowness) {
+    const stage_member* pacing = &members.front();
+    double slowest = members.size() > 1 ? slowness(*pacing->device) : 0.0;
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      const double t = slowness(*members[i].device);
+      if (t > slowest) {
+        slowest = t;
+        pacing = &members[i];
+      }
+    }
+    return *pacing;
+  }
+
+  /// The memory a plan may fill on every device of a stage: the least usable memory of its members' types
+  /// (every rank of a stage holds the same states and activations).
+  [[nodiscard]] bytes stage_capacity(const std::vector<stage_member>& members) const {
+    bytes least = usable_memory(*members.front().device, knobs_);
+    for (const auto& m : members) least = std::min(least, usable_memory(*m.device, knobs_));
+    return least;
   }
 
  private:
@@ -820,6 +848,7 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
 struct timed_layers {
   const hw::device* device = nullptr;
   std::vector<timed_layer> kinds;
+  double model_s = 0.0;  ///< every node of the run: forward, backward and recomputation (a stage's pace)
 };
 }  // namespace detail
 
@@ -872,6 +901,11 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
                                                  block ? k.recompute : model::recompute::none,
                                                  k.tp_comm_overlap, cp_route, ep_route));
     }
+    for (std::size_t v = 0; v < run.size(); ++v) {
+      const detail::timed_layer& l = t.kinds[run.nodes[v]];
+      const bool block = run.role_at(v) == model::layer_role::block;
+      t.model_s += (l.t.forward + l.t.backward + (block ? l.t.recompute(k.recompute) : seconds{0.0})).value();
+    }
     timed.push_back(std::move(t));
     return timed.back();
   };
@@ -887,11 +921,17 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   bool all_fit = true;
   for (int i = 0; i < p.pp; ++i) {
     const node_range r = ranges[static_cast<std::size_t>(i)];
-    const hw::device& d = model.stage_device(i, where);
+    // A stage of several device types runs at its slowest member's pace (step_model::pacing_member).
+    const std::vector<stage_member> members = model.stage_members(i, where);
+    const stage_member& pacing =
+        step_model::pacing_member(members, [&](const hw::device& d) { return timed_on(d).model_s; });
+    const hw::device& d = *pacing.device;
     const detail::timed_layers& l = timed_on(d);
     stage_estimate st;
     st.layers = static_cast<std::int64_t>(r.size());
     st.devices = static_cast<std::int64_t>(where.stage_ranks());
+    st.pacing_rank = pacing.first_rank;
+    st.mixed = members.size() > 1;
     seconds tp_recompute{0.0};
     const std::int64_t blocks = detail::blocks_in(run, r);
     for (std::size_t v = r.first; v < r.last; ++v) {
@@ -918,7 +958,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where));
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
-    st.capacity = usable_memory(d, k);
+    st.capacity = model.stage_capacity(members);
     all_fit = all_fit && mem.total <= st.capacity;
     if (i == 0 || mem.total > e.peak_memory) {
       e.peak_memory = mem.total;
@@ -928,7 +968,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     const std::int64_t params = detail::stage_parameters(run, built, r);
     if (params > largest_params) largest_expert = detail::stage_expert_parameters(run, built, r);
     largest_params = std::max(largest_params, params);
-    capacity_sum += hw::peak_matrix_flops(d).value() * static_cast<double>(st.devices);
+    for (const auto& member : members)
+      capacity_sum += hw::peak_matrix_flops(*member.device).value() * static_cast<double>(member.ranks);
     e.stages.push_back(st);
     recompute_tp.push_back(tp_recompute);
     stage_times.push_back(st.per_microbatch());
