@@ -127,7 +127,7 @@ struct attention_efficiency {
 /// Hopper; FlashAttention-2 and Triton kernels run on Ampere and later without them). `unspecified` for
 /// devices of no known generation (TPUs, device files without the field): every fused kernel then runs at
 /// the device's own attention efficiency.
-enum class architecture : std::uint8_t { unspecified, volta, turing, ampere, hopper };
+enum class architecture : std::uint8_t { unspecified, volta, turing, ampere, hopper, blackwell };
 
 constexpr std::string_view to_string(architecture a) {
   switch (a) {
@@ -141,6 +141,8 @@ constexpr std::string_view to_string(architecture a) {
       return "ampere";
     case architecture::hopper:
       return "hopper";
+    case architecture::blackwell:
+      return "blackwell";
   }
   return "?";
 }

@@ -422,7 +422,7 @@ class reader {
     }
     if (const auto name = s->text("architecture")) {
       const auto known = {hw::architecture::unspecified, hw::architecture::volta, hw::architecture::turing,
-                          hw::architecture::ampere, hw::architecture::hopper};
+                          hw::architecture::ampere, hw::architecture::hopper, hw::architecture::blackwell};
       const auto it = std::find_if(known.begin(), known.end(),
                                    [&](hw::architecture a) { return hw::to_string(a) == *name; });
       if (it == known.end()) {
