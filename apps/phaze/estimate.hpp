@@ -27,6 +27,7 @@ struct estimate_options {
   std::int64_t vocab = 0;
   std::string recompute = "none";
   int recompute_layers = 0;
+  std::string recompute_method = "block";
   std::string schedule = "1f1b";
   bool sequence_parallel = false;
   std::string optimizer = "adam";

@@ -42,6 +42,9 @@ estimate_input build_estimate(const estimate_options& o) {
   k.opt = train::parse_optimizer(o.optimizer);
   k.recompute = train::parse_recompute(o.recompute);
   k.recompute_layers = o.recompute_layers;
+  k.recompute_by = o.recompute_method == "uniform" ? train::recompute_method::uniform
+                   : o.recompute_method == "every" ? train::recompute_method::every
+                                                   : train::recompute_method::block;
   k.schedule = train::parse_pipeline_schedule(o.schedule);
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
   k.distributed_optimizer = o.distributed_optimizer;
@@ -140,6 +143,13 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
           "others' activations (Megatron-LM's --recompute-method block --recompute-num-layers N); "
           "0: every block")
       ->default_str("0");
+  parser
+      ->add_option("--recompute-method", o->recompute_method,
+                   "with --recompute full, how --recompute-layers N picks the blocks: block (the first N of "
+                   "each chunk), uniform (every block, checkpointed in groups of N: Megatron-LM's uniform "
+                   "method) or every (every N-th block: torchtitan's selective layer checkpointing)")
+      ->check(CLI::IsMember({"block", "uniform", "every"}))
+      ->default_str("block");
   parser->add_option("--schedule", o->schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
       ->default_str("1f1b");

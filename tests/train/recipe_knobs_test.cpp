@@ -260,6 +260,57 @@ TEST_CASE("full recomputation of the first N blocks of each chunk", "[train][rec
   CHECK_THROWS_AS(train::validate(m, p, bad, 1), input_error);
 }
 
+TEST_CASE("full recomputation in uniform groups of N blocks and of every N-th block", "[train][recipe]") {
+  const model::model m = small_llama();  // 8 blocks
+  const sched::schedule_cache cache{sched::list_scheduler{}};
+  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 1);
+  const train::parallelism p{1, 1, 1};
+  train::training_knobs k = fp8_knobs();
+  k.distributed_optimizer = false;
+  k.recompute = model::recompute::none;
+  const auto mem_none = train::device_memory(m, p, k, 0);
+  k.recompute = model::recompute::full;
+  const auto all = train::estimate_step(m, c, p, k, cache);
+  const auto mem_all = train::device_memory(m, p, k, 0);
+  const auto built = train::detail::build_layers(m, train::layer_shape_of(m, p, k));
+  const bytes working = train::detail::recompute_working_set(m, built, {0, m.size()}, k.recompute);
+  // A recomputed block keeps its input: the block's activations under full recomputation.
+  const double input = model::activation_bytes(built.at(m, 1), model::recompute::full).value();
+  const double kept_all = mem_all.activations.value() - working.value();
+  const double kept_none = mem_none.activations.value();
+
+  k.recompute_by = train::recompute_method::uniform;
+  for (const int n : {2, 4, 8}) {
+    CAPTURE(n);
+    k.recompute_layers = n;
+    train::validate(m, p, k, 1);
+    // Every block is recomputed, as under full recomputation: the same time.
+    const auto e = train::estimate_step(m, c, p, k, cache);
+    CHECK(e.time_per_batch.value() == Approx(all.time_per_batch.value()).epsilon(1e-12));
+    CHECK(e.breakdown.recompute.value() == Approx(all.breakdown.recompute.value()).epsilon(1e-12));
+    // Memory: 8 / n checkpoints instead of 8, and n blocks' activations held while a group is recomputed.
+    const auto mem = train::device_memory(m, p, k, 0);
+    CHECK(mem.activations.value() ==
+          Approx(kept_all - (8 - 8 / n) * input + n * working.value()).epsilon(1e-9));
+  }
+  k.recompute_by = train::recompute_method::every;
+  for (const int n : {2, 4}) {
+    CAPTURE(n);
+    k.recompute_layers = n;
+    // Blocks 0, n, 2n, ... are recomputed (keeping their inputs); the others keep everything.
+    const double share = 1.0 / n;
+    const auto e = train::estimate_step(m, c, p, k, cache);
+    CHECK(e.breakdown.recompute.value() == Approx(all.breakdown.recompute.value() * share).epsilon(1e-9));
+    const auto mem = train::device_memory(m, p, k, 0);
+    CHECK(mem.activations.value() - working.value() ==
+          Approx(kept_all + (kept_none - kept_all) * (1.0 - share)).epsilon(1e-9));
+  }
+  // Without full recomputation the method has nothing to pick from.
+  train::training_knobs bad = fp8_knobs();
+  bad.recompute_by = train::recompute_method::uniform;
+  CHECK_THROWS_AS(train::validate(m, p, bad, 1), input_error);
+}
+
 TEST_CASE("interleaved pipeline sends overlapped with the chunks' computation", "[train][recipe]") {
   // Nodes of one device, so every pipeline send crosses a slow network and can be seen.
   using namespace phaze::literals;

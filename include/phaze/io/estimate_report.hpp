@@ -53,6 +53,26 @@ inline std::string device_names(const cluster::cluster& c) {
 
 /// The estimate as one JSON object: time_per_batch_s, throughput_samples_per_s, tokens_per_s,
 /// model_flops_per_device_per_s, mfu, peak_memory_bytes, fits, plan{...}, breakdown{...}.
+/// What full recomputation's layers and method add to its name: " (first 2 blocks of each chunk)", " (groups
+/// of 4 blocks)", " (every 2nd block)"; empty otherwise.
+inline std::string recompute_pattern_text(const train::training_knobs& k) {
+  if (k.recompute != model::recompute::full || k.recompute_layers <= 0) return {};
+  switch (k.recompute_by) {
+    case train::recompute_method::block:
+      return fmt::format(" (first {} blocks of each chunk)", k.recompute_layers);
+    case train::recompute_method::uniform:
+      return fmt::format(" (checkpoints in groups of {} blocks)", k.recompute_layers);
+    case train::recompute_method::every:
+      return fmt::format(" (every {}th block)", k.recompute_layers);
+  }
+  return {};
+}
+
+/// The recomputation as a report names it: the mode with its pattern.
+inline std::string recompute_text(const train::training_knobs& k) {
+  return std::string{model::to_string(k.recompute)} + recompute_pattern_text(k);
+}
+
 /// The device types of a stage's ranks (`first` to `first + s.devices - 1`), each once in rank order.
 inline std::vector<std::string> stage_type_names(const cluster::cluster& c, std::int64_t first,
                                                  const train::stage_estimate& s) {
@@ -118,6 +138,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"microbatches", e.microbatches},
             {"recompute", std::string{model::to_string(k.recompute)}},
             {"recompute_layers", k.recompute_layers},
+            {"recompute_method", std::string{train::to_string(k.recompute_by)}},
             {"schedule", std::string{train::to_string(k.schedule)}},
             {"sequence_parallel", k.sequence_parallel},
             {"optimizer", std::string{train::to_string(k.opt)}},
@@ -188,10 +209,7 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
       (p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}) +
           (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}),
       k.virtual_stages, k.microbatch, e.microbatches,
-      std::string{model::to_string(k.recompute)} +
-          (k.recompute == model::recompute::full && k.recompute_layers > 0
-               ? fmt::format(" (first {} blocks of each chunk)", k.recompute_layers)
-               : std::string{}),
+      recompute_text(k),
       train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "",
       step_summary(m, k, p.tp));
   text_table summary{{}, {align::left, align::right}};

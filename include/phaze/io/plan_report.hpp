@@ -150,8 +150,7 @@ inline report::document build(const plan_report_input& in) {
                    e.microbatches),
        ""},
       {"Recomputation",
-       std::string{model::to_string(k.recompute)} +
-           (k.recompute_layers > 0 ? fmt::format(" (first {} blocks)", k.recompute_layers) : ""),
+       recompute_text(k),
        ""},
       {"Sequence parallelism", k.sequence_parallel ? "on" : "off", ""},
       {"Schedule", std::string{train::to_string(k.schedule)}, ""},

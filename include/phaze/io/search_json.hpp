@@ -444,6 +444,8 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
          std::to_string(k.microbatch) + " --seq " + std::to_string(c.sequence) + " --vocab " +
          std::to_string(c.vocab) + " --recompute " + std::string{model::to_string(k.recompute)};
   if (k.recompute_layers > 0) cmd += " --recompute-layers " + std::to_string(k.recompute_layers);
+  if (k.recompute_by != train::recompute_method::block)
+    cmd += " --recompute-method " + std::string{train::to_string(k.recompute_by)};
   cmd += " --schedule " + std::string{train::to_string(k.schedule)};
   if (k.virtual_stages > 1) cmd += " --vp " + std::to_string(k.virtual_stages);
   if (k.sequence_parallel) cmd += " --sequence-parallel";

@@ -27,6 +27,20 @@ enum class optimizer : std::uint8_t {
 /// `virtual_stages` model chunks per device, and GPipe (all forwards, then all backwards).
 enum class pipeline_schedule : std::uint8_t { one_f_one_b, interleaved, gpipe };
 
+/// Which blocks full recomputation checkpoints, with training_knobs::recompute_layers = N:
+/// - block: the first N blocks of each model chunk; the others keep all their activations (Megatron-LM's
+///   --recompute-method block --recompute-num-layers N; N = 0: every block).
+/// - uniform: every block, in groups of N consecutive blocks of a chunk: only each group's input is kept,
+///   and the backward pass recomputes the group's N forwards, holding their activations at once
+///   (Megatron-LM's --recompute-method uniform --recompute-num-layers N; N = 0 or 1: each block alone).
+/// - every: every N-th block of a chunk (the first, the N+1-th, ...); the others keep all their activations
+///   (torchtitan's selective layer checkpointing, --activation_checkpoint.selective_ac_option N).
+enum class recompute_method : std::uint8_t { block, uniform, every };
+
+constexpr std::string_view to_string(recompute_method m) {
+  return m == recompute_method::block ? "block" : m == recompute_method::uniform ? "uniform" : "every";
+}
+
 constexpr std::string_view to_string(optimizer o) {
   return o == optimizer::adam ? "adam" : "sgd";
 }
@@ -195,6 +209,8 @@ struct training_knobs {
   /// recomputed, the first ones (Megatron-LM's --recompute-method block --recompute-num-layers N); the
   /// others keep all their activations. 0: every block (--recompute-method uniform --recompute-num-layers 1).
   int recompute_layers = 0;
+  /// How recompute_layers picks the blocks full recomputation checkpoints (recompute_method).
+  recompute_method recompute_by = recompute_method::block;
   /// Fitted to a user's measured steps (train::calibration, `phaze calibrate`); 0 otherwise: a fixed time
   /// every pipeline stage adds to each microbatch (host and launch work the kernels' costs leave out) and a
   /// fixed time every iteration adds (the optimizer's host side, logging, synchronization).
@@ -303,6 +319,11 @@ namespace rules {
   throw input_error(
       "--recompute-layers says how many blocks full recomputation recomputes; give --recompute full with it, "
       "or drop --recompute-layers");
+}
+[[noreturn]] inline void recompute_method_needs_full_recomputation() {
+  throw input_error(
+      "--recompute-method uniform or every says which blocks full recomputation checkpoints; give --recompute "
+      "full with it, or drop --recompute-method");
 }
 [[noreturn]] inline void device_count_must_be_positive() {
   throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
@@ -518,6 +539,8 @@ struct validate_fn {
       rules::fp8_param_gather_needs_the_distributed_optimizer();
     if (k.recompute_layers > 0 && k.recompute != model::recompute::full)
       rules::recompute_layers_need_full_recomputation();
+    if (k.recompute_by != recompute_method::block && k.recompute != model::recompute::full)
+      rules::recompute_method_needs_full_recomputation();
     const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
     if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();

@@ -354,20 +354,40 @@ constexpr model::recompute mode_of_node(model::layer_role role, model::recompute
   return role == model::layer_role::block || mode != model::recompute::full ? mode : model::recompute::none;
 }
 
-/// Whether full recomputation recomputes the block at position `index` (0-based) of the `blocks` blocks a
-/// stage holds in `chunks` model chunks, when it recomputes the first `layers` blocks of each chunk
-/// (training_knobs::recompute_layers; 0: every block). `lead` (`trail`): the stage's first (last) chunk
-/// holds the embedding (the loss) counted as a layer in place of a block (training_knobs::
-/// embedding_in_pipeline_split, loss_in_pipeline_split), so that chunk holds one block fewer; the counted
-/// layer is not a block Megatron-Core checkpoints.
-constexpr bool recomputes_block(std::int64_t index, std::int64_t blocks, int layers, int chunks,
-                                bool lead = false, bool trail = false) {
-  if (layers <= 0) return true;
+/// What full recomputation keeps of a block: all its activations (not recomputed), its input (a checkpoint,
+/// recomputed in the backward pass), or nothing (recomputed from the checkpoint of its group).
+enum class block_keeps : std::uint8_t { everything, input, nothing };
+
+/// What full recomputation keeps of the block at position `index` (0-based) of the `blocks` blocks a stage
+/// holds in `chunks` model chunks, with training_knobs::recompute_layers `layers` read by `method`
+/// (training_knobs::recompute_method). `lead` (`trail`): the stage's first (last) chunk holds the embedding
+/// (the loss) counted as a layer in place of a block (training_knobs::embedding_in_pipeline_split,
+/// loss_in_pipeline_split), so that chunk holds one block fewer; the counted layer is not a block
+/// Megatron-Core checkpoints.
+constexpr block_keeps kept_of_block(std::int64_t index, std::int64_t blocks, int layers, int chunks,
+                                    bool lead = false, bool trail = false,
+                                    recompute_method method = recompute_method::block) {
+  if (layers <= 0 || (layers == 1 && method != recompute_method::block)) return block_keeps::input;
   const std::int64_t counted = blocks + (lead ? 1 : 0) + (trail ? 1 : 0);
   const std::int64_t per_chunk = std::max<std::int64_t>(counted / std::max(chunks, 1), 1);
   const std::int64_t position = index + (lead ? 1 : 0);
   const std::int64_t local = position % per_chunk - (lead && position < per_chunk ? 1 : 0);
-  return local < layers;
+  switch (method) {
+    case recompute_method::block:
+      return local < layers ? block_keeps::input : block_keeps::everything;
+    case recompute_method::uniform:
+      return local % layers == 0 ? block_keeps::input : block_keeps::nothing;
+    case recompute_method::every:
+      return local % layers == 0 ? block_keeps::input : block_keeps::everything;
+  }
+  return block_keeps::input;
+}
+
+/// Whether full recomputation recomputes that block (kept_of_block: all but the blocks it keeps whole).
+constexpr bool recomputes_block(std::int64_t index, std::int64_t blocks, int layers, int chunks,
+                                bool lead = false, bool trail = false,
+                                recompute_method method = recompute_method::block) {
+  return kept_of_block(index, blocks, layers, chunks, lead, trail, method) != block_keeps::everything;
 }
 
 /// The blocks among the nodes `r`.
@@ -382,7 +402,8 @@ constexpr std::int64_t blocks_in(const model::model& m, node_range r) {
 /// their activations.
 constexpr bytes stage_activations_per_microbatch(const model::model& m, const built_layers& l, node_range r,
                                                  model::recompute mode, int layers = 0, int chunks = 1,
-                                                 bool embedding_layer = false, bool loss_layer = false) {
+                                                 bool embedding_layer = false, bool loss_layer = false,
+                                                 recompute_method method = recompute_method::block) {
   bytes b{0.0};
   const std::int64_t blocks = blocks_in(m, r);
   const bool lead = embedding_layer && r.first == 0;
@@ -391,9 +412,12 @@ constexpr bytes stage_activations_per_microbatch(const model::model& m, const bu
   for (std::size_t v = r.first; v < r.last; ++v) {
     model::recompute node_mode = mode_of_node(m.role_at(v), mode);
     if (m.role_at(v) == model::layer_role::block) {
-      if (mode == model::recompute::full && !recomputes_block(index, blocks, layers, chunks, lead, trail))
-        node_mode = model::recompute::none;
+      const block_keeps kept =
+          mode == model::recompute::full ? kept_of_block(index, blocks, layers, chunks, lead, trail, method)
+                                         : block_keeps::input;
       ++index;
+      if (kept == block_keeps::nothing) continue;  // a uniform group's later block: its input is not kept
+      if (kept == block_keeps::everything) node_mode = model::recompute::none;
     }
     b += model::activation_bytes(l.at(m, v), node_mode);
   }
@@ -402,16 +426,19 @@ constexpr bytes stage_activations_per_microbatch(const model::model& m, const bu
 
 /// What full recomputation holds once on top of the stored inputs: while one microbatch's block is
 /// recomputed, its full activations (as without recomputation), one block at a time (Megatron's default
-/// --recompute-num-layers 1 granularity): the largest block of `r`; nothing without full recomputation.
+/// --recompute-num-layers 1 granularity): the largest block of `r`; under the uniform method with groups of
+/// `group` blocks, the group's activations at once (`group` times the largest block, at most the stage's
+/// blocks); nothing without full recomputation.
 constexpr bytes recompute_working_set(const model::model& m, const built_layers& l, node_range r,
-                                      model::recompute mode) {
+                                      model::recompute mode, int group = 1) {
   bytes most{0.0};
   if (mode != model::recompute::full) return most;
   for (std::size_t v = r.first; v < r.last; ++v) {
     if (m.role_at(v) != model::layer_role::block) continue;
     most = std::max(most, model::activation_bytes(l.at(m, v), model::recompute::none));
   }
-  return most;
+  const std::int64_t together = std::min<std::int64_t>(std::max(group, 1), std::max<std::int64_t>(blocks_in(m, r), 1));
+  return most * static_cast<double>(together);
 }
 
 /// What fully sharded data parallelism (training_knobs::fsdp) holds beside the shards: the weights of two
@@ -434,8 +461,11 @@ constexpr memory_breakdown stage_memory_of(const model::model& m, const built_la
   return stage_memory_of_load(
       static_cast<double>(stage_parameters(m, l, r)),
       stage_activations_per_microbatch(m, l, r, k.recompute, k.recompute_layers, k.virtual_stages,
-                                       k.embedding_in_pipeline_split, k.loss_in_pipeline_split),
-      recompute_working_set(m, l, r, k.recompute) + fully_sharded_working_set(m, l, k), stage, p.pp,
+                                       k.embedding_in_pipeline_split, k.loss_in_pipeline_split, k.recompute_by),
+      recompute_working_set(m, l, r, k.recompute,
+                            k.recompute_by == recompute_method::uniform ? k.recompute_layers : 1) +
+          fully_sharded_working_set(m, l, k),
+      stage, p.pp,
       p.dp * p.cp, microbatches_per_replica(p, k), k, static_cast<double>(stage_expert_parameters(m, l, r)),
       p.ep);
 }

@@ -943,7 +943,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
         const bool again = k.recompute != model::recompute::full ||
                            detail::recomputes_block(st.blocks, blocks, k.recompute_layers, k.virtual_stages,
                                                     k.embedding_in_pipeline_split && r.first == 0,
-                                                    k.loss_in_pipeline_split && r.last == run.size());
+                                                    k.loss_in_pipeline_split && r.last == run.size(),
+                                                    k.recompute_by);
         ++st.blocks;
         if (!again) continue;
         st.recompute += t.t.recompute(k.recompute);
