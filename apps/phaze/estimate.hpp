@@ -20,6 +20,7 @@ struct estimate_options {
   int dp = 0;  // 0: devices / (tp * pp * cp)
   int cp = 1;
   int ep = 1;
+  int etp = 0;  // 0: tp
   int vp = 1;
   std::int64_t global_batch = 1;
   std::int64_t microbatch = 1;

@@ -32,7 +32,7 @@ estimate_input build_estimate(const estimate_options& o) {
   const chosen_cluster chosen = resolve_cluster(o.where, "estimate");
   const cluster::cluster c = with_calibration(o.step, chosen.value);
 
-  train::parallelism p{o.tp, o.pp, o.dp, o.cp, o.ep};
+  train::parallelism p{o.tp, o.pp, o.dp, o.cp, o.ep, o.etp};
   if (o.cp <= 0) train::rules::parallel_degrees_must_be_positive();
   if (p.dp == 0) p.dp = train::data_parallel_degree(c.devices() / std::max(o.cp, 1), o.tp, o.pp);
   train::training_knobs k;
@@ -119,6 +119,12 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
       ->add_option("--ep", o->ep,
                    "expert-parallel size (mixture-of-experts models: experts spread over ep of the dp ranks)")
       ->default_str("1")
+      ->check(device_count);
+  parser
+      ->add_option("--etp", o->etp,
+                   "expert tensor-parallel size (a divisor of tp; Megatron-Core's --expert-tensor-parallel-size): "
+                   "the experts' GEMMs split over etp ranks and the expert groups carved from all tp x dp x cp "
+                   "ranks of a stage (default: tp)")
       ->check(device_count);
   parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp * cp))")
       ->check(device_count);

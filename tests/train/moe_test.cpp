@@ -261,6 +261,58 @@ TEST_CASE("expert parallelism: states, the optimizer's shards and the all-to-all
   CHECK(e8.breakdown.tp_comm > e1.breakdown.tp_comm);
 }
 
+TEST_CASE("expert tensor parallelism below tp: the same expert work and state per rank, no gather",
+          "[moe][etp]") {
+  // Qwen3-30B-A3B's experts (128 of 768, top 8) at tp 2 with sequence parallelism: etp 2 with ep 16, or
+  // etp 1 with ep 32 (MoE parallel folding: the expert groups carved from tp x dp). Either way a rank holds
+  // 128 x 768 / 32 of the experts' width and does the same expert work.
+  const model::model m = zoo::get("qwen3-30b-a3b");
+  auto folded = shape_of(2, 32);
+  folded.etp = 1;
+  const auto a = model::layer_at(m, 1, shape_of(2, 16));
+  const auto b = model::layer_at(m, 1, folded);
+  CHECK(model::layer_expert_params(a) == model::layer_expert_params(b));
+  const auto work = [](const model::layer& l) {
+    return model::flops_of(*find_op(l, "expert_up")).value() + model::flops_of(*find_op(l, "expert_down")).value();
+  };
+  CHECK(work(a) == Approx(work(b)).epsilon(1e-12));
+  CHECK(find_op(b, "expert_up")->gemm.batch == 4);
+  CHECK(find_op(b, "expert_up")->gemm.n == 2 * 768);  // swiglu's gate and up, whole
+  // etp 1: each rank's experts work on the tokens it received, no gather over the tensor-parallel ranks.
+  CHECK(find_op(a, "experts_enter") != nullptr);
+  CHECK(find_op(b, "experts_enter") == nullptr);
+  CHECK(find_op(b, "experts_exit") == nullptr);
+  CHECK(find_op(b, "dispatch")->group == 32);
+
+  // The step: ep 32 at tp 2, dp 16 is a plan only with etp 1, and its experts' states are sharded over
+  // tp x dp / (ep x etp) = 1 rank.
+  train::training_knobs k;
+  k.global_batch = 64;
+  k.microbatch = 1;
+  k.sequence = 4096;
+  k.fused_attention = true;
+  k.sequence_parallel = true;
+  k.distributed_optimizer = true;
+  CHECK_THAT(input_error_of([&] { train::validate(m, train::parallelism{2, 1, 16, 1, 32}, k, 32); }),
+             Catch::Contains("--etp 1"));
+  const train::parallelism p{2, 1, 16, 1, 32, 1};
+  CHECK_NOTHROW(train::validate(m, p, k, 32));
+  CHECK(train::plan_shape{2, 1, 16, 2, 1, 32, 1}.expert_gradient_ranks() == 1);
+  CHECK(train::plan_shape{2, 1, 16, 2, 1, 16}.expert_gradient_ranks() == 1);
+  CHECK(train::plan_shape{2, 1, 16, 2, 1, 8, 1}.expert_gradient_ranks() == 4);
+  const sched::schedule_cache cache;
+  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 32);
+  const auto e = train::estimate_step(m, c, p, k, cache);
+  CHECK(e.time_per_batch.value() > 0.0);
+  // etp must divide tp, and a dense model has no experts to fold.
+  CHECK_THAT(input_error_of([&] { train::validate(m, train::parallelism{2, 1, 16, 1, 16, 3}, k, 32); }),
+             Catch::Contains("divisor of the tensor-parallel width"));
+  CHECK_THAT(input_error_of([&] {
+               train::validate(zoo::get("llama3-8b"), train::parallelism{2, 1, 4, 1, 1, 1}, k, 8);
+             }),
+             Catch::Contains("mixture-of-experts model"));
+}
+
 TEST_CASE("expert parallelism refuses what Megatron-Core would not run", "[moe]") {
   const model::model mixtral = zoo::get("mixtral-8x7b");
   train::training_knobs k;
@@ -273,6 +325,11 @@ TEST_CASE("expert parallelism refuses what Megatron-Core would not run", "[moe]"
              Catch::Contains("divide the number of routed experts"));
   CHECK_THAT(input_error_of([&] {
                train::validate(mixtral, train::parallelism{1, 1, 4, 1, 8}, k, 4);
+             }),
+             Catch::Contains("divide the data-parallel size"));
+  // With etp = tp = 1 the folding changes nothing: ep 8 over dp 4 stays refused.
+  CHECK_THAT(input_error_of([&] {
+               train::validate(mixtral, train::parallelism{1, 1, 4, 1, 8, 1}, k, 4);
              }),
              Catch::Contains("divide the data-parallel size"));
   CHECK_THAT(input_error_of([&] {

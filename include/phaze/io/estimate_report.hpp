@@ -133,6 +133,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"dp", p.dp},
             {"cp", p.cp},
             {"ep", p.ep},
+            {"etp", p.expert_tp()},
             {"vp", k.virtual_stages},
             {"microbatch", k.microbatch},
             {"microbatches", e.microbatches},
@@ -207,7 +208,8 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
       "{}{}\n{}\n\n",
       m.config.name.view(), p.devices(), device_names(c), p.tp, p.pp, p.dp,
       (p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}) +
-          (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}),
+          (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}) +
+          (p.expert_tp() != p.tp ? fmt::format(", etp {}", p.expert_tp()) : std::string{}),
       k.virtual_stages, k.microbatch, e.microbatches,
       recompute_text(k),
       train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "",

@@ -81,6 +81,10 @@ struct layer_shape {
   int ep = 1;
   /// The implementation of the fused attention kernel (model::attention_kernel).
   attention_kernel kernel = attention_kernel::standard;
+  /// Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size, MoE parallel folding): the
+  /// routed experts' GEMMs split over etp ranks, a divisor of tp, instead of tp; 0: tp.
+  int etp = 0;
+  [[nodiscard]] constexpr int expert_tp() const { return etp > 0 ? etp : tp; }
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 

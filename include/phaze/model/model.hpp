@@ -204,6 +204,7 @@ inline constexpr auto build_kind =
       if (k.bf16) own.fp8 = false;
       if (k.dense_mlp) {
         own.ep = 1;  // no experts to spread
+        own.etp = 0;
         return make_layer(architecture_of(m, k).without_experts(), k.role, own);
       }
       return make_layer(architecture_of(m, k), k.role, own);

@@ -227,6 +227,11 @@ namespace rules {
       "multi-head latent attention gives every query head its own key and value head: leave kv_heads 0 "
       "(or equal to heads)");
 }
+[[noreturn]] inline void expert_tensor_parallel_size_must_divide_tp() {
+  throw input_error(
+      "the expert tensor-parallel size (--etp) must be a divisor of the tensor-parallel width (1 up to tp): "
+      "the experts' GEMMs split over a part of each tensor-parallel group");
+}
 [[noreturn]] inline void kv_heads_must_divide_attention_heads() {
   throw input_error("key/value heads must divide the attention heads (grouped-query attention)");
 }
@@ -379,9 +384,10 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
     rules::sequence_parallelism_needs_sequence_divisible_by_tp();
   if (s.ep <= 0) rules::expert_parallel_size_must_be_positive();
   if (s.ep > 1 && c.experts == 0) rules::expert_parallelism_needs_a_mixture_of_experts_model();
+  if (s.etp < 0 || (s.etp > 0 && s.tp % s.etp != 0)) rules::expert_tensor_parallel_size_must_divide_tp();
   if (c.experts > 0) {
     if (c.experts % s.ep != 0) rules::expert_parallel_size_must_divide_experts();
-    if (c.expert_ffn_or_default() % s.tp != 0 || c.shared_expert_ffn % s.tp != 0)
+    if (c.expert_ffn_or_default() % s.expert_tp() != 0 || c.shared_expert_ffn % s.tp != 0)
       rules::tensor_parallel_width_must_divide_expert_ffn();
   }
 };
@@ -391,6 +397,7 @@ namespace detail {
 /// Sizes shared by the three layer builders.
 struct split_sizes {
   std::int64_t b, s, keys, t, tokens, local_tokens, h, vocab_multiple, ep;
+  std::int64_t et;  ///< expert tensor-parallel ranks (layer_shape::expert_tp)
   bool sp, tp;
 };
 
@@ -408,6 +415,7 @@ constexpr split_sizes sizes_of(const transformer_config& c, const layer_shape& s
   z.h = c.hidden;
   z.vocab_multiple = shape.vocab_multiple;
   z.ep = shape.ep;
+  z.et = shape.expert_tp();
   return z;
 }
 
@@ -569,12 +577,14 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
   return leave_tp(b, z, down, "mlp_exit");
 }
 
-/// Token slots each expert of a rank processes per microbatch: the rank's tensor-parallel group's tokens
-/// (tokens, sequence-gathered) times top_k, over the experts, for each of the ep ranks sending to it
-/// (balanced routing), times the capacity factor when one pads to it.
+/// Token slots each expert of a rank processes per microbatch: the tokens of the rank's expert tensor-parallel
+/// group (the tensor-parallel group's tokens, sequence-gathered, when etp = tp; etp of the ranks' sequence
+/// shards otherwise) times top_k, over the experts, for each of the ep ranks sending to it (balanced
+/// routing), times the capacity factor when one pads to it.
 constexpr std::int64_t tokens_per_expert(const transformer_config& c, const split_sizes& z) {
   const double cf = c.capacity_factor_or_one();
-  const double slots = static_cast<double>(z.tokens) * static_cast<double>(c.top_k) *
+  const std::int64_t group_tokens = z.sp ? z.local_tokens * z.et : z.tokens;
+  const double slots = static_cast<double>(group_tokens) * static_cast<double>(c.top_k) *
                        static_cast<double>(z.ep) / static_cast<double>(c.experts) * cf;
   const auto whole = static_cast<std::int64_t>(slots);
   return std::max<std::int64_t>(1, static_cast<double>(whole) < slots ? whole + 1 : whole);
@@ -584,13 +594,14 @@ constexpr std::int64_t tokens_per_expert(const transformer_config& c, const spli
 /// "Switch Transformers", 2021; Jiang et al., "Mixtral of Experts", 2024; Megatron-Core's moe_layer.py and
 /// token_dispatcher.py): a router GEMM (h -> experts, bf16) and top-k softmax over the rank's tokens; the
 /// routed copies permuted into expert order; an all-to-all over the ep ranks (dispatch); under tensor
-/// parallelism (sequence-parallel) an all-gather of them over the tp ranks; each rank's experts / ep experts
-/// as grouped GEMMs (up/gate, activation, down; split over tp like a dense MLP); the reduce-scatter back;
+/// parallelism (sequence-parallel) an all-gather of them over the expert tensor-parallel ranks (etp: tp
+/// unless MoE parallel folding gives another); each rank's experts / ep experts as grouped GEMMs (up/gate,
+/// activation, down; split over etp like a dense MLP over tp); the reduce-scatter back;
 /// the all-to-all back (combine); the weighted sum of each token's top_k outputs (unpermute). Shared experts
 /// (DeepSeekMoE, Qwen-MoE) run beside it as a dense MLP and are added.
 constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   const std::int64_t k = c.top_k;
-  const std::int64_t f = c.expert_ffn_or_default() / z.t;
+  const std::int64_t f = c.expert_ffn_or_default() / z.et;
   const std::int64_t local_experts = c.experts / z.ep;
   const double cf = c.capacity_factor_or_one();
   const std::int64_t m = tokens_per_expert(c, z);
@@ -603,12 +614,13 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   tensor routed = b.vector(op_kind::copy, "permute", x, saves::nothing, split, 0, sent * z.h);
   if (z.ep > 1)
     routed = b.collective(op_kind::all_to_all, "dispatch", routed, static_cast<int>(z.ep), routed.elements);
-  // Into the experts' tensor-parallel region: the tp ranks' token shards gathered (sequence parallelism,
+  // Into the experts' tensor-parallel region: the etp ranks' token shards gathered (sequence parallelism,
   // which Megatron-Core requires with MoE; train::validate), or, with the tokens replicated, the identity.
-  if (z.tp) {
-    routed = z.sp ? b.collective(op_kind::all_gather, "experts_enter", routed, static_cast<int>(z.t),
+  // With etp 1 each rank's experts work on its own tokens.
+  if (z.et > 1) {
+    routed = z.sp ? b.collective(op_kind::all_gather, "experts_enter", routed, static_cast<int>(z.et),
                                  local_experts * m * z.h)
-                  : b.collective(op_kind::tp_copy, "experts_enter", routed, static_cast<int>(z.t),
+                  : b.collective(op_kind::tp_copy, "experts_enter", routed, static_cast<int>(z.et),
                                  routed.elements);
   }
   const bool gated = c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu;
@@ -624,10 +636,10 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
                    tp_split::column);  // squared ReLU: one kernel of a ReLU's traffic, as in mlp()
   }
   tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row);
-  if (z.tp) {
+  if (z.et > 1) {
     down =
-        z.sp ? b.collective(op_kind::reduce_scatter, "experts_exit", down, static_cast<int>(z.t), sent * z.h)
-             : b.collective(op_kind::all_reduce, "experts_exit", down, static_cast<int>(z.t), down.elements);
+        z.sp ? b.collective(op_kind::reduce_scatter, "experts_exit", down, static_cast<int>(z.et), sent * z.h)
+             : b.collective(op_kind::all_reduce, "experts_exit", down, static_cast<int>(z.et), down.elements);
   }
   if (z.ep > 1) down = b.collective(op_kind::all_to_all, "combine", down, static_cast<int>(z.ep), sent * z.h);
   // The weighted sum of each token's top_k expert outputs, by the router's gates.

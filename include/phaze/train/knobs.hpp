@@ -239,6 +239,11 @@ struct parallelism {
   /// routed experts of every block spread over ep ranks carved from the data-parallel ones (ep divides dp;
   /// it adds no devices). Expert gradients are reduced over dp * cp / ep ranks.
   int ep = 1;
+  /// Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size, MoE parallel folding): the
+  /// routed experts' GEMMs split over etp ranks, a divisor of tp, and the expert-parallel groups carved from
+  /// all tp * dp * cp ranks of a stage (ep * etp divides them); 0: tp (ep then divides dp).
+  int etp = 0;
+  [[nodiscard]] constexpr int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] constexpr std::int64_t devices() const {
     return static_cast<std::int64_t>(tp) * static_cast<std::int64_t>(pp) * static_cast<std::int64_t>(dp) *
            static_cast<std::int64_t>(cp);
@@ -275,7 +280,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             p.cp,
                             k.vocab_padding,
                             p.ep,
-                            k.attention_kernel};
+                            k.attention_kernel,
+                            p.etp};
 }
 
 namespace rules {
@@ -325,14 +331,19 @@ namespace rules {
       "--recompute-method uniform or every says which blocks full recomputation checkpoints; give --recompute "
       "full with it, or drop --recompute-method");
 }
+[[noreturn]] inline void folded_expert_parallelism_must_divide_the_stage() {
+  throw input_error(
+      "with an expert tensor-parallel size (--etp) other than tp, ep x etp must divide tp x dp x cp (Megatron-Core "
+      "carves the expert groups from all of a stage's ranks); choose an --ep that does");
+}
 [[noreturn]] inline void device_count_must_be_positive() {
   throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
 }
 [[noreturn]] inline void expert_parallel_size_must_divide_dp() {
   throw input_error(
       "the expert-parallel size must divide the data-parallel size (Megatron-Core carves the expert-parallel "
-      "ranks from the data-parallel ones); choose an --ep that divides dp (expert tensor parallelism other "
-      "than tp, which lets Megatron-Core spread experts over tensor-parallel ranks too, is not modelled)");
+      "ranks from the data-parallel ones); choose an --ep that divides dp, or give an expert tensor-parallel "
+      "size below tp (--etp 1) to carve the expert groups from the tensor-parallel ranks too");
 }
 [[noreturn]] inline void parallel_degrees_must_be_positive() {
   throw input_error(
@@ -510,7 +521,14 @@ struct validate_fn {
     if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0) rules::parallel_degrees_must_be_positive();
     if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
     if (p.ep <= 0) model::rules::expert_parallel_size_must_be_positive();
-    if (p.dp % p.ep != 0) rules::expert_parallel_size_must_divide_dp();
+    if (p.etp < 0 || (p.etp > 0 && p.tp % p.etp != 0)) model::rules::expert_tensor_parallel_size_must_divide_tp();
+    if (p.expert_tp() != p.tp && m.config.experts == 0)
+      model::rules::expert_parallelism_needs_a_mixture_of_experts_model();
+    if (p.expert_tp() == p.tp) {
+      if (p.dp % p.ep != 0) rules::expert_parallel_size_must_divide_dp();
+    } else if ((p.tp * p.dp * p.cp) % (p.ep * p.expert_tp()) != 0) {
+      rules::folded_expert_parallelism_must_divide_the_stage();
+    }
     if (k.global_batch <= 0) rules::global_batch_must_be_positive();
     if (k.microbatch <= 0) rules::microbatch_must_be_positive();
     if (k.sequence < 0) rules::sequence_must_not_be_negative();

@@ -293,10 +293,13 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
 /// and the unsharded gradients, are in `working_set` (detail::fully_sharded_working_set).
 constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
                                                 int stage, int stages, int dp, std::int64_t microbatches,
-                                                const training_knobs& k, double expert = 0.0, int ep = 1) {
+                                                const training_knobs& k, double expert = 0.0, int ep = 1,
+                                                int expert_fold = 1) {
   memory_breakdown r;
   const bytes_per_parameter per = state_bytes_of(k);
-  const int expert_ranks = dp / std::max(ep, 1);
+  // The expert-data-parallel ranks: dp / ep, times tp / etp when the expert groups are carved from the
+  // tensor-parallel ranks too (parallelism::etp).
+  const int expert_ranks = dp * std::max(expert_fold, 1) / std::max(ep, 1);
   // Under fsdp the states are sharded over the hybrid-sharding group (all dp ranks unless fsdp_shard).
   const int shard = k.fsdp ? shard_ranks(k, dp) : dp;
   const int expert_shard = k.fsdp && shard != dp ? shard : expert_ranks;
@@ -467,7 +470,7 @@ constexpr memory_breakdown stage_memory_of(const model::model& m, const built_la
           fully_sharded_working_set(m, l, k),
       stage, p.pp,
       p.dp * p.cp, microbatches_per_replica(p, k), k, static_cast<double>(stage_expert_parameters(m, l, r)),
-      p.ep);
+      p.ep, p.tp / p.expert_tp());
 }
 }  // namespace detail
 

@@ -91,13 +91,18 @@ struct plan_shape {
   std::int64_t microbatches = 1;  ///< per data-parallel replica
   int cp = 1;  ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
   int ep = 1;  ///< expert-parallel ranks (parallelism::ep), carved from the dp * cp ranks
+  int etp = 0;  ///< expert tensor-parallel ranks (parallelism::etp); 0: tp
+  [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int devices() const { return tp * pp * dp * cp; }
   /// Ranks of one pipeline stage: tp * cp * dp, consecutive in Megatron's order.
   [[nodiscard]] int stage_ranks() const { return tp * cp * dp; }
   /// Ranks the gradients are reduced over (Megatron-Core's data-parallel group with context parallelism).
   [[nodiscard]] int gradient_ranks() const { return dp * cp; }
-  /// Ranks the routed experts' gradients are reduced over (Megatron-Core's expert-data-parallel group).
-  [[nodiscard]] int expert_gradient_ranks() const { return dp * cp / std::max(ep, 1); }
+  /// Ranks the routed experts' gradients are reduced over (Megatron-Core's expert-data-parallel group): the
+  /// stage's tp * cp * dp ranks over ep * etp (dp * cp / ep when etp = tp).
+  [[nodiscard]] int expert_gradient_ranks() const {
+    return tp * dp * cp / (std::max(ep, 1) * expert_tp());
+  }
 };
 
 /// One device type among the ranks of a pipeline stage (step_model::stage_members).
@@ -140,19 +145,21 @@ class step_model {
     return cluster_.ring({std::max(s.cp, 1), s.tp}, s.devices());
   }
 
-  /// The links of the expert-parallel groups: ep consecutive ranks of the data-parallel dimension, tp apart
-  /// (Megatron-Core's rank order tp, cp, ep x edp, pp with the experts split over tp as the dense layers).
+  /// The links of the expert-parallel groups: ep consecutive ranks etp apart (Megatron-Core's expert rank
+  /// order etp, ep, edp, pp over a stage's ranks; with etp = tp: ep consecutive data-parallel ranks, tp
+  /// apart).
   /// `local` of a group's ranks share a node (the largest divisor of ep whose ranks fit in one); `inside` is
   /// the route among them, `across` the route a rank's transfers to the other nodes take (cluster::pairs
   /// between ranks a node's worth apart: its own interface, or its share of a shared one).
   [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s) const {
     const int n = std::max(s.ep, 1);
-    int local = std::max(1, std::min(n, largest_node() / std::max(s.tp, 1)));
+    const int stride = std::max(s.expert_tp(), 1);
+    int local = std::max(1, std::min(n, largest_node() / stride));
     while (n % local != 0) --local;
     cost::all_to_all_routes r;
     r.local = local;
-    if (local > 1) r.inside = cluster_.ring({local, s.tp}, s.devices());
-    if (local < n) r.across = cluster_.pairs(local * s.tp, s.devices());
+    if (local > 1) r.inside = cluster_.ring({local, stride}, s.devices());
+    if (local < n) r.across = cluster_.pairs(local * stride, s.devices());
     return r;
   }
 
@@ -329,10 +336,10 @@ class step_model {
   /// Every route is the cluster's (cluster::ring over the group shapes), so links, measurements and rank
   /// orders apply to both.
   /// With `expert` of the parameters a routed expert's, those are reduced over the expert-data-parallel
-  /// ranks instead (plan_shape::expert_gradient_ranks, tp ep apart) after the others.
+  /// ranks instead (plan_shape::expert_gradient_ranks, etp ep apart) after the others.
   [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s, double expert = 0.0) const {
     return ring_sync(parameters - expert, s.gradient_ranks(), s.tp, s) +
-           ring_sync(expert, s.expert_gradient_ranks(), s.tp * std::max(s.ep, 1), s);
+           ring_sync(expert, s.expert_gradient_ranks(), s.expert_tp() * std::max(s.ep, 1), s);
   }
 
   /// gradient_sync of `parameters` over n ranks `stride` apart.
@@ -883,7 +890,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
   const step_model model{c, k};
-  const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep};
+  const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep, p.etp};
   const cluster::route cp_route = model.context_parallel_route(where);
   const cost::all_to_all_routes ep_route = model.expert_parallel_routes(where);
   const cluster::route tp_route = model.tensor_parallel_route(p.tp);
