@@ -149,6 +149,7 @@ struct step_options {
   std::string calibration;                // a phaze.calibration file; empty: none
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
+  double capacity_factor = 0.0;  // 0: dropless routing
 };
 
 /// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none),
@@ -232,6 +233,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_pipeline_split,
                "count the output layer and its loss as one layer of Megatron-Core's even pipeline split: the "
                "last model chunk holds one block fewer (Megatron-Core's flag of the same name)");
+  app.add_option("--capacity-factor", o.capacity_factor,
+                 "mixture of experts: drop the tokens beyond F times each expert's balanced share and pad every "
+                 "expert to it (Megatron-Core's --moe-expert-capacity-factor F with "
+                 "--moe-pad-expert-input-to-capacity; token-dropping recipes use 1.0); default: dropless")
+      ->check(number_up_to(64.0, "a multiple of each expert's balanced share of tokens"));
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
@@ -258,10 +264,21 @@ inline cluster::cluster with_calibration(const step_options& o, const cluster::c
   return o.calibration.empty() ? c : train::calibrated(c, calibration_of(o));
 }
 
-/// The model the step options make of `m`: with --bf16-blocks START,END (FP8 training only) its first START
-/// and last END blocks as bf16 kinds of their own (model::with_bf16_blocks).
+/// The model the step options make of `m`: with --capacity-factor F its routed experts padded to F times
+/// their balanced share of tokens (transformer_config::capacity_factor); with --bf16-blocks START,END (FP8
+/// training only) its first START and last END blocks as bf16 kinds of their own (model::with_bf16_blocks).
 inline model::model apply_model_options(const step_options& o, model::model m,
                                         const train::training_knobs& k) {
+  if (o.capacity_factor > 0.0) {
+    if (m.config.experts == 0 || model::composite(m)) {
+      throw input_error(fmt::format(
+          "--capacity-factor pads the routed experts of a mixture of experts, and {} has none; drop it",
+          m.config.name.view()));
+    }
+    model::transformer_config c = m.config;
+    c.capacity_factor = o.capacity_factor;
+    m = model::make_model(c);
+  }
   if (o.bf16_blocks.empty()) return m;
   if (k.precision != hw::precision::fp8) {
     throw input_error(
