@@ -130,6 +130,38 @@ TEST_CASE("DeepSeek-V2 and V3 configs import with multi-head latent attention", 
   }
 }
 
+TEST_CASE("GPT-OSS configs import with biased experts and a window on every other block", "[moe][hf]") {
+  // gpt-oss-120b (OpenAI 2025, model card: 116.83B parameters, 5.13B active): the count without the 36 x 64
+  // attention-sink logits, which phaze does not build (2,304 parameters).
+  const auto json = hf("gpt-oss-120b.json");
+  const model::model big = model::from_hf_config(json, "oss");
+  CHECK(model::parameter_count(big) == 116'829'154'368);
+  CHECK(model::parameter_count(big) + 36 * 64 == Approx(116.83e9).epsilon(1e-4));
+  CHECK(big.config.bias);
+  CHECK(big.config.attention_window == 128);
+  CHECK(big.config.full_attention_every == 2);
+  // Blocks alternate: windowed first, then one attending to every key.
+  for (std::size_t v = 1; v + 1 < big.size(); ++v) CHECK(big.kind_at(v).full_attention == (v % 2 == 0));
+  const auto sliding = model::layer_at(big, 1, shape_of(1, 1));
+  const auto full = model::layer_at(big, 2, shape_of(1, 1));
+  CHECK(find_op(sliding, "attention")->window == 128);
+  CHECK(find_op(full, "attention")->window == 0);
+  // Every expert carries its biases (2 x 2880 for gate and up, 2880 for down), the router its own.
+  CHECK(find_op(sliding, "expert_up")->params == 128LL * (2880 * 5760 + 5760));
+  CHECK(find_op(sliding, "router")->params == 2880LL * 128 + 128);
+  // gpt-oss-20b (model card: 20.91B): 24 blocks, 32 experts.
+  auto small = json;
+  small["num_hidden_layers"] = 24;
+  small["num_local_experts"] = 32;
+  small["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 24; ++i) small["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  CHECK(model::parameter_count(model::from_hf_config(small, "oss20")) == Approx(20.91e9).epsilon(1e-3));
+  // A pattern other than every N-th block full is refused, naming the field.
+  auto odd = json;
+  odd["layer_types"][2] = "full_attention";
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(odd, "x"); }), Catch::Contains("'layer_types'"));
+}
+
 TEST_CASE("HuggingFace MoE configs phaze would cost wrong are refused, naming the field", "[moe][hf]") {
   // Latent attention fields in a model type without it.
   auto latent_llama = hf("llama-2-7b-hf.json");

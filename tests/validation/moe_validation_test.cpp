@@ -3,9 +3,9 @@
 // docs/performance-summary-archive.md at 067f987df0, with the recipes' settings in the file's header). Each
 // row is estimated with exactly its published tp, pp, vp, ep, microbatch, sequence and batch, nothing fitted
 // per row. Qwen3-235B-A22B's rows spread 32 expert ranks over tp 2 x dp 16 (expert tensor parallelism 1)
-// and split 94 blocks with the embedding and the loss as pipeline layers (32 chunks of 3). Rows phaze cannot
-// represent are left out and counted: token dropping, DeepSeek-V3's pipeline layout with its MTP layer,
-// and architectures it does not model (Mamba layers, attention sinks).
+// and split 94 blocks with the embedding and the loss as pipeline layers (32 chunks of 3); GPT-OSS 120B's
+// (bf16) come from its config.json. Rows phaze cannot represent are left out and counted: token dropping
+// (no published factor), DeepSeek-V3's pipeline layout with its MTP layer, Mamba layers.
 #include <catch2/catch.hpp>
 
 #include "../support/clusters.hpp"
@@ -20,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "phaze/hw/presets.hpp"
+#include "phaze/model/hf_config.hpp"
 #include "phaze/model/zoo.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/step.hpp"
@@ -50,6 +53,12 @@ std::vector<std::map<std::string, std::string>> moe_rows() {
   return rows;
 }
 
+model::model gpt_oss_120b() {
+  std::ifstream in(std::string{PHAZE_TEST_DATA_DIR} + "/hf/gpt-oss-120b.json");
+  REQUIRE(in.good());
+  return model::from_hf_config(nlohmann::json::parse(in), "gpt-oss-120b");
+}
+
 int number_or(const std::string& s, int fallback) {
   return s == "n/a" ? fallback : std::stoi(s);
 }
@@ -62,6 +71,10 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
   REQUIRE(rows.size() >= 20);
   const sched::schedule_cache cache;
   const hw::device h100 = *hw::find_preset("h100-sxm");
+  double oss_sum = 0.0;
+  double oss_signed = 0.0;
+  double oss_worst = 0.0;
+  int oss_compared = 0;
   double large_sum = 0.0;
   double large_worst = 0.0;
   int large_compared = 0;
@@ -80,15 +93,17 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     const int vp = number_or(r.at("vp"), 1);
     const int ep = number_or(r.at("ep"), 1);
     const int dp = gpus / (tp * pp * cp);
-    // Qwen3-30B-A3B and Qwen3-235B-A22B are architectures phaze models (DeepSeek-V3: its pipeline layout
-    // with the multi-token-prediction layer; GPT-OSS: attention sinks and alternating windows; Nemotron 3:
-    // Mamba layers); token-dropping runs are left out.
+    // Qwen3-30B-A3B, Qwen3-235B-A22B and GPT-OSS 120B are compared (DeepSeek-V3: its pipeline layout with
+    // the multi-token-prediction layer; Nemotron 3: Mamba layers); token-dropping runs are left out.
     const bool large = r.at("model") == "Qwen3_235B_a22B";
-    if ((r.at("model") != "Qwen3_30B_a3B" && !large) || r.at("tokens_per_s_per_gpu") == "n/a") {
+    const bool oss = r.at("model") == "GPT OSS 120B";
+    if ((r.at("model") != "Qwen3_30B_a3B" && !large && !oss) || r.at("tokens_per_s_per_gpu") == "n/a") {
       ++left_out;
       continue;
     }
-    model::transformer_config c = zoo::get("qwen3-30b-a3b").config;
+    // GPT-OSS 120B from its config.json (tests/data/hf/gpt-oss-120b.json: 36 blocks, 128 experts, top 4, a
+    // 128-token window on every other block).
+    model::transformer_config c = oss ? gpt_oss_120b().config : zoo::get("qwen3-30b-a3b").config;
     if (large) {
       // Qwen3MoEModelProvider235B_A22B (the file's header): 94 blocks, hidden 4096, 64 heads, 4 key/value
       // groups of 128, 128 experts of 1536, top 8; the 30B's vocabulary and query/key norms.
@@ -109,7 +124,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     k.embedding_in_pipeline_split = k.loss_in_pipeline_split = large;
     k.global_batch = std::stoll(r.at("gbs"));
     k.microbatch = std::stoll(r.at("mbs"));
-    k.precision = hw::precision::fp8;
+    k.precision = r.at("precision") == "BF16" ? hw::precision::bf16 : hw::precision::fp8;
     k.fused_attention = true;
     k.sequence_parallel = tp > 1;
     k.tp_comm_overlap = tp > 1;
@@ -118,7 +133,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     // Megatron-Bridge's performance overrides and FP8 recipes (tests/data/validation/nemo-h100-models.md):
     // bf16 gradients, FP8 weights, overlapped pipeline sends under interleaving.
     k.grad_reduce_in_bf16 = true;
-    k.fp8_param_gather = true;
+    k.fp8_param_gather = k.precision == hw::precision::fp8;
     k.overlap_p2p = true;
     if (vp > 1) {
       k.schedule = train::pipeline_schedule::interleaved;
@@ -145,6 +160,13 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
       ++shown;
       continue;
     }
+    if (oss) {
+      oss_sum += std::abs(error);
+      oss_signed += error;
+      oss_worst = std::max(oss_worst, std::abs(error));
+      ++oss_compared;
+      continue;
+    }
     if (large) {
       large_sum += std::abs(error);
       large_worst = std::max(large_worst, std::abs(error));
@@ -161,8 +183,15 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
               compared, shown, left_out, 100.0 * mean, 100.0 * worst);
   std::printf("Qwen3-235B-A22B (etp 1, 8 stages x 4 chunks): %d runs, mean absolute error %.1f%%, max %.1f%%\n",
               large_compared, 100.0 * large_mean, 100.0 * large_worst);
+  std::printf("GPT-OSS 120B (bf16, 4 stages, ep 8): %d runs, mean absolute error %.1f%%, max %.1f%%, mean signed "
+              "%+.1f%%\n",
+              oss_compared, 100.0 * oss_sum / std::max(oss_compared, 1), 100.0 * oss_worst,
+              100.0 * oss_signed / std::max(oss_compared, 1));
   CHECK(compared >= 3);
   CHECK(shown >= 3);
+  // GPT-OSS 120B: measured when its import came in, 52.8-69.6% more tokens per second than published (mean
+  // +64.2%); an open failure of the mixture-of-experts step (docs/validation.md), shown with no bound.
+  CHECK(oss_compared == 5);
   // Measured when expert tensor parallelism came in: 5 runs (releases 25.11-26.04.01), 7.1-13.6% too slow,
   // mean 10.1%. Regression guard.
   CHECK(large_compared == 5);

@@ -57,6 +57,8 @@ struct model_summary {
   std::int64_t head_dim = 0;
   /// Multi-head latent attention's sizes in words ("key/value latent 512, ..."); empty without it.
   std::string latent_attention;
+  /// The sliding window in words ("128 tokens; one block in 2 attends to all keys"); empty without one.
+  std::string attention_window;
   std::int64_t ffn = 0;
   std::int64_t vocab = 0;
   std::int64_t sequence = 0;
@@ -116,6 +118,12 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
     s.latent_attention = fmt::format("key/value latent {}, query latent {}, +{} rotary per query/key head, value {}",
                                      c.kv_lora_rank, c.q_lora_rank > 0 ? fmt::format("{}", c.q_lora_rank) : "none",
                                      c.rope_head_dim, c.value_head_dim());
+  }
+  if (c.attention_window > 0) {
+    s.attention_window =
+        c.full_attention_every > 1
+            ? fmt::format("{} tokens; one block in {} attends to all keys", c.attention_window, c.full_attention_every)
+            : fmt::format("{} tokens, every block", c.attention_window);
   }
   s.ffn = c.ffn;
   s.vocab = c.vocab;
@@ -286,6 +294,7 @@ inline std::string to_table(const model_summary& s) {
   arch.add_row({"  key/value heads", fmt::format("{}", s.kv_heads)});
   arch.add_row({"  head dim", fmt::format("{}", s.head_dim)});
   if (!s.latent_attention.empty()) arch.add_row({"  latent attention", s.latent_attention});
+  if (!s.attention_window.empty()) arch.add_row({"  sliding window", s.attention_window});
   arch.add_row({"  MLP (ffn) size", fmt::format("{}", s.ffn)});
   arch.add_row({"  vocabulary", fmt::format("{}", s.vocab)});
   arch.add_row({"  sequence", fmt::format("{}", s.sequence)});

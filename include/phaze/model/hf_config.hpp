@@ -21,10 +21,10 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 19> hf_model_types{
-    "gpt2",     "opt",       "bloom",     "llama",    "mistral",     "qwen2",      "qwen3",
-    "phi3",     "gemma",     "nemotron",  "falcon",   "bert",        "gpt_neox",   "mixtral",
-    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3"};
+inline constexpr std::array<std::string_view, 20> hf_model_types{
+    "gpt2",      "opt",       "bloom",    "llama",       "mistral",     "qwen2",   "qwen3",
+    "phi3",      "gemma",     "nemotron", "falcon",      "bert",        "gpt_neox", "mixtral",
+    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss"};
 
 /// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 /// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
@@ -166,7 +166,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 18> prefixes{
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 19> prefixes{
       {{"GPTNeoX", "gpt_neox"},
        {"Bloom", "bloom"},
        {"GPT2", "gpt2"},
@@ -183,6 +183,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
        {"DeepseekV", "deepseek_v"},
        {"Deepseek", "deepseek"},
        {"Gemma", "gemma"},
+       {"GptOss", "gpt_oss"},
        {"Falcon", "falcon"},
        {"Bert", "bert"}}};
   if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
@@ -201,7 +202,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
   field_error("model_type",
               "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
               "bloom, llama, mistral, qwen2, qwen3, phi3, gemma, nemotron, falcon, bert, gpt_neox, mixtral, "
-              "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3");
+              "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3, gpt_oss");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -278,7 +279,7 @@ inline bool latent_attention_type(std::string_view model_type) {
 /// DeepSeekMoE (with DeepSeek-V2 and V3).
 inline bool carries_experts(std::string_view model_type) {
   return model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "qwen3_moe" ||
-         deepseek_type(model_type);
+         deepseek_type(model_type) || model_type == "gpt_oss";
 }
 
 /// The Qwen generations' model types.
@@ -453,7 +454,7 @@ inline transformer_config nemotron(const reader& r) {
 /// index) are refused naming the field.
 inline void experts(const reader& r, transformer_config& c) {
   const std::string& type = r.model_type();
-  if (type == "mixtral") {
+  if (type == "mixtral" || type == "gpt_oss") {
     c.experts = r.required_size("num_local_experts");
     c.top_k = r.required_size("num_experts_per_tok");
     return;
@@ -485,6 +486,52 @@ inline void experts(const reader& r, transformer_config& c) {
   if (score != "softmax" && score != "sigmoid")
     field_error("scoring_func", "is \"" + score + "\"; phaze models softmax and sigmoid routing");
   c.sigmoid_router = score == "sigmoid";
+}
+
+/// Which blocks of a config with a sliding window attend to every key (`layer_types`: "full_attention" or
+/// "sliding_attention" per block, transformers' GptOssConfig and Gemma 2/3 configs): the period N of a
+/// pattern with every N-th block full (transformer_config::full_attention_every), `fallback` when the field is
+/// absent (GptOssConfig's default alternates, sliding first). A pattern of another shape is refused naming
+/// the field.
+inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, std::int64_t fallback) {
+  const auto* types = r.get("layer_types");
+  if (types == nullptr) return fallback;
+  if (!types->is_array() || static_cast<std::int64_t>(types->size()) != layers)
+    field_error("layer_types", "must list one attention type per layer (" + std::to_string(layers) + ")");
+  std::int64_t first_full = -1;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const auto& t = (*types)[static_cast<std::size_t>(i)];
+    if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
+      field_error("layer_types", "entries must be \"full_attention\" or \"sliding_attention\"");
+    if (first_full < 0 && t.get<std::string>() == "full_attention") first_full = i;
+  }
+  if (first_full < 0) return 0;  // every block slides the window
+  const std::int64_t period = first_full + 1;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const bool full = (*types)[static_cast<std::size_t>(i)].get<std::string>() == "full_attention";
+    if (full != (i % period == period - 1))
+      field_error("layer_types",
+                  "mixes full and sliding attention in a pattern other than every N-th block full, which "
+                  "phaze does not build");
+  }
+  if (period == 1) return -1;  // every block full: no window
+  return period;
+}
+
+/// GPT-OSS (OpenAI 2025, gpt-oss-120b and gpt-oss-20b model card; transformers' GptOssConfig): the Llama block
+/// with biases on every linear layer, experts included (attention_bias), grouped key/value heads, head_dim
+/// of its own, a mixture of num_local_experts experts of intermediate_size, top num_experts_per_tok, and a
+/// sliding window of `sliding_window` tokens on every other block (layer_types). Its attention sinks (one
+/// learned logit per head) and the clamped SwiGLU are costed as the plain softmax and SwiGLU.
+inline void gpt_oss(const reader& r, transformer_config& c) {
+  c.bias = r.flag("attention_bias", true);  // GptOssAttention's and GptOssExperts' biases
+  const std::int64_t period = full_attention_period(r, c.layers, 2);
+  if (period < 0 || c.attention_window == 0) {
+    c.attention_window = 0;
+    c.full_attention_every = 0;
+  } else {
+    c.full_attention_every = period;
+  }
 }
 
 /// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
@@ -604,6 +651,7 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::llama(r);
       hf::experts(r, c);
       if (hf::latent_attention_type(type)) hf::latent_attention(r, c);
+      if (type == "gpt_oss") hf::gpt_oss(r, c);
     } else if (type == "falcon") {
       c = hf::falcon(r);
     } else if (type == "bert") {

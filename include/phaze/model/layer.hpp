@@ -171,9 +171,10 @@ class layer_builder {
   }
 
   /// The grouped GEMM of a block's routed experts on one rank: `g.batch` experts, `g.m` tokens each
-  /// (model::op::expert).
-  constexpr tensor expert_matmul(std::string_view name, tensor x, gemm_dims g, tp_split split) {
-    const tensor t = matmul(name, x, g, split);
+  /// (model::op::expert), each with a bias of its own when `bias`.
+  constexpr tensor expert_matmul(std::string_view name, tensor x, gemm_dims g, tp_split split,
+                                 bool bias = false) {
+    const tensor t = matmul(name, x, g, split, bias);
     layer_.ops.back().expert = true;
     return t;
   }

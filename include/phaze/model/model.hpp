@@ -58,6 +58,9 @@ struct layer_spec {
   /// --first-last-layers-bf16, which Megatron-Bridge's FP8 current-scaling recipe turns on for the first and
   /// the last block (with_bf16_blocks)
   bool bf16 = false;
+  /// transformer block that attends to every earlier key where the model's others slide a window
+  /// (transformer_config::full_attention_every)
+  bool full_attention = false;
   friend constexpr bool operator==(const layer_spec&, const layer_spec&) = default;
 };
 
@@ -124,10 +127,23 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
   m.kinds.push_back({.name = "embedding", .role = layer_role::embedding});
   m.kinds.push_back({.name = "block", .role = layer_role::block});
   m.kinds.push_back({.name = "head", .role = layer_role::head});
-  if (c.dense_layers > 0)
-    m.kinds.push_back({.name = "dense_block", .role = layer_role::block, .dense_mlp = true});
+  // The kind of every variant a block can be: with a dense MLP (the first dense_layers blocks), with full
+  // attention among windowed blocks (every full_attention_every-th), or both.
+  const auto kind_of = [&](bool dense, bool full) -> std::uint8_t {
+    if (!dense && !full) return 1;
+    for (std::size_t k = 3; k < m.kinds.size(); ++k)
+      if (m.kinds[k].dense_mlp == dense && m.kinds[k].full_attention == full) return static_cast<std::uint8_t>(k);
+    m.kinds.push_back({.name = dense && full ? "dense_full_block" : dense ? "dense_block" : "full_block",
+                       .role = layer_role::block,
+                       .dense_mlp = dense,
+                       .full_attention = full});
+    return static_cast<std::uint8_t>(m.kinds.size() - 1);
+  };
   m.nodes.push_back(0);
-  for (std::int64_t i = 0; i < c.layers; ++i) m.nodes.push_back(i < c.dense_layers ? 3 : 1);
+  for (std::int64_t i = 0; i < c.layers; ++i) {
+    const bool full = c.full_attention_every > 1 && i % c.full_attention_every == c.full_attention_every - 1;
+    m.nodes.push_back(kind_of(i < c.dense_layers, full));
+  }
   m.nodes.push_back(2);
   for (std::size_t i = 0; i + 1 < m.nodes.size(); ++i) {
     m.edges.push_back({static_cast<std::int16_t>(i), static_cast<std::int16_t>(i + 1)});
@@ -202,12 +218,17 @@ inline constexpr auto build_kind =
     case layer_recipe::transformer: {
       layer_shape own = shape_of_kind(k, shape);
       if (k.bf16) own.fp8 = false;
+      transformer_config arch = architecture_of(m, k);
+      if (k.full_attention) {
+        arch.attention_window = 0;
+        arch.full_attention_every = 0;
+      }
       if (k.dense_mlp) {
         own.ep = 1;  // no experts to spread
         own.etp = 0;
-        return make_layer(architecture_of(m, k).without_experts(), k.role, own);
+        return make_layer(arch.without_experts(), k.role, own);
       }
-      return make_layer(architecture_of(m, k), k.role, own);
+      return make_layer(arch, k.role, own);
     }
     case layer_recipe::dense: {
       layer_builder lb{k.name.view(), k.role, shape, b * k.rows * k.in};

@@ -107,6 +107,9 @@ struct transformer_config {
   /// Keys each query attends to (sliding-window attention, Mistral 7B v0.1); 0: every earlier key. Fused
   /// attention skips the rest; unfused attention computes the whole score matrix and masks it.
   std::int64_t attention_window = 0;
+  /// With a window: every N-th block (blocks N - 1, 2 N - 1, ...) attends to every earlier key, the others
+  /// slide the window (GPT-OSS and Gemma 2: N = 2; Gemma 3: N = 6); 0: every block slides it.
+  std::int64_t full_attention_every = 0;
   bool tied_embeddings = true;  ///< output projection shares the input embedding matrix
   /// A norm after the word embedding (BLOOM's word_embeddings_layernorm; BERT always has one).
   bool embedding_norm = false;
@@ -227,6 +230,11 @@ namespace rules {
       "multi-head latent attention gives every query head its own key and value head: leave kv_heads 0 "
       "(or equal to heads)");
 }
+[[noreturn]] inline void full_attention_every_needs_a_window_and_two_or_more() {
+  throw input_error(
+      "full_attention_every N (every N-th block attends to all keys, the others slide the window) needs an "
+      "attention window and N >= 2; give 0 for every block alike");
+}
 [[noreturn]] inline void expert_tensor_parallel_size_must_divide_tp() {
   throw input_error(
       "the expert tensor-parallel size (--etp) must be a divisor of the tensor-parallel width (1 up to tp): "
@@ -323,6 +331,9 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) rules::rotary_fraction_must_be_in_0_1();
   if (c.score_bias < 0) rules::score_bias_must_not_be_negative();
   if (c.attention_window < 0) rules::attention_window_must_not_be_negative();
+  if (c.full_attention_every < 0 || c.full_attention_every == 1 ||
+      (c.full_attention_every > 0 && c.attention_window == 0))
+    rules::full_attention_every_needs_a_window_and_two_or_more();
   if (c.experts < 0 || c.expert_ffn < 0 || c.shared_expert_ffn < 0 || c.dense_layers < 0 ||
       !(c.capacity_factor >= 0.0))
     rules::expert_sizes_must_not_be_negative();
@@ -609,7 +620,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   const auto sent = static_cast<std::int64_t>(static_cast<double>(z.local_tokens * k) * cf + 0.5);
   const tp_split split = token_split(z);
   const tensor logits =
-      b.matmul("router", x, {1, z.local_tokens, z.h, c.experts}, split, false, false, /*bf16_only=*/true);
+      b.matmul("router", x, {1, z.local_tokens, z.h, c.experts}, split, c.bias, false, /*bf16_only=*/true);
   const tensor gates = b.vector(op_kind::softmax, "router_topk", logits, saves::output, split);
   tensor routed = b.vector(op_kind::copy, "permute", x, saves::nothing, split, 0, sent * z.h);
   if (z.ep > 1)
@@ -625,7 +636,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   }
   const bool gated = c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu;
   const tensor up =
-      b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f}, tp_split::column);
+      b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f}, tp_split::column, c.bias);
   tensor act{};
   if (gated) {
     const bool silu = c.mlp == mlp_kind::swiglu;
@@ -635,7 +646,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
     act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu, "expert_act", up, saves::input0,
                    tp_split::column);  // squared ReLU: one kernel of a ReLU's traffic, as in mlp()
   }
-  tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row);
+  tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row, c.bias);
   if (z.et > 1) {
     down =
         z.sp ? b.collective(op_kind::reduce_scatter, "experts_exit", down, static_cast<int>(z.et), sent * z.h)
