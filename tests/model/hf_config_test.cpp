@@ -567,6 +567,44 @@ TEST_CASE("from_hf_config refuses what it would cost wrong, naming the field", "
   CHECK(parameter_count(from_hf_config(llama, "x")) == 8'030'261'248);
 }
 
+TEST_CASE("Gemma 2 imports with sandwich norms, alternating windows and soft-capping", "[hf]") {
+  using namespace phaze;
+  // google/gemma-2-9b: HF Gemma2ForCausalLM.num_parameters() 9,241,705,984 (the Gemma 2 report: 9.24B).
+  const auto gemma = from_hf_config(read_config("gemma-2-9b.json"), "x");
+  CHECK(parameter_count(gemma) == 9'241'705'984);
+  const auto& c = gemma.config;
+  CHECK(c.mlp == model::mlp_kind::geglu);
+  CHECK(c.sandwich_norm);
+  CHECK(c.attention_softcap);
+  CHECK(c.logit_softcap);
+  CHECK(c.tied_embeddings);
+  CHECK(c.attention_window == 4096);
+  CHECK(c.full_attention_every == 2);
+  // A block holds four norms; the unfused scores and the logits each pass through one tanh kernel.
+  const model::layer_shape unfused{1, 8192, 1, false, 2, false};
+  const auto block = model::layer_at(gemma, 1, unfused);
+  int norms = 0;
+  bool capped_scores = false;
+  for (const auto& o : block.ops) {
+    norms += o.kind == model::op_kind::rmsnorm ? 1 : 0;
+    capped_scores = capped_scores || o.name.view() == "score_softcap";
+  }
+  CHECK(norms == 4);
+  CHECK(capped_scores);
+  const auto head = model::layer_at(gemma, gemma.size() - 1, unfused);
+  bool capped_logits = false;
+  for (const auto& o : head.ops) capped_logits = capped_logits || o.name.view() == "logit_softcap";
+  CHECK(capped_logits);
+  // google/gemma-2-2b: 2,614,341,888.
+  auto small = read_config("gemma-2-9b.json");
+  small["hidden_size"] = 2304;
+  small["num_attention_heads"] = 8;
+  small["num_key_value_heads"] = 4;
+  small["intermediate_size"] = 9216;
+  small["num_hidden_layers"] = 26;
+  CHECK(parameter_count(from_hf_config(small, "x")) == 2'614'341'888);
+}
+
 TEST_CASE("a sliding window shortens fused attention only: the kernel skips the keys outside it", "[hf]") {
   using namespace phaze;
   const auto m = from_hf_config(read_config("mistral-7b-v0.1.json"), "x");

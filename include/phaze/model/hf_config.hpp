@@ -21,10 +21,10 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 20> hf_model_types{
+inline constexpr std::array<std::string_view, 21> hf_model_types{
     "gpt2",      "opt",       "bloom",    "llama",       "mistral",     "qwen2",   "qwen3",
     "phi3",      "gemma",     "nemotron", "falcon",      "bert",        "gpt_neox", "mixtral",
-    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss"};
+    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2"};
 
 /// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 /// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
@@ -166,7 +166,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 19> prefixes{
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 20> prefixes{
       {{"GPTNeoX", "gpt_neox"},
        {"Bloom", "bloom"},
        {"GPT2", "gpt2"},
@@ -182,6 +182,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
        {"Nemotron", "nemotron"},
        {"DeepseekV", "deepseek_v"},
        {"Deepseek", "deepseek"},
+       {"Gemma2", "gemma2"},
        {"Gemma", "gemma"},
        {"GptOss", "gpt_oss"},
        {"Falcon", "falcon"},
@@ -202,7 +203,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
   field_error("model_type",
               "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
               "bloom, llama, mistral, qwen2, qwen3, phi3, gemma, nemotron, falcon, bert, gpt_neox, mixtral, "
-              "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3, gpt_oss");
+              "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3, gpt_oss, gemma2");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -326,9 +327,12 @@ inline void refuse_unmodelled(const reader& r) {
                                "qwen3_moe and deepseek (DeepSeekMoE) configs");
     }
   }
-  for (const std::string_view capping : {"attn_logit_softcapping", "final_logit_softcapping"}) {
-    if (const auto* v = r.get(capping); v != nullptr && !(v->is_number() && v->get<double>() == 0.0))
-      field_error(capping, "is " + shown(*v) + ": logit soft-capping, which phaze does not model");
+  if (r.model_type() != "gemma2") {
+    for (const std::string_view capping : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+      if (const auto* v = r.get(capping); v != nullptr && !(v->is_number() && v->get<double>() == 0.0))
+        field_error(capping, "is " + shown(*v) + ": logit soft-capping in a model_type '" + r.model_type() +
+                                 "' config; phaze models it in gemma2 configs");
+    }
   }
 }
 
@@ -380,12 +384,55 @@ inline double rotary_share(const reader& r, std::string_view field, double fallb
   return f;
 }
 
+/// Which blocks of a config with a sliding window attend to every key (`layer_types`: "full_attention" or
+/// "sliding_attention" per block, transformers' GptOssConfig and Gemma 2/3 configs): the period N of a
+/// pattern with every N-th block full (transformer_config::full_attention_every), `fallback` when the field is
+/// absent (GptOssConfig's default alternates, sliding first). A pattern of another shape is refused naming
+/// the field.
+inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, std::int64_t fallback) {
+  const auto* types = r.get("layer_types");
+  if (types == nullptr) return fallback;
+  if (!types->is_array() || static_cast<std::int64_t>(types->size()) != layers)
+    field_error("layer_types", "must list one attention type per layer (" + std::to_string(layers) + ")");
+  std::int64_t first_full = -1;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const auto& t = (*types)[static_cast<std::size_t>(i)];
+    if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
+      field_error("layer_types", "entries must be \"full_attention\" or \"sliding_attention\"");
+    if (first_full < 0 && t.get<std::string>() == "full_attention") first_full = i;
+  }
+  if (first_full < 0) return 0;  // every block slides the window
+  const std::int64_t period = first_full + 1;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const bool full = (*types)[static_cast<std::size_t>(i)].get<std::string>() == "full_attention";
+    if (full != (i % period == period - 1))
+      field_error("layer_types",
+                  "mixes full and sliding attention in a pattern other than every N-th block full, which "
+                  "phaze does not build");
+  }
+  if (period == 1) return -1;  // every block full: no window
+  return period;
+}
+
 inline transformer_config llama(const reader& r) {
   transformer_config c = rotary_decoder(r);
   c.norm = norm_kind::rmsnorm;
-  c.tied_embeddings = r.flag("tie_word_embeddings", r.model_type() == "gemma");
+  c.tied_embeddings = r.flag("tie_word_embeddings", r.model_type() == "gemma" || r.model_type() == "gemma2");
   c.dropout = r.any_dropout({"attention_dropout"}, 0.0);
   c.attention_window = sliding_window(r);
+  if (r.model_type() == "gemma2") {
+    // Gemma 2 (Gemma Team 2024, "Gemma 2: Improving Open Language Models at a Practical Size"; transformers'
+    // Gemma2Config): Gemma's GeGLU block with a norm after each sublayer too, a sliding window on every
+    // other block (the first slides), and soft-capped attention scores and output logits.
+    c.mlp = mlp_kind::geglu;
+    c.bias = r.flag("attention_bias", false);
+    c.sandwich_norm = true;
+    c.full_attention_every = c.attention_window > 0 ? full_attention_period(r, c.layers, 2) : 0;
+    if (c.full_attention_every < 0) c.attention_window = c.full_attention_every = 0;
+    c.attention_softcap = r.number("attn_logit_softcapping", 50.0) > 0.0;
+    c.logit_softcap = r.number("final_logit_softcapping", 30.0) > 0.0;
+    return c;
+  }
   if (r.model_type() == "gemma") {
     // Gemma: GeGLU MLP (gelu(gate) * up, tanh form), head_dim independent of hidden / heads, tied.
     const std::string act =
@@ -486,36 +533,6 @@ inline void experts(const reader& r, transformer_config& c) {
   if (score != "softmax" && score != "sigmoid")
     field_error("scoring_func", "is \"" + score + "\"; phaze models softmax and sigmoid routing");
   c.sigmoid_router = score == "sigmoid";
-}
-
-/// Which blocks of a config with a sliding window attend to every key (`layer_types`: "full_attention" or
-/// "sliding_attention" per block, transformers' GptOssConfig and Gemma 2/3 configs): the period N of a
-/// pattern with every N-th block full (transformer_config::full_attention_every), `fallback` when the field is
-/// absent (GptOssConfig's default alternates, sliding first). A pattern of another shape is refused naming
-/// the field.
-inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, std::int64_t fallback) {
-  const auto* types = r.get("layer_types");
-  if (types == nullptr) return fallback;
-  if (!types->is_array() || static_cast<std::int64_t>(types->size()) != layers)
-    field_error("layer_types", "must list one attention type per layer (" + std::to_string(layers) + ")");
-  std::int64_t first_full = -1;
-  for (std::int64_t i = 0; i < layers; ++i) {
-    const auto& t = (*types)[static_cast<std::size_t>(i)];
-    if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
-      field_error("layer_types", "entries must be \"full_attention\" or \"sliding_attention\"");
-    if (first_full < 0 && t.get<std::string>() == "full_attention") first_full = i;
-  }
-  if (first_full < 0) return 0;  // every block slides the window
-  const std::int64_t period = first_full + 1;
-  for (std::int64_t i = 0; i < layers; ++i) {
-    const bool full = (*types)[static_cast<std::size_t>(i)].get<std::string>() == "full_attention";
-    if (full != (i % period == period - 1))
-      field_error("layer_types",
-                  "mixes full and sliding attention in a pattern other than every N-th block full, which "
-                  "phaze does not build");
-  }
-  if (period == 1) return -1;  // every block full: no window
-  return period;
 }
 
 /// GPT-OSS (OpenAI 2025, gpt-oss-120b and gpt-oss-20b model card; transformers' GptOssConfig): the Llama block
@@ -643,7 +660,7 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     } else if (type == "opt") {
       c = hf::opt(r);
     } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "phi3" ||
-               type == "gemma") {
+               type == "gemma" || type == "gemma2") {
       c = hf::llama(r);
     } else if (type == "nemotron") {
       c = hf::nemotron(r);

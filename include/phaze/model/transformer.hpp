@@ -114,6 +114,14 @@ struct transformer_config {
   /// A norm after the word embedding (BLOOM's word_embeddings_layernorm; BERT always has one).
   bool embedding_norm = false;
   bool pre_norm = true;    ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
+  /// Pre-norm blocks that also normalize each sublayer's output before the residual add (Gemma 2 and 3:
+  /// post_attention_layernorm and post_feedforward_layernorm): two more norms per block.
+  bool sandwich_norm = false;
+  /// Logit soft-capping, cap x tanh(x / cap) (Gemma 2): over the attention scores (attn_logit_softcapping; a
+  /// fused kernel applies it in its tiles, FlashAttention-2's softcap) and over the output logits
+  /// (final_logit_softcapping); false: none.
+  bool attention_softcap = false;
+  bool logit_softcap = false;
   bool final_norm = true;  ///< a norm after the last block
   bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
   bool shared_norm = false;        ///< parallel residual: one norm feeds both (Falcon-7B), not one each
@@ -544,6 +552,10 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
     scores = b.vector(op_kind::residual_add, "score_bias", scores, saves::nothing, tp_split::heads,
                       c.score_bias * a, 0, true);
   }
+  if (c.attention_softcap) {
+    // Soft-capping: one elementwise pass over the scores (tanh), its input kept for the backward pass.
+    scores = b.vector(op_kind::gelu, "score_softcap", scores, saves::input0, tp_split::heads, 0, 0, true);
+  }
   if (c.positions == position_kind::alibi) {
     // ALiBi's bias (a fixed slope per head times the key distance) added to the scores: one pass over them.
     // Fused kernels (FlashAttention-2's alibi_slopes, cuDNN's ALiBi bias) add it in their tiles at no
@@ -688,11 +700,14 @@ inline constexpr auto block_layer =
     b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
   } else if (c.pre_norm) {
     const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
-    const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n1), "attn_out_dropout");
+    tensor att = detail::attention(b, c, z, n1);
+    if (c.sandwich_norm) att = detail::norm(b, c, z, att, "attn_post_norm");
+    att = detail::sublayer_dropout(b, c, z, att, "attn_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
     const tensor n2 = detail::norm(b, c, z, r1, "mlp_norm");
-    const tensor mlp =
-        detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n2), "mlp_out_dropout");
+    tensor mlp = detail::feed_forward(b, c, z, n2);
+    if (c.sandwich_norm) mlp = detail::norm(b, c, z, mlp, "mlp_post_norm");
+    mlp = detail::sublayer_dropout(b, c, z, mlp, "mlp_out_dropout");
     b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
   } else {
     const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, x), "attn_out_dropout");
@@ -760,6 +775,10 @@ inline constexpr auto head_layer =
                            z.tp ? tp_split::vocab : tp_split::replicated, false, c.tied_embeddings);
   if (c.bert_heads) {
     logits = b.vector(op_kind::residual_add, "output_bias", logits, saves::nothing, tp_split::vocab, rows);
+  }
+  if (c.logit_softcap) {
+    // cap x tanh(logits / cap): one elementwise pass over the logits, its input kept for the backward pass.
+    logits = b.vector(op_kind::gelu, "logit_softcap", logits, saves::input0, z.tp ? tp_split::vocab : tp_split::replicated);
   }
   b.vector(op_kind::cross_entropy, "cross_entropy", logits, saves::input0,
            z.tp ? tp_split::vocab : tp_split::replicated, 0, z.tokens);
