@@ -124,6 +124,27 @@ TEST_CASE("phaze plan chooses expert parallelism for a mixture of experts", "[e2
   CHECK_FALSE(contains(uneven.err, "expert parallelism is searched"));
 }
 
+TEST_CASE("phaze plan lays a 126-block model out as pp 8 x vp 8 with the embedding and loss counted",
+          "[e2e][plan]") {
+  // Llama 3.1 405B (HF meta-llama/Llama-3.1-405B's config: 405,853,388,800 parameters) as Megatron-Bridge
+  // runs it: 126 blocks + the embedding + the loss = 128 layers in 64 chunks of 2.
+  const std::string model = std::string{PHAZE_TEST_DATA_DIR} + "/hf/llama-3.1-405b.json";
+  const std::string args = " --device h100-sxm --devices 1024 --global-batch 1536 --pp 8 --schedule interleaved "
+                           "--vp 8 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split "
+                           "--precision fp8 --distributed-optimizer";
+  const auto j = run_json("plan " + model + args);
+  std::vector<int> blocks;
+  for (const auto& stage : j.at("plan").at("stages")) blocks.push_back(stage.at("blocks").get<int>());
+  CHECK(blocks == std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15});
+  CHECK(j.at("plan").at("vp") == 8);
+  const auto emitted = run_phaze("plan " + model + args + " --emit megatron");
+  REQUIRE(emitted.status == 0);
+  CHECK(contains(emitted.out, "--num-layers 126"));
+  CHECK(contains(emitted.out, "--pipeline-model-parallel-size 8"));
+  CHECK(contains(emitted.out, "--num-virtual-stages-per-pipeline-rank 8"));
+  CHECK(contains(emitted.out, "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"));
+}
+
 TEST_CASE("phaze plan plans DeepSeek-V3's config and emits its latent attention", "[e2e][plan][mla]") {
   const std::string v3 = std::string{PHAZE_TEST_DATA_DIR} + "/hf/deepseek-v3.json";
   const auto r = run_phaze("plan " + v3 +
