@@ -261,6 +261,8 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
         "alltoall "
         "--moe-grouped-gemm --expert-model-parallel-size {}",
         c.experts, c.top_k, c.expert_ffn_or_default(), r.parallel.ep);
+    if (r.parallel.expert_tp() != r.parallel.tp)
+      out += fmt::format(" --expert-tensor-parallel-size {}", r.parallel.expert_tp());
     if (c.shared_expert_ffn > 0)
       out += fmt::format(" --moe-shared-expert-intermediate-size {}", c.shared_expert_ffn);
     if (c.sigmoid_router) out += " --moe-router-score-function sigmoid";
@@ -442,12 +444,14 @@ int run_plan(const plan_options& o) {
           "parallelism; give --placer uniform (or no --placer, which then uses it)");
     }
     fixed.expert_parallel = {*o.ep};
+    fixed.fold_experts = true;
   } else if (m.config.experts > 1 && o.layer_table.empty() && (!o.placer_given || o.placer == "uniform") &&
              !(o.emit == "megatron" && base.fsdp)) {
     // Expert parallelism is a choice of the plan: every power of two that divides the experts and fits the
-    // devices, each where it divides dp (plan_search), on Megatron-LM's even split (the placers that split
-    // stages unevenly do not carry it).
+    // devices, each where it divides dp or, with expert tensor parallelism 1, tp x dp x cp (plan_search), on
+    // Megatron-LM's even split (the placers that split stages unevenly do not carry it).
     fixed.placement = place::stage_placement::uniform;
+    fixed.fold_experts = true;
     for (int ep = 1; ep <= m.config.experts && ep <= c.devices(); ep *= 2)
       if (m.config.experts % ep == 0) fixed.expert_parallel.push_back(ep);
     fmt::print(stderr,
@@ -648,7 +652,12 @@ int run_plan(const plan_options& o) {
                                  std::to_string(r.parallel.pp)};
     if (with_cp) row.push_back(std::to_string(r.parallel.cp));
     row.push_back(std::to_string(r.parallel.dp));
-    if (with_ep) row.push_back(std::to_string(r.parallel.ep));
+    if (with_ep) {
+      row.push_back(std::to_string(r.parallel.ep) +
+                    (r.parallel.expert_tp() != r.parallel.tp
+                         ? fmt::format(" (etp {})", r.parallel.expert_tp())
+                         : std::string{}));
+    }
     for (std::string cell :
          {std::to_string(r.knobs.microbatch), std::string{model::to_string(r.knobs.recompute)},
           std::string{r.knobs.sequence_parallel ? "yes" : "no"}, blocks_per_stage(r),

@@ -122,6 +122,16 @@ TEST_CASE("phaze plan chooses expert parallelism for a mixture of experts", "[e2
   const auto uneven = run_phaze(base + " --placer chain");
   CHECK(uneven.status == 0);
   CHECK_FALSE(contains(uneven.err, "expert parallelism is searched"));
+  // An ep above dp at tp 2 folds the expert groups over the tensor-parallel ranks (etp 1), as Megatron-Core's
+  // MoE parallel folding does, and the launch line says so.
+  const std::string folded =
+      "plan qwen3-30b-a3b --device h100-sxm --devices 32 --global-batch 64 --tp 2 --pp 1 --ep 32 --microbatch 1";
+  const auto f = run_json(folded);
+  CHECK(f.at("plan").at("ep") == 32);
+  CHECK(f.at("plan").at("etp") == 1);
+  const auto line = run_phaze(folded + " --emit megatron");
+  REQUIRE(line.status == 0);
+  CHECK(contains(line.out, "--expert-model-parallel-size 32 --expert-tensor-parallel-size 1"));
 }
 
 TEST_CASE("phaze plan lays a 126-block model out as pp 8 x vp 8 with the embedding and loss counted",

@@ -34,6 +34,9 @@ struct plan_choices {
   /// uniform placement carries them (the placers' tables hold one parameter count per layer, not the
   /// experts' share that expert parallelism shards over fewer ranks).
   std::vector<int> expert_parallel;
+  /// Also try each expert-parallel size that does not divide dp but divides tp x dp x cp with expert tensor
+  /// parallelism 1 (parallelism::etp, Megatron-Core's MoE parallel folding), where tp > 1.
+  bool fold_experts = false;
   /// Context-parallel sizes tried (the sequence split over cp ranks; cp multiplies the devices a replica
   /// takes): empty means 1. Both placements carry them (uneven: the placers place groups of cp ranks,
   /// model_tables).
@@ -219,7 +222,11 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         const int dp = fixed.dp ? *fixed.dp : replicas / pp;
         if (static_cast<std::int64_t>(tp) * pp * dp * cp != devices) continue;
         for (const int ep : eps) {
-          if (ep >= 1 && dp % ep == 0) admit({tp, pp, dp, cp, ep}, devices, false);
+          if (ep >= 1 && dp % ep == 0) {
+            admit({tp, pp, dp, cp, ep}, devices, false);
+          } else if (fixed.fold_experts && ep > 1 && tp > 1 && (tp * dp * cp) % ep == 0) {
+            admit({tp, pp, dp, cp, ep, 1}, devices, false);
+          }
         }
       }
     }
