@@ -233,10 +233,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_flag("--account-for-loss-in-pipeline-split", o.loss_in_pipeline_split,
                "count the output layer and its loss as one layer of Megatron-Core's even pipeline split: the "
                "last model chunk holds one block fewer (Megatron-Core's flag of the same name)");
-  app.add_option("--capacity-factor", o.capacity_factor,
-                 "mixture of experts: drop the tokens beyond F times each expert's balanced share and pad every "
-                 "expert to it (Megatron-Core's --moe-expert-capacity-factor F with "
-                 "--moe-pad-expert-input-to-capacity; token-dropping recipes use 1.0); default: dropless")
+  app.add_option(
+         "--capacity-factor", o.capacity_factor,
+         "mixture of experts: drop the tokens beyond F times each expert's balanced share and pad every "
+         "expert to it (Megatron-Core's --moe-expert-capacity-factor F with "
+         "--moe-pad-expert-input-to-capacity; token-dropping recipes use 1.0); default: dropless")
       ->check(number_up_to(64.0, "a multiple of each expert's balanced share of tokens"));
 }
 

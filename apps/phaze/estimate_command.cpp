@@ -121,10 +121,11 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
       ->default_str("1")
       ->check(device_count);
   parser
-      ->add_option("--etp", o->etp,
-                   "expert tensor-parallel size (a divisor of tp; Megatron-Core's --expert-tensor-parallel-size): "
-                   "the experts' GEMMs split over etp ranks and the expert groups carved from all tp x dp x cp "
-                   "ranks of a stage (default: tp)")
+      ->add_option(
+          "--etp", o->etp,
+          "expert tensor-parallel size (a divisor of tp; Megatron-Core's --expert-tensor-parallel-size): "
+          "the experts' GEMMs split over etp ranks and the expert groups carved from all tp x dp x cp "
+          "ranks of a stage (default: tp)")
       ->check(device_count);
   parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp * cp))")
       ->check(device_count);

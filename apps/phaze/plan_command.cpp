@@ -243,8 +243,9 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
     // Megatron-Core's MLASelfAttention; --qk-layernorm there is the RMSNorm over each latent.
     out += " --multi-latent-attention";
     if (c.q_lora_rank > 0) out += fmt::format(" --q-lora-rank {}", c.q_lora_rank);
-    out += fmt::format(" --kv-lora-rank {} --qk-head-dim {} --qk-pos-emb-head-dim {} --v-head-dim {} --qk-layernorm",
-                       c.kv_lora_rank, c.head_dim_or_default(), c.rope_head_dim, c.value_head_dim());
+    out += fmt::format(
+        " --kv-lora-rank {} --qk-head-dim {} --qk-pos-emb-head-dim {} --v-head-dim {} --qk-layernorm",
+        c.kv_lora_rank, c.head_dim_or_default(), c.rope_head_dim, c.value_head_dim());
   }
   if (c.positions == model::position_kind::rotary) {
     out += " --position-embedding-type rope";
@@ -595,8 +596,7 @@ int run_plan(const plan_options& o) {
       auto replicas = nlohmann::ordered_json::array();
       for (int d = 0; d < best.parallel.dp; ++d)
         replicas.push_back(place::group_devices(ordered, best.parallel, s, d));
-      stages.push_back({{"device", stage_device(s, false)},
-                        {"replicas", replicas}});
+      stages.push_back({{"device", stage_device(s, false)}, {"replicas", replicas}});
     }
     return stages;
   };
@@ -653,10 +653,9 @@ int run_plan(const plan_options& o) {
     if (with_cp) row.push_back(std::to_string(r.parallel.cp));
     row.push_back(std::to_string(r.parallel.dp));
     if (with_ep) {
-      row.push_back(std::to_string(r.parallel.ep) +
-                    (r.parallel.expert_tp() != r.parallel.tp
-                         ? fmt::format(" (etp {})", r.parallel.expert_tp())
-                         : std::string{}));
+      row.push_back(std::to_string(r.parallel.ep) + (r.parallel.expert_tp() != r.parallel.tp
+                                                         ? fmt::format(" (etp {})", r.parallel.expert_tp())
+                                                         : std::string{}));
     }
     for (std::string cell :
          {std::to_string(r.knobs.microbatch), std::string{model::to_string(r.knobs.recompute)},

@@ -58,15 +58,15 @@ TEST_CASE("phaze plan --cluster paces a stage of two types by the slower and kee
                "--solver list");
   CHECK(e["plan"]["stages"][2]["device"] == "v100-16gb");
   // One stage over all 24 devices: both types, the V100s pace it and their 16 GB bound its memory.
-  const auto one =
-      run_json("estimate gpt2 --cluster " + mixed +
-               " --tp 1 --pp 1 --global-batch 48 --microbatch 2 --precision fp16 --solver list");
+  const auto one = run_json("estimate gpt2 --cluster " + mixed +
+                            " --tp 1 --pp 1 --global-batch 48 --microbatch 2 --precision fp16 --solver list");
   const auto& stage = one["plan"]["stages"][0];
   CHECK(stage["device"] == "v100-16gb");
   CHECK(stage["device_types"] == nlohmann::json::array({"a100-80gb", "v100-16gb"}));
   CHECK(stage["capacity_bytes"].get<double>() < 16e9);
-  const auto text = run_phaze("estimate gpt2 --cluster " + mixed +
-                              " --tp 1 --pp 1 --global-batch 48 --microbatch 2 --precision fp16 --solver list");
+  const auto text =
+      run_phaze("estimate gpt2 --cluster " + mixed +
+                " --tp 1 --pp 1 --global-batch 48 --microbatch 2 --precision fp16 --solver list");
   CHECK(contains(text.out, "v100-16gb, slowest of a100-80gb + v100-16gb"));
 }
 

@@ -100,7 +100,8 @@ TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed,
 TEST_CASE("phaze plan chooses expert parallelism for a mixture of experts", "[e2e][plan][moe]") {
   // Without --ep every power of two dividing the experts is searched (a note names them): the best plan
   // is at least as fast as the best at each fixed ep, and equals one of them.
-  const std::string base = "plan mixtral-8x7b --device h100-sxm --devices 64 --global-batch 256 --microbatch 1";
+  const std::string base =
+      "plan mixtral-8x7b --device h100-sxm --devices 64 --global-batch 256 --microbatch 1";
   const auto chosen = run_phaze(base);
   REQUIRE(chosen.status == 0);
   CHECK(contains(chosen.err, "expert parallelism is searched (--ep 1,2,4,8)"));
@@ -116,7 +117,8 @@ TEST_CASE("phaze plan chooses expert parallelism for a mixture of experts", "[e2
   CHECK(best == Approx(fastest_fixed).epsilon(1e-9));
   CHECK(j.at("plan").at("ep").get<int>() > 1);
   // Qwen3-30B-A3B on 64 H100s: the search reaches ep 64 and picks expert parallelism too.
-  const auto qwen = run_json("plan qwen3-30b-a3b --device h100-sxm --devices 64 --global-batch 512 --microbatch 1");
+  const auto qwen =
+      run_json("plan qwen3-30b-a3b --device h100-sxm --devices 64 --global-batch 512 --microbatch 1");
   CHECK(qwen.at("plan").at("ep").get<int>() > 1);
   // A placer that splits stages unevenly keeps ep 1 (no note).
   const auto uneven = run_phaze(base + " --placer chain");
@@ -125,7 +127,8 @@ TEST_CASE("phaze plan chooses expert parallelism for a mixture of experts", "[e2
   // An ep above dp at tp 2 folds the expert groups over the tensor-parallel ranks (etp 1), as Megatron-Core's
   // MoE parallel folding does, and the launch line says so.
   const std::string folded =
-      "plan qwen3-30b-a3b --device h100-sxm --devices 32 --global-batch 64 --tp 2 --pp 1 --ep 32 --microbatch 1";
+      "plan qwen3-30b-a3b --device h100-sxm --devices 32 --global-batch 64 --tp 2 --pp 1 --ep 32 "
+      "--microbatch 1";
   const auto f = run_json(folded);
   CHECK(f.at("plan").at("ep") == 32);
   CHECK(f.at("plan").at("etp") == 1);
@@ -139,9 +142,10 @@ TEST_CASE("phaze plan lays a 126-block model out as pp 8 x vp 8 with the embeddi
   // Llama 3.1 405B (HF meta-llama/Llama-3.1-405B's config: 405,853,388,800 parameters) as Megatron-Bridge
   // runs it: 126 blocks + the embedding + the loss = 128 layers in 64 chunks of 2.
   const std::string model = std::string{PHAZE_TEST_DATA_DIR} + "/hf/llama-3.1-405b.json";
-  const std::string args = " --device h100-sxm --devices 1024 --global-batch 1536 --pp 8 --schedule interleaved "
-                           "--vp 8 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split "
-                           "--precision fp8 --distributed-optimizer";
+  const std::string args =
+      " --device h100-sxm --devices 1024 --global-batch 1536 --pp 8 --schedule interleaved "
+      "--vp 8 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split "
+      "--precision fp8 --distributed-optimizer";
   const auto j = run_json("plan " + model + args);
   std::vector<int> blocks;
   for (const auto& stage : j.at("plan").at("stages")) blocks.push_back(stage.at("blocks").get<int>());
@@ -152,18 +156,20 @@ TEST_CASE("phaze plan lays a 126-block model out as pp 8 x vp 8 with the embeddi
   CHECK(contains(emitted.out, "--num-layers 126"));
   CHECK(contains(emitted.out, "--pipeline-model-parallel-size 8"));
   CHECK(contains(emitted.out, "--num-virtual-stages-per-pipeline-rank 8"));
-  CHECK(contains(emitted.out, "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"));
+  CHECK(contains(emitted.out,
+                 "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"));
 }
 
 TEST_CASE("phaze plan plans DeepSeek-V3's config and emits its latent attention", "[e2e][plan][mla]") {
   const std::string v3 = std::string{PHAZE_TEST_DATA_DIR} + "/hf/deepseek-v3.json";
-  const auto r = run_phaze("plan " + v3 +
-                           " --device h100-sxm --devices 1024 --global-batch 4096 --seq 4096 --emit megatron");
+  const auto r = run_phaze(
+      "plan " + v3 + " --device h100-sxm --devices 1024 --global-batch 4096 --seq 4096 --emit megatron");
   REQUIRE(r.status == 0);
-  for (const char* flag : {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512",
-                           "--qk-head-dim 128", "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--qk-layernorm",
-                           "--num-experts 256", "--moe-router-topk 8", "--moe-router-score-function sigmoid",
-                           "--moe-layer-freq '([0]*3+[1]*58)'", "--moe-shared-expert-intermediate-size 2048"}) {
+  for (const char* flag :
+       {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
+        "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--qk-layernorm", "--num-experts 256",
+        "--moe-router-topk 8", "--moe-router-score-function sigmoid", "--moe-layer-freq '([0]*3+[1]*58)'",
+        "--moe-shared-expert-intermediate-size 2048"}) {
     INFO(flag);
     CHECK(contains(r.out, flag));
   }

@@ -172,7 +172,8 @@ TEST_CASE("a mixed cluster's plan is never slower than the plan of a homogeneous
     if (!oblivious.placed.feasible) continue;
     // The oblivious plan on the true cluster: one that does not fit the memory of its true devices cannot
     // run as planned; otherwise it is timed there.
-    const train::step_estimate e = train::estimate_step(m, truth, oblivious.parallel, k, cache, oblivious.split);
+    const train::step_estimate e =
+        train::estimate_step(m, truth, oblivious.parallel, k, cache, oblivious.split);
     if (!e.fits) {
       ++unrunnable;
       continue;
@@ -189,7 +190,8 @@ namespace {
 /// differ only in the devices, so a stage's time and memory are what its device types make them.
 cluster::cluster same_nodes(std::initializer_list<std::pair<const char*, int>> groups, const char* node) {
   std::vector<cluster::device_group> gs;
-  for (const auto& [name, count] : groups) gs.push_back({*hw::find_preset(name), count, cluster::node_of(node)});
+  for (const auto& [name, count] : groups)
+    gs.push_back({*hw::find_preset(name), count, cluster::node_of(node)});
   return cluster::cluster{gs};
 }
 }  // namespace
@@ -215,8 +217,8 @@ TEST_CASE("a stage over two device types runs at its slower type's pace and fits
   CHECK(half.device_at(static_cast<int>(mixed_e.stages[0].pacing_rank)).name.view() == "t4");
   CHECK(mixed_e.time_per_batch.value() == Approx(slow_e.time_per_batch.value()).epsilon(1e-12));
   CHECK(mixed_e.time_per_batch > fast_e.time_per_batch);
-  CHECK(mixed_e.stages[0].capacity ==
-        std::min(train::usable_memory(*hw::find_preset("t4"), k), train::usable_memory(*hw::find_preset("v100-16gb"), k)));
+  CHECK(mixed_e.stages[0].capacity == std::min(train::usable_memory(*hw::find_preset("t4"), k),
+                                               train::usable_memory(*hw::find_preset("v100-16gb"), k)));
   // The model FLOP utilization is over the mean peak of the devices used.
   const double mean_peak = (hw::peak_matrix_flops(*hw::find_preset("t4")).value() +
                             hw::peak_matrix_flops(*hw::find_preset("v100-16gb")).value()) /

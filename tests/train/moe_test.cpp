@@ -154,12 +154,14 @@ TEST_CASE("GPT-OSS configs import with biased experts and a window on every othe
   small["num_hidden_layers"] = 24;
   small["num_local_experts"] = 32;
   small["layer_types"] = nlohmann::json::array();
-  for (int i = 0; i < 24; ++i) small["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+  for (int i = 0; i < 24; ++i)
+    small["layer_types"].push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
   CHECK(model::parameter_count(model::from_hf_config(small, "oss20")) == Approx(20.91e9).epsilon(1e-3));
   // A pattern other than every N-th block full is refused, naming the field.
   auto odd = json;
   odd["layer_types"][2] = "full_attention";
-  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(odd, "x"); }), Catch::Contains("'layer_types'"));
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(odd, "x"); }),
+             Catch::Contains("'layer_types'"));
 }
 
 TEST_CASE("HuggingFace MoE configs phaze would cost wrong are refused, naming the field", "[moe][hf]") {
@@ -305,7 +307,8 @@ TEST_CASE("expert tensor parallelism below tp: the same expert work and state pe
   const auto b = model::layer_at(m, 1, folded);
   CHECK(model::layer_expert_params(a) == model::layer_expert_params(b));
   const auto work = [](const model::layer& l) {
-    return model::flops_of(*find_op(l, "expert_up")).value() + model::flops_of(*find_op(l, "expert_down")).value();
+    return model::flops_of(*find_op(l, "expert_up")).value() +
+           model::flops_of(*find_op(l, "expert_down")).value();
   };
   CHECK(work(a) == Approx(work(b)).epsilon(1e-12));
   CHECK(find_op(b, "expert_up")->gemm.batch == 4);
@@ -325,7 +328,9 @@ TEST_CASE("expert tensor parallelism below tp: the same expert work and state pe
   k.fused_attention = true;
   k.sequence_parallel = true;
   k.distributed_optimizer = true;
-  CHECK_THAT(input_error_of([&] { train::validate(m, train::parallelism{2, 1, 16, 1, 32}, k, 32); }),
+  CHECK_THAT(input_error_of([&] {
+               train::validate(m, train::parallelism{2, 1, 16, 1, 32}, k, 32);
+             }),
              Catch::Contains("--etp 1"));
   const train::parallelism p{2, 1, 16, 1, 32, 1};
   CHECK_NOTHROW(train::validate(m, p, k, 32));
@@ -337,7 +342,9 @@ TEST_CASE("expert tensor parallelism below tp: the same expert work and state pe
   const auto e = train::estimate_step(m, c, p, k, cache);
   CHECK(e.time_per_batch.value() > 0.0);
   // etp must divide tp, and a dense model has no experts to fold.
-  CHECK_THAT(input_error_of([&] { train::validate(m, train::parallelism{2, 1, 16, 1, 16, 3}, k, 32); }),
+  CHECK_THAT(input_error_of([&] {
+               train::validate(m, train::parallelism{2, 1, 16, 1, 16, 3}, k, 32);
+             }),
              Catch::Contains("divisor of the tensor-parallel width"));
   CHECK_THAT(input_error_of([&] {
                train::validate(zoo::get("llama3-8b"), train::parallelism{2, 1, 4, 1, 1, 1}, k, 8);

@@ -330,7 +330,8 @@ TEST_CASE("AMP's heterogeneous cluster: GPT-2 on 12 V100s and 4 T4s, every confi
   const cluster::cluster v100 = cluster::preset_cluster("v100-16gb", 16);
   const sched::schedule_cache cache;
   int mixed_plans = 0;
-  std::printf("\nAMP's configurations on the heterogeneous cluster (12 V100 + 4 T4), GPT-2, batch 32, fp16\n");
+  std::printf(
+      "\nAMP's configurations on the heterogeneous cluster (12 V100 + 4 T4), GPT-2, batch 32, fp16\n");
   std::printf("%4s %2s %2s %2s %3s %8s %8s %8s  %s\n", "line", "tp", "dp", "pp", "mbs", "het_s", "v100_s",
               "mixed", "cuts");
   for (const amp::trial& t : log.trials) {
@@ -358,8 +359,8 @@ TEST_CASE("AMP's heterogeneous cluster: GPT-2 on 12 V100s and 4 T4s, every confi
     CHECK(e.time_per_batch.value() == Approx(e.breakdown.total().value()).epsilon(1e-12));
     if (mixed > 0) ++mixed_plans;
     std::printf("%4zu %2d %2d %2d %3lld %8.3f %8.3f %8d  %s\n", t.line, t.tp, t.dp, t.pp,
-                static_cast<long long>(t.microbatch), e.time_per_batch.value(), all_v100.time_per_batch.value(),
-                mixed, cuts_text(t.cuts).c_str());
+                static_cast<long long>(t.microbatch), e.time_per_batch.value(),
+                all_v100.time_per_batch.value(), mixed, cuts_text(t.cuts).c_str());
   }
   // The pp 1 and pp 2 configurations (each stage over 16 or 8 devices) hold both types in a stage.
   CHECK(mixed_plans >= 10);

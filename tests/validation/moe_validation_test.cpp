@@ -181,12 +181,14 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
   const double large_mean = large_sum / std::max(large_compared, 1);
   std::printf("%d runs compared, %d shown only (%d left out): mean absolute error %.1f%%, max %.1f%%\n",
               compared, shown, left_out, 100.0 * mean, 100.0 * worst);
-  std::printf("Qwen3-235B-A22B (etp 1, 8 stages x 4 chunks): %d runs, mean absolute error %.1f%%, max %.1f%%\n",
-              large_compared, 100.0 * large_mean, 100.0 * large_worst);
-  std::printf("GPT-OSS 120B (bf16, 4 stages, ep 8): %d runs, mean absolute error %.1f%%, max %.1f%%, mean signed "
-              "%+.1f%%\n",
-              oss_compared, 100.0 * oss_sum / std::max(oss_compared, 1), 100.0 * oss_worst,
-              100.0 * oss_signed / std::max(oss_compared, 1));
+  std::printf(
+      "Qwen3-235B-A22B (etp 1, 8 stages x 4 chunks): %d runs, mean absolute error %.1f%%, max %.1f%%\n",
+      large_compared, 100.0 * large_mean, 100.0 * large_worst);
+  std::printf(
+      "GPT-OSS 120B (bf16, 4 stages, ep 8): %d runs, mean absolute error %.1f%%, max %.1f%%, mean signed "
+      "%+.1f%%\n",
+      oss_compared, 100.0 * oss_sum / std::max(oss_compared, 1), 100.0 * oss_worst,
+      100.0 * oss_signed / std::max(oss_compared, 1));
   CHECK(compared >= 3);
   CHECK(shown >= 3);
   // GPT-OSS 120B: measured when its import came in, 52.8-69.6% more tokens per second than published (mean

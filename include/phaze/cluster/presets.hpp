@@ -64,10 +64,11 @@ inline constexpr std::array node_presets{
                 detail::node(8, bytes_per_second{450e9}, 8, bytes_per_second{50e9})},
     node_preset{"h100-pcie", "8 GPUs over PCIe Gen5 (64 GB/s per direction); 400 Gb/s per GPU assumed",
                 detail::node(8, bytes_per_second{64e9}, 8, bytes_per_second{50e9})},
-    node_preset{"h100-nvl",
-                "8 H100 NVL over PCIe Gen5 (64 GB/s per direction; the NVLink bridges join only pairs, which the "
-                "node model does not single out); 400 Gb/s per GPU assumed",
-                detail::node(8, bytes_per_second{64e9}, 8, bytes_per_second{50e9})},
+    node_preset{
+        "h100-nvl",
+        "8 H100 NVL over PCIe Gen5 (64 GB/s per direction; the NVLink bridges join only pairs, which the "
+        "node model does not single out); 400 Gb/s per GPU assumed",
+        detail::node(8, bytes_per_second{64e9}, 8, bytes_per_second{50e9})},
     node_preset{"b200", "DGX B200: 8 GPUs, NVLink5 900 GB/s per direction, 8 x 400 Gb/s ConnectX-7",
                 detail::node(8, bytes_per_second{900e9}, 8, bytes_per_second{50e9})},
     node_preset{"gb200",

@@ -147,10 +147,10 @@ constexpr std::string_view to_string(architecture a) {
   return "?";
 }
 
-/// Time multipliers fitted to a user's measured training steps (train::calibration, `phaze calibrate`), applied
-/// where each kind of kernel is costed (cost/): GEMMs, fused attention, memory-bound kernels (vector ops, FP8
-/// quantization passes). 1: the model as published. A calibrated kernel is never faster than its roofline
-/// (peak matrix rate, peak HBM bandwidth), whatever the factor.
+/// Time multipliers fitted to a user's measured training steps (train::calibration, `phaze calibrate`),
+/// applied where each kind of kernel is costed (cost/): GEMMs, fused attention, memory-bound kernels (vector
+/// ops, FP8 quantization passes). 1: the model as published. A calibrated kernel is never faster than its
+/// roofline (peak matrix rate, peak HBM bandwidth), whatever the factor.
 struct calibration_factors {
   double gemm = 1.0;
   double attention = 1.0;

@@ -206,19 +206,19 @@ constexpr device with_rates(device d, double tf32, double bf16, double fp8, doub
 }
 // Blackwell (B200, GB200): no card was measured here. Its GEMM, fused-attention, FP8-quantization and overlap
 // efficiencies are the H100 SXM's measured ones above (fractions of the datasheet peak), an assumption until
-// measured (docs/devices.md); only the datasheet rates, memory and SM count are Blackwell's. FP4 rates are not
-// used (phaze has no FP4 precision).
+// measured (docs/devices.md); only the datasheet rates, memory and SM count are Blackwell's. FP4 rates are
+// not used (phaze has no FP4 precision).
 inline constexpr int blackwell_sms = 148;  // B200: 148 SMs (NVIDIA Blackwell architecture technical brief)
 /// A Blackwell GPU by its datasheet (dense rates in TFLOP/s: tf32, bf16/fp16, fp8, fp32) with its memory and
 /// the H100's measured efficiencies.
-constexpr device blackwell(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double tf32, double bf16,
-                           double fp8, double fp32) {
-  device d = with_architecture(
-      with_attention(gpu(name, hbm, hbm_bw,
-                         sheet(tf32, bf16, bf16, fp8, fp32, h100_max_fraction, hopper_tile_m, hopper_tile_n,
-                               blackwell_sms, h100_k_half)),
-                     h100_attention),
-      architecture::blackwell, h100_overlap_slowdown);
+constexpr device blackwell(std::string_view name, bytes hbm, bytes_per_second hbm_bw, double tf32,
+                           double bf16, double fp8, double fp32) {
+  device d =
+      with_architecture(with_attention(gpu(name, hbm, hbm_bw,
+                                           sheet(tf32, bf16, bf16, fp8, fp32, h100_max_fraction,
+                                                 hopper_tile_m, hopper_tile_n, blackwell_sms, h100_k_half)),
+                                       h100_attention),
+                        architecture::blackwell, h100_overlap_slowdown);
   d.sheet.gemm.fp8_max_fraction = h100_fp8_max_fraction;
   d.sheet.gemm.fp8_quantize_fraction = h100_fp8_quantize_fraction;
   return d;
@@ -269,16 +269,16 @@ inline constexpr std::array presets{
            detail::with_architecture(detail::gpu("h100-pcie", bytes{80e9}, bytes_per_second{2.0e12},
                                                  detail::sheet(378, 756, 756, 1513, 51, 0.75, 256, 128, 114)),
                                      hw::architecture::hopper)},
-    preset{"h100-nvl",
-           "NVIDIA H100 datasheet (NVL): 835 TFLOP/s bf16/fp16 dense (1671 with sparsity), 418 tf32, 1671 fp8, "
-           "60 fp32, 94 GB HBM3 at 3.9 TB/s, NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s, 350-400 W; 132 SMs "
-           "(GH100, as the SXM part) assumed; the SXM part's measured efficiencies assumed",
-           detail::with_rates(
-               detail::hopper("h100-nvl", bytes{94e9}, bytes_per_second{3.9e12}, detail::h100_max_fraction,
-                              detail::h100_k_half, detail::h100_fp8_max_fraction,
-                              detail::h100_fp8_quantize_fraction, detail::h100_attention,
-                              detail::h100_overlap_slowdown),
-               418, 835, 1671, 60)},
+    preset{
+        "h100-nvl",
+        "NVIDIA H100 datasheet (NVL): 835 TFLOP/s bf16/fp16 dense (1671 with sparsity), 418 tf32, 1671 fp8, "
+        "60 fp32, 94 GB HBM3 at 3.9 TB/s, NVLink bridge 600 GB/s, PCIe Gen5 128 GB/s, 350-400 W; 132 SMs "
+        "(GH100, as the SXM part) assumed; the SXM part's measured efficiencies assumed",
+        detail::with_rates(detail::hopper("h100-nvl", bytes{94e9}, bytes_per_second{3.9e12},
+                                          detail::h100_max_fraction, detail::h100_k_half,
+                                          detail::h100_fp8_max_fraction, detail::h100_fp8_quantize_fraction,
+                                          detail::h100_attention, detail::h100_overlap_slowdown),
+                           418, 835, 1671, 60)},
     preset{
         "h200",
         "NVIDIA H200 datasheet (SXM): 989 TFLOP/s bf16/fp16 dense, 1979 fp8, 67 fp32, 141 GB HBM3e at 4.8 "
@@ -288,18 +288,20 @@ inline constexpr std::array presets{
         detail::hopper("h200", detail::h200_memory, bytes_per_second{4.8e12}, detail::h200_max_fraction,
                        detail::h200_k_half, detail::h200_fp8_max_fraction, detail::h200_fp8_quantize_fraction,
                        detail::h200_attention, detail::h200_overlap_slowdown)},
-    preset{"b200",
-           "NVIDIA HGX B200 datasheet: per GPU 2250 TFLOP/s bf16/fp16 dense (36 PFLOP/s with sparsity for 8), "
-           "1125 tf32, 4500 fp8, 75 fp32, 180 GB HBM3e (1.44 TB for 8) at 7.7 TB/s (62 TB/s for 8), NVLink5 "
-           "1.8 TB/s (900 GB/s per direction), 148 SMs; DGX B200: 8 x 400 Gb/s ConnectX-7 per 8 GPUs; the "
-           "H100 SXM's measured efficiencies assumed (no B200 measured)",
-           detail::blackwell("b200", bytes{180e9}, bytes_per_second{7.7e12}, 1125, 2250, 4500, 75)},
-    preset{"gb200",
-           "NVIDIA GB200 NVL72 datasheet: per GPU (of 72) 2500 TFLOP/s bf16/fp16 dense (360 PFLOP/s with "
-           "sparsity for 72), 1250 tf32, 5000 fp8, 80 fp32, 186 GB HBM3e (13.4 TB for 72) at 8 TB/s (576 TB/s "
-           "for 72), NVLink5 1.8 TB/s (900 GB/s per direction) across all 72 GPUs, 148 SMs; 400 Gb/s network "
-           "per GPU assumed; the H100 SXM's measured efficiencies assumed (no GB200 measured)",
-           detail::blackwell("gb200", bytes{186e9}, bytes_per_second{8.0e12}, 1250, 2500, 5000, 80)},
+    preset{
+        "b200",
+        "NVIDIA HGX B200 datasheet: per GPU 2250 TFLOP/s bf16/fp16 dense (36 PFLOP/s with sparsity for 8), "
+        "1125 tf32, 4500 fp8, 75 fp32, 180 GB HBM3e (1.44 TB for 8) at 7.7 TB/s (62 TB/s for 8), NVLink5 "
+        "1.8 TB/s (900 GB/s per direction), 148 SMs; DGX B200: 8 x 400 Gb/s ConnectX-7 per 8 GPUs; the "
+        "H100 SXM's measured efficiencies assumed (no B200 measured)",
+        detail::blackwell("b200", bytes{180e9}, bytes_per_second{7.7e12}, 1125, 2250, 4500, 75)},
+    preset{
+        "gb200",
+        "NVIDIA GB200 NVL72 datasheet: per GPU (of 72) 2500 TFLOP/s bf16/fp16 dense (360 PFLOP/s with "
+        "sparsity for 72), 1250 tf32, 5000 fp8, 80 fp32, 186 GB HBM3e (13.4 TB for 72) at 8 TB/s (576 TB/s "
+        "for 72), NVLink5 1.8 TB/s (900 GB/s per direction) across all 72 GPUs, 148 SMs; 400 Gb/s network "
+        "per GPU assumed; the H100 SXM's measured efficiencies assumed (no GB200 measured)",
+        detail::blackwell("gb200", bytes{186e9}, bytes_per_second{8.0e12}, 1250, 2500, 5000, 80)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "

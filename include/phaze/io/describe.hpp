@@ -115,15 +115,15 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
   s.kv_heads = c.kv_heads_or_default();
   s.head_dim = c.head_dim_or_default();
   if (c.latent_attention()) {
-    s.latent_attention = fmt::format("key/value latent {}, query latent {}, +{} rotary per query/key head, value {}",
-                                     c.kv_lora_rank, c.q_lora_rank > 0 ? fmt::format("{}", c.q_lora_rank) : "none",
-                                     c.rope_head_dim, c.value_head_dim());
+    s.latent_attention = fmt::format(
+        "key/value latent {}, query latent {}, +{} rotary per query/key head, value {}", c.kv_lora_rank,
+        c.q_lora_rank > 0 ? fmt::format("{}", c.q_lora_rank) : "none", c.rope_head_dim, c.value_head_dim());
   }
   if (c.attention_window > 0) {
-    s.attention_window =
-        c.full_attention_every > 1
-            ? fmt::format("{} tokens; one block in {} attends to all keys", c.attention_window, c.full_attention_every)
-            : fmt::format("{} tokens, every block", c.attention_window);
+    s.attention_window = c.full_attention_every > 1
+                             ? fmt::format("{} tokens; one block in {} attends to all keys",
+                                           c.attention_window, c.full_attention_every)
+                             : fmt::format("{} tokens, every block", c.attention_window);
   }
   s.ffn = c.ffn;
   s.vocab = c.vocab;

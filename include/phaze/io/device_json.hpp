@@ -417,18 +417,21 @@ class reader {
     }
     if (const auto v = s->fraction("memory_efficiency")) sheet.memory_efficiency = *v;
     if (const auto v = s->number("overlap_slowdown", true)) {
-      if (*v >= 1.0) field_error(s->name("overlap_slowdown"), "must lie in [0, 1), got " + fmt::format("{:g}", *v));
+      if (*v >= 1.0)
+        field_error(s->name("overlap_slowdown"), "must lie in [0, 1), got " + fmt::format("{:g}", *v));
       sheet.overlap_slowdown = *v;
     }
     if (const auto name = s->text("architecture")) {
-      const auto known = {hw::architecture::unspecified, hw::architecture::volta, hw::architecture::turing,
-                          hw::architecture::ampere, hw::architecture::hopper, hw::architecture::blackwell};
+      const auto known = {hw::architecture::unspecified, hw::architecture::volta,
+                          hw::architecture::turing,      hw::architecture::ampere,
+                          hw::architecture::hopper,      hw::architecture::blackwell};
       const auto it = std::find_if(known.begin(), known.end(),
                                    [&](hw::architecture a) { return hw::to_string(a) == *name; });
       if (it == known.end()) {
-        field_error(s->name("architecture"),
-                    "must be one of \"volta\", \"turing\", \"ampere\", \"hopper\" or \"unspecified\", got \"" +
-                        *name + "\"");
+        field_error(
+            s->name("architecture"),
+            "must be one of \"volta\", \"turing\", \"ampere\", \"hopper\" or \"unspecified\", got \"" +
+                *name + "\"");
       }
       sheet.arch = *it;
     }
@@ -688,7 +691,8 @@ inline constexpr auto device_to_json = [](const hw::device& d,
     if (g.fp8_max_fraction > 0) s["gemm_efficiency"]["fp8_max_fraction"] = g.fp8_max_fraction;
     if (g.fp8_quantize_fraction > 0) s["gemm_efficiency"]["fp8_quantize_fraction"] = g.fp8_quantize_fraction;
     s["memory_efficiency"] = sheet.memory_efficiency;
-    if (sheet.arch != hw::architecture::unspecified) s["architecture"] = std::string{hw::to_string(sheet.arch)};
+    if (sheet.arch != hw::architecture::unspecified)
+      s["architecture"] = std::string{hw::to_string(sheet.arch)};
     if (sheet.overlap_slowdown > 0) s["overlap_slowdown"] = sheet.overlap_slowdown;
     if (sheet.attention.measured()) {
       const auto& a = sheet.attention;

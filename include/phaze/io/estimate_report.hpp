@@ -210,10 +210,8 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
       (p.cp > 1 ? fmt::format(", cp {}", p.cp) : std::string{}) +
           (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}) +
           (p.expert_tp() != p.tp ? fmt::format(", etp {}", p.expert_tp()) : std::string{}),
-      k.virtual_stages, k.microbatch, e.microbatches,
-      recompute_text(k),
-      train::to_string(k.schedule), k.sequence_parallel ? ", sequence parallel" : "",
-      step_summary(m, k, p.tp));
+      k.virtual_stages, k.microbatch, e.microbatches, recompute_text(k), train::to_string(k.schedule),
+      k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k, p.tp));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});
   summary.add_row({"throughput", fmt::format("{:.4g} samples/s", e.samples_per_s)});
@@ -249,10 +247,10 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
     const auto& s = e.stages[i];
     const auto first = static_cast<std::int64_t>(i) * s.devices;
     stages.add_row({std::to_string(i), std::to_string(s.layers), std::to_string(s.devices),
-                    fmt::format("{}-{}", first, first + s.devices - 1),
-                    stage_device_text(c, first, s), fmt::format("{:.4g}", s.forward.value()),
-                    fmt::format("{:.4g}", s.backward.value()), fmt::format("{:.4g}", s.recompute.value()),
-                    format_bytes(s.memory), format_bytes(s.capacity)});
+                    fmt::format("{}-{}", first, first + s.devices - 1), stage_device_text(c, first, s),
+                    fmt::format("{:.4g}", s.forward.value()), fmt::format("{:.4g}", s.backward.value()),
+                    fmt::format("{:.4g}", s.recompute.value()), format_bytes(s.memory),
+                    format_bytes(s.capacity)});
   }
   out += stages.render();
   return out;

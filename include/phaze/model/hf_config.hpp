@@ -22,9 +22,9 @@ namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
 inline constexpr std::array<std::string_view, 21> hf_model_types{
-    "gpt2",      "opt",       "bloom",    "llama",       "mistral",     "qwen2",   "qwen3",
+    "gpt2",      "opt",       "bloom",    "llama",       "mistral",     "qwen2",    "qwen3",
     "phi3",      "gemma",     "nemotron", "falcon",      "bert",        "gpt_neox", "mixtral",
-    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2"};
+    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss",  "gemma2"};
 
 /// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 /// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
@@ -167,26 +167,16 @@ inline std::string model_type_of(const nlohmann::json& config) {
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
   constexpr std::array<std::pair<std::string_view, std::string_view>, 20> prefixes{
-      {{"GPTNeoX", "gpt_neox"},
-       {"Bloom", "bloom"},
-       {"GPT2", "gpt2"},
-       {"OPT", "opt"},
-       {"Llama", "llama"},
-       {"Mixtral", "mixtral"},
-       {"Mistral", "mistral"},
-       {"Qwen2Moe", "qwen2_moe"},
-       {"Qwen2", "qwen2"},
-       {"Qwen3Moe", "qwen3_moe"},
-       {"Qwen3", "qwen3"},
-       {"Phi3", "phi3"},
-       {"Nemotron", "nemotron"},
-       {"DeepseekV", "deepseek_v"},
-       {"Deepseek", "deepseek"},
-       {"Gemma2", "gemma2"},
-       {"Gemma", "gemma"},
-       {"GptOss", "gpt_oss"},
-       {"Falcon", "falcon"},
-       {"Bert", "bert"}}};
+      {{"GPTNeoX", "gpt_neox"},  {"Bloom", "bloom"},
+       {"GPT2", "gpt2"},         {"OPT", "opt"},
+       {"Llama", "llama"},       {"Mixtral", "mixtral"},
+       {"Mistral", "mistral"},   {"Qwen2Moe", "qwen2_moe"},
+       {"Qwen2", "qwen2"},       {"Qwen3Moe", "qwen3_moe"},
+       {"Qwen3", "qwen3"},       {"Phi3", "phi3"},
+       {"Nemotron", "nemotron"}, {"DeepseekV", "deepseek_v"},
+       {"Deepseek", "deepseek"}, {"Gemma2", "gemma2"},
+       {"Gemma", "gemma"},       {"GptOss", "gpt_oss"},
+       {"Falcon", "falcon"},     {"Bert", "bert"}}};
   if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
     for (const auto& a : *it) {
       if (!a.is_string()) continue;
@@ -271,7 +261,9 @@ inline transformer_config bloom(const reader& r) {
 }
 
 /// The DeepSeek generations' model types: DeepSeekMoE ("deepseek"), DeepSeek-V2 and V3 (latent attention).
-inline bool deepseek_type(std::string_view model_type) { return model_type.starts_with("deepseek"); }
+inline bool deepseek_type(std::string_view model_type) {
+  return model_type.starts_with("deepseek");
+}
 inline bool latent_attention_type(std::string_view model_type) {
   return model_type == "deepseek_v2" || model_type == "deepseek_v3";
 }
@@ -297,8 +289,9 @@ inline void refuse_latent_attention(const reader& r) {
   if (latent_attention_type(r.model_type())) return;
   for (const std::string_view latent : {"kv_lora_rank", "q_lora_rank"}) {
     if (r.get(latent) != nullptr)
-      field_error(latent, "is set: multi-head latent attention in a model_type '" + r.model_type() +
-                              "' config; phaze imports it from model_type deepseek_v2 and deepseek_v3 configs");
+      field_error(latent,
+                  "is set: multi-head latent attention in a model_type '" + r.model_type() +
+                      "' config; phaze imports it from model_type deepseek_v2 and deepseek_v3 configs");
   }
 }
 
@@ -386,8 +379,8 @@ inline double rotary_share(const reader& r, std::string_view field, double fallb
 
 /// Which blocks of a config with a sliding window attend to every key (`layer_types`: "full_attention" or
 /// "sliding_attention" per block, transformers' GptOssConfig and Gemma 2/3 configs): the period N of a
-/// pattern with every N-th block full (transformer_config::full_attention_every), `fallback` when the field is
-/// absent (GptOssConfig's default alternates, sliding first). A pattern of another shape is refused naming
+/// pattern with every N-th block full (transformer_config::full_attention_every), `fallback` when the field
+/// is absent (GptOssConfig's default alternates, sliding first). A pattern of another shape is refused naming
 /// the field.
 inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, std::int64_t fallback) {
   const auto* types = r.get("layer_types");
@@ -397,7 +390,8 @@ inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, 
   std::int64_t first_full = -1;
   for (std::int64_t i = 0; i < layers; ++i) {
     const auto& t = (*types)[static_cast<std::size_t>(i)];
-    if (!t.is_string() || (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
+    if (!t.is_string() ||
+        (t.get<std::string>() != "full_attention" && t.get<std::string>() != "sliding_attention"))
       field_error("layer_types", "entries must be \"full_attention\" or \"sliding_attention\"");
     if (first_full < 0 && t.get<std::string>() == "full_attention") first_full = i;
   }
@@ -535,11 +529,11 @@ inline void experts(const reader& r, transformer_config& c) {
   c.sigmoid_router = score == "sigmoid";
 }
 
-/// GPT-OSS (OpenAI 2025, gpt-oss-120b and gpt-oss-20b model card; transformers' GptOssConfig): the Llama block
-/// with biases on every linear layer, experts included (attention_bias), grouped key/value heads, head_dim
-/// of its own, a mixture of num_local_experts experts of intermediate_size, top num_experts_per_tok, and a
-/// sliding window of `sliding_window` tokens on every other block (layer_types). Its attention sinks (one
-/// learned logit per head) and the clamped SwiGLU are costed as the plain softmax and SwiGLU.
+/// GPT-OSS (OpenAI 2025, gpt-oss-120b and gpt-oss-20b model card; transformers' GptOssConfig): the Llama
+/// block with biases on every linear layer, experts included (attention_bias), grouped key/value heads,
+/// head_dim of its own, a mixture of num_local_experts experts of intermediate_size, top num_experts_per_tok,
+/// and a sliding window of `sliding_window` tokens on every other block (layer_types). Its attention sinks
+/// (one learned logit per head) and the clamped SwiGLU are costed as the plain softmax and SwiGLU.
 inline void gpt_oss(const reader& r, transformer_config& c) {
   c.bias = r.flag("attention_bias", true);  // GptOssAttention's and GptOssExperts' biases
   const std::int64_t period = full_attention_period(r, c.layers, 2);

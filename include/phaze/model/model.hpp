@@ -132,8 +132,11 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
   const auto kind_of = [&](bool dense, bool full) -> std::uint8_t {
     if (!dense && !full) return 1;
     for (std::size_t k = 3; k < m.kinds.size(); ++k)
-      if (m.kinds[k].dense_mlp == dense && m.kinds[k].full_attention == full) return static_cast<std::uint8_t>(k);
-    m.kinds.push_back({.name = dense && full ? "dense_full_block" : dense ? "dense_block" : "full_block",
+      if (m.kinds[k].dense_mlp == dense && m.kinds[k].full_attention == full)
+        return static_cast<std::uint8_t>(k);
+    m.kinds.push_back({.name = dense && full ? "dense_full_block"
+                               : dense       ? "dense_block"
+                                             : "full_block",
                        .role = layer_role::block,
                        .dense_mlp = dense,
                        .full_attention = full});

@@ -113,7 +113,7 @@ struct transformer_config {
   bool tied_embeddings = true;  ///< output projection shares the input embedding matrix
   /// A norm after the word embedding (BLOOM's word_embeddings_layernorm; BERT always has one).
   bool embedding_norm = false;
-  bool pre_norm = true;    ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
+  bool pre_norm = true;  ///< normalize before attention/MLP (GPT-2 onwards) rather than after (BERT)
   /// Pre-norm blocks that also normalize each sublayer's output before the residual add (Gemma 2 and 3:
   /// post_attention_layernorm and post_feedforward_layernorm): two more norms per block.
   bool sandwich_norm = false;
@@ -122,7 +122,7 @@ struct transformer_config {
   /// (final_logit_softcapping); false: none.
   bool attention_softcap = false;
   bool logit_softcap = false;
-  bool final_norm = true;  ///< a norm after the last block
+  bool final_norm = true;          ///< a norm after the last block
   bool parallel_residual = false;  ///< attention and MLP read the same input (GPT-NeoX, GPT-J)
   bool shared_norm = false;        ///< parallel residual: one norm feeds both (Falcon-7B), not one each
   bool dropout = true;             ///< dropout after attention probabilities and each sublayer
@@ -226,7 +226,8 @@ namespace rules {
       "the number of attention heads does not divide the hidden size; give head_dim explicitly");
 }
 [[noreturn]] inline void latent_attention_sizes_must_not_be_negative() {
-  throw input_error("latent attention sizes (kv_lora_rank, q_lora_rank, rope_head_dim, v_head_dim) must not be negative");
+  throw input_error(
+      "latent attention sizes (kv_lora_rank, q_lora_rank, rope_head_dim, v_head_dim) must not be negative");
 }
 [[noreturn]] inline void latent_attention_needs_kv_lora_rank() {
   throw input_error(
@@ -506,10 +507,11 @@ constexpr tensor latent_qkv(layer_builder& b, const transformer_config& c, const
   } else {
     q = b.matmul("q", in, {1, z.tokens, z.h, a * dqk}, tp_split::column, false);
   }
-  tensor latent =
-      b.matmul("kv_down", in, {1, z.tokens, z.h, c.kv_lora_rank + c.rope_head_dim}, tp_split::replicated, false);
+  tensor latent = b.matmul("kv_down", in, {1, z.tokens, z.h, c.kv_lora_rank + c.rope_head_dim},
+                           tp_split::replicated, false);
   latent = b.vector(op_kind::rmsnorm, "kv_norm", latent, saves::input0, tp_split::replicated, c.kv_lora_rank);
-  const tensor kv = b.matmul("kv_up", latent, {1, z.tokens, c.kv_lora_rank, a * (d + dv)}, tp_split::column, false);
+  const tensor kv =
+      b.matmul("kv_up", latent, {1, z.tokens, c.kv_lora_rank, a * (d + dv)}, tp_split::column, false);
   return b.concat("qkv_join", q, kv, z.tokens * a * (2 * dqk + dv), tp_split::heads);
 }
 
@@ -522,8 +524,8 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
   const std::int64_t dv = c.value_head_dim();
   tensor in = enter_tp(b, z, x, "attn_enter");
   tensor qkv = c.latent_attention() ? latent_qkv(b, c, z, in)
-                                    : b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d}, tp_split::column,
-                                               c.bias || c.qkv_bias);
+                                    : b.matmul("qkv", in, {1, z.tokens, z.h, (a + 2 * kv) * d},
+                                               tp_split::column, c.bias || c.qkv_bias);
   if (c.qk_norm) {
     // Costed as one kernel over the QKV output (the values pass through: kv / (a + 2 kv) of the elements
     // more than the two norms touch), keeping its input for the backward pass as a norm does.
@@ -600,10 +602,10 @@ constexpr tensor mlp(layer_builder& b, const transformer_config& c, const split_
   return leave_tp(b, z, down, "mlp_exit");
 }
 
-/// Token slots each expert of a rank processes per microbatch: the tokens of the rank's expert tensor-parallel
-/// group (the tensor-parallel group's tokens, sequence-gathered, when etp = tp; etp of the ranks' sequence
-/// shards otherwise) times top_k, over the experts, for each of the ep ranks sending to it (balanced
-/// routing), times the capacity factor when one pads to it.
+/// Token slots each expert of a rank processes per microbatch: the tokens of the rank's expert
+/// tensor-parallel group (the tensor-parallel group's tokens, sequence-gathered, when etp = tp; etp of the
+/// ranks' sequence shards otherwise) times top_k, over the experts, for each of the ep ranks sending to it
+/// (balanced routing), times the capacity factor when one pads to it.
 constexpr std::int64_t tokens_per_expert(const transformer_config& c, const split_sizes& z) {
   const double cf = c.capacity_factor_or_one();
   const std::int64_t group_tokens = z.sp ? z.local_tokens * z.et : z.tokens;
@@ -647,8 +649,8 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
                                  routed.elements);
   }
   const bool gated = c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu;
-  const tensor up =
-      b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f}, tp_split::column, c.bias);
+  const tensor up = b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f},
+                                    tp_split::column, c.bias);
   tensor act{};
   if (gated) {
     const bool silu = c.mlp == mlp_kind::swiglu;
@@ -778,7 +780,8 @@ inline constexpr auto head_layer =
   }
   if (c.logit_softcap) {
     // cap x tanh(logits / cap): one elementwise pass over the logits, its input kept for the backward pass.
-    logits = b.vector(op_kind::gelu, "logit_softcap", logits, saves::input0, z.tp ? tp_split::vocab : tp_split::replicated);
+    logits = b.vector(op_kind::gelu, "logit_softcap", logits, saves::input0,
+                      z.tp ? tp_split::vocab : tp_split::replicated);
   }
   b.vector(op_kind::cross_entropy, "cross_entropy", logits, saves::input0,
            z.tp ? tp_split::vocab : tp_split::replicated, 0, z.tokens);

@@ -78,8 +78,7 @@ struct step_policy {
     const std::size_t base = ti - ti % types();
     const auto members = model.stage_members(stage, shape_of(c));
     const auto table_of = [&](const hw::device& d) {
-      return base +
-             static_cast<std::size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
+      return base + static_cast<std::size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
     };
     const auto& pacing = train::step_model::pacing_member(
         members, [&](const hw::device& d) { return model_s.at(table_of(d)); });

@@ -1,8 +1,8 @@
 /// @file
-/// The best Megatron-style training plan for a model on a cluster (one device type or several): every admissible
-/// tensor-parallel width, pipeline depth, data-parallel degree, microbatch size, recomputation mode and
-/// sequence-parallel setting, each evaluated by the training-step model (train/step.hpp) and ranked by
-/// time per batch among the plans that fit. Choices the caller fixes are not searched.
+/// The best Megatron-style training plan for a model on a cluster (one device type or several): every
+/// admissible tensor-parallel width, pipeline depth, data-parallel degree, microbatch size, recomputation
+/// mode and sequence-parallel setting, each evaluated by the training-step model (train/step.hpp) and ranked
+/// by time per batch among the plans that fit. Choices the caller fixes are not searched.
 #pragma once
 
 #include <algorithm>

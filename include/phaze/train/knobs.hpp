@@ -328,12 +328,14 @@ namespace rules {
 }
 [[noreturn]] inline void recompute_method_needs_full_recomputation() {
   throw input_error(
-      "--recompute-method uniform or every says which blocks full recomputation checkpoints; give --recompute "
+      "--recompute-method uniform or every says which blocks full recomputation checkpoints; give "
+      "--recompute "
       "full with it, or drop --recompute-method");
 }
 [[noreturn]] inline void folded_expert_parallelism_must_divide_the_stage() {
   throw input_error(
-      "with an expert tensor-parallel size (--etp) other than tp, ep x etp must divide tp x dp x cp (Megatron-Core "
+      "with an expert tensor-parallel size (--etp) other than tp, ep x etp must divide tp x dp x cp "
+      "(Megatron-Core "
       "carves the expert groups from all of a stage's ranks); choose an --ep that does");
 }
 [[noreturn]] inline void device_count_must_be_positive() {
@@ -521,7 +523,8 @@ struct validate_fn {
     if (p.tp <= 0 || p.pp <= 0 || p.dp <= 0 || p.cp <= 0) rules::parallel_degrees_must_be_positive();
     if (p.devices() != devices) rules::tp_times_pp_times_dp_must_equal_devices();
     if (p.ep <= 0) model::rules::expert_parallel_size_must_be_positive();
-    if (p.etp < 0 || (p.etp > 0 && p.tp % p.etp != 0)) model::rules::expert_tensor_parallel_size_must_divide_tp();
+    if (p.etp < 0 || (p.etp > 0 && p.tp % p.etp != 0))
+      model::rules::expert_tensor_parallel_size_must_divide_tp();
     if (p.expert_tp() != p.tp && m.config.experts == 0)
       model::rules::expert_parallelism_needs_a_mixture_of_experts_model();
     if (p.expert_tp() == p.tp) {

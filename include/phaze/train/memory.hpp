@@ -415,9 +415,9 @@ constexpr bytes stage_activations_per_microbatch(const model::model& m, const bu
   for (std::size_t v = r.first; v < r.last; ++v) {
     model::recompute node_mode = mode_of_node(m.role_at(v), mode);
     if (m.role_at(v) == model::layer_role::block) {
-      const block_keeps kept =
-          mode == model::recompute::full ? kept_of_block(index, blocks, layers, chunks, lead, trail, method)
-                                         : block_keeps::input;
+      const block_keeps kept = mode == model::recompute::full
+                                   ? kept_of_block(index, blocks, layers, chunks, lead, trail, method)
+                                   : block_keeps::input;
       ++index;
       if (kept == block_keeps::nothing) continue;  // a uniform group's later block: its input is not kept
       if (kept == block_keeps::everything) node_mode = model::recompute::none;
@@ -440,7 +440,8 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
     if (m.role_at(v) != model::layer_role::block) continue;
     most = std::max(most, model::activation_bytes(l.at(m, v), model::recompute::none));
   }
-  const std::int64_t together = std::min<std::int64_t>(std::max(group, 1), std::max<std::int64_t>(blocks_in(m, r), 1));
+  const std::int64_t together =
+      std::min<std::int64_t>(std::max(group, 1), std::max<std::int64_t>(blocks_in(m, r), 1));
   return most * static_cast<double>(together);
 }
 
@@ -464,13 +465,13 @@ constexpr memory_breakdown stage_memory_of(const model::model& m, const built_la
   return stage_memory_of_load(
       static_cast<double>(stage_parameters(m, l, r)),
       stage_activations_per_microbatch(m, l, r, k.recompute, k.recompute_layers, k.virtual_stages,
-                                       k.embedding_in_pipeline_split, k.loss_in_pipeline_split, k.recompute_by),
+                                       k.embedding_in_pipeline_split, k.loss_in_pipeline_split,
+                                       k.recompute_by),
       recompute_working_set(m, l, r, k.recompute,
                             k.recompute_by == recompute_method::uniform ? k.recompute_layers : 1) +
           fully_sharded_working_set(m, l, k),
-      stage, p.pp,
-      p.dp * p.cp, microbatches_per_replica(p, k), k, static_cast<double>(stage_expert_parameters(m, l, r)),
-      p.ep, p.tp / p.expert_tp());
+      stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k), k,
+      static_cast<double>(stage_expert_parameters(m, l, r)), p.ep, p.tp / p.expert_tp());
 }
 }  // namespace detail
 

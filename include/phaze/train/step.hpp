@@ -38,14 +38,14 @@ struct stage_estimate {
   /// A rank of the stage whose device type paces it: its only type, or on a stage of several types the
   /// slowest (step_model::pacing_member).
   std::int64_t pacing_rank = 0;
-  bool mixed = false;  ///< its ranks hold more than one device type
-  seconds forward{0.0};      ///< per microbatch, TP collectives included
-  seconds backward{0.0};     ///< per microbatch, TP collectives included
-  seconds recompute{0.0};    ///< per microbatch
-  seconds tp_comm{0.0};      ///< per microbatch: the TP collectives' share of forward + backward + recompute
-  seconds pp_comm{0.0};      ///< per microbatch: point-to-point sends this stage waits for
-  bytes memory{0.0};         ///< per device
-  bytes capacity{0.0};       ///< memory of one of its devices a plan may fill (usable_memory)
+  bool mixed = false;      ///< its ranks hold more than one device type
+  seconds forward{0.0};    ///< per microbatch, TP collectives included
+  seconds backward{0.0};   ///< per microbatch, TP collectives included
+  seconds recompute{0.0};  ///< per microbatch
+  seconds tp_comm{0.0};    ///< per microbatch: the TP collectives' share of forward + backward + recompute
+  seconds pp_comm{0.0};    ///< per microbatch: point-to-point sends this stage waits for
+  bytes memory{0.0};       ///< per device
+  bytes capacity{0.0};     ///< memory of one of its devices a plan may fill (usable_memory)
   [[nodiscard]] seconds per_microbatch() const { return forward + backward + recompute + pp_comm; }
 };
 
@@ -89,8 +89,8 @@ struct plan_shape {
   int pp = 1;
   int dp = 1;
   std::int64_t microbatches = 1;  ///< per data-parallel replica
-  int cp = 1;  ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
-  int ep = 1;  ///< expert-parallel ranks (parallelism::ep), carved from the dp * cp ranks
+  int cp = 1;   ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
+  int ep = 1;   ///< expert-parallel ranks (parallelism::ep), carved from the dp * cp ranks
   int etp = 0;  ///< expert tensor-parallel ranks (parallelism::etp); 0: tp
   [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
   [[nodiscard]] int devices() const { return tp * pp * dp * cp; }
@@ -100,9 +100,7 @@ struct plan_shape {
   [[nodiscard]] int gradient_ranks() const { return dp * cp; }
   /// Ranks the routed experts' gradients are reduced over (Megatron-Core's expert-data-parallel group): the
   /// stage's tp * cp * dp ranks over ep * etp (dp * cp / ep when etp = tp).
-  [[nodiscard]] int expert_gradient_ranks() const {
-    return tp * dp * cp / (std::max(ep, 1) * expert_tp());
-  }
+  [[nodiscard]] int expert_gradient_ranks() const { return tp * dp * cp / (std::max(ep, 1) * expert_tp()); }
 };
 
 /// One device type among the ranks of a pipeline stage (step_model::stage_members).
@@ -947,11 +945,11 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       st.backward += t.t.backward;
       st.tp_comm += t.tp_forward + t.tp_backward;
       if (run.role_at(v) == model::layer_role::block) {
-        const bool again = k.recompute != model::recompute::full ||
-                           detail::recomputes_block(st.blocks, blocks, k.recompute_layers, k.virtual_stages,
-                                                    k.embedding_in_pipeline_split && r.first == 0,
-                                                    k.loss_in_pipeline_split && r.last == run.size(),
-                                                    k.recompute_by);
+        const bool again =
+            k.recompute != model::recompute::full ||
+            detail::recomputes_block(st.blocks, blocks, k.recompute_layers, k.virtual_stages,
+                                     k.embedding_in_pipeline_split && r.first == 0,
+                                     k.loss_in_pipeline_split && r.last == run.size(), k.recompute_by);
         ++st.blocks;
         if (!again) continue;
         st.recompute += t.t.recompute(k.recompute);
