@@ -377,11 +377,7 @@ inline double rotary_share(const reader& r, std::string_view field, double fallb
   return f;
 }
 
-/// Which blocks of a config with a sliding window attend to every key (`layer_types`: "full_attention" or
-/// "sliding_attention" per block, transformers' GptOssConfig and Gemma 2/3 configs): the period N of a
-/// pattern with every N-th block full (transformer_config::full_attention_every), `fallback` when the field
-/// is absent (GptOssConfig's default alternates, sliding first). A pattern of another shape is refused naming
-/// the field.
+/// The period N of `layer_types` for apply_layer_types: every N-th block full (0: none full; -1: all).
 inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, std::int64_t fallback) {
   const auto* types = r.get("layer_types");
   if (types == nullptr) return fallback;
@@ -408,6 +404,22 @@ inline std::int64_t full_attention_period(const reader& r, std::int64_t layers, 
   return period;
 }
 
+/// Which blocks of a config with a sliding window attend to every key (`layer_types`: "full_attention" or
+/// "sliding_attention" per block, transformers' GptOssConfig and Gemma 2/3 configs), set on `c`: every N-th
+/// block full and the others windowed (transformer_config::full_attention_every = N; 0 when every block
+/// slides), or no window at all when every block is full or the config has none. Without the field every
+/// `fallback`-th block is full (both configs' default alternates, sliding first). A pattern of another shape
+/// is refused naming the field.
+inline void apply_layer_types(const reader& r, transformer_config& c, std::int64_t fallback) {
+  const std::int64_t period = full_attention_period(r, c.layers, fallback);
+  if (period < 0 || c.attention_window == 0) {
+    c.attention_window = 0;
+    c.full_attention_every = 0;
+  } else {
+    c.full_attention_every = period;
+  }
+}
+
 inline transformer_config llama(const reader& r) {
   transformer_config c = rotary_decoder(r);
   c.norm = norm_kind::rmsnorm;
@@ -421,8 +433,7 @@ inline transformer_config llama(const reader& r) {
     c.mlp = mlp_kind::geglu;
     c.bias = r.flag("attention_bias", false);
     c.sandwich_norm = true;
-    c.full_attention_every = c.attention_window > 0 ? full_attention_period(r, c.layers, 2) : 0;
-    if (c.full_attention_every < 0) c.attention_window = c.full_attention_every = 0;
+    apply_layer_types(r, c, 2);
     c.attention_softcap = r.number("attn_logit_softcapping", 50.0) > 0.0;
     c.logit_softcap = r.number("final_logit_softcapping", 30.0) > 0.0;
     return c;
@@ -536,13 +547,7 @@ inline void experts(const reader& r, transformer_config& c) {
 /// (one learned logit per head) and the clamped SwiGLU are costed as the plain softmax and SwiGLU.
 inline void gpt_oss(const reader& r, transformer_config& c) {
   c.bias = r.flag("attention_bias", true);  // GptOssAttention's and GptOssExperts' biases
-  const std::int64_t period = full_attention_period(r, c.layers, 2);
-  if (period < 0 || c.attention_window == 0) {
-    c.attention_window = 0;
-    c.full_attention_every = 0;
-  } else {
-    c.full_attention_every = period;
-  }
+  apply_layer_types(r, c, 2);
 }
 
 /// Falcon (RefinedWeb models): rotary positions, parallel attention and MLP (`parallel_attn`), multi-query
