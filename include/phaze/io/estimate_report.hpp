@@ -53,8 +53,8 @@ inline std::string device_names(const cluster::cluster& c) {
 
 /// The estimate as one JSON object: time_per_batch_s, throughput_samples_per_s, tokens_per_s,
 /// model_flops_per_device_per_s, mfu, peak_memory_bytes, fits, plan{...}, breakdown{...}.
-/// What full recomputation's layers and method add to its name: " (first 2 blocks of each chunk)", " (groups
-/// of 4 blocks)", " (every 2nd block)"; empty otherwise.
+/// What full recomputation's layers and method add to its name: " (first 2 blocks of each chunk)",
+/// " (checkpoints in groups of 4 blocks)", " (one block in 2)"; empty otherwise.
 inline std::string recompute_pattern_text(const train::training_knobs& k) {
   if (k.recompute != model::recompute::full || k.recompute_layers <= 0) return {};
   switch (k.recompute_by) {
@@ -63,7 +63,7 @@ inline std::string recompute_pattern_text(const train::training_knobs& k) {
     case train::recompute_method::uniform:
       return fmt::format(" (checkpoints in groups of {} blocks)", k.recompute_layers);
     case train::recompute_method::every:
-      return fmt::format(" (every {}th block)", k.recompute_layers);
+      return fmt::format(" (one block in {})", k.recompute_layers);
   }
   return {};
 }
