@@ -150,6 +150,7 @@ struct step_options {
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
   double capacity_factor = 0.0;  // 0: dropless routing
+  int mtp_layers = -1;           // multi-token prediction modules; -1: the model's own
 };
 
 /// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none),
@@ -239,6 +240,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "expert to it (Megatron-Core's --moe-expert-capacity-factor F with "
          "--moe-pad-expert-input-to-capacity; token-dropping recipes use 1.0); default: dropless")
       ->check(number_up_to(64.0, "a multiple of each expert's balanced share of tokens"));
+  app.add_option("--mtp-layers", o.mtp_layers,
+                 "multi-token prediction modules after the output layer, one more block and loss "
+                 "(DeepSeek-V3; Megatron-Core's --mtp-num-layers); default: the model's own "
+                 "(num_nextn_predict_layers), 0 drops it; phaze builds at most 1")
+      ->check(CLI::Range(0, 1));
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
@@ -265,11 +271,22 @@ inline cluster::cluster with_calibration(const step_options& o, const cluster::c
   return o.calibration.empty() ? c : train::calibrated(c, calibration_of(o));
 }
 
-/// The model the step options make of `m`: with --capacity-factor F its routed experts padded to F times
+/// The model the step options make of `m`: with --mtp-layers N its multi-token prediction modules
+/// (transformer_config::mtp_layers); with --capacity-factor F its routed experts padded to F times
 /// their balanced share of tokens (transformer_config::capacity_factor); with --bf16-blocks START,END (FP8
 /// training only) its first START and last END blocks as bf16 kinds of their own (model::with_bf16_blocks).
 inline model::model apply_model_options(const step_options& o, model::model m,
                                         const train::training_knobs& k) {
+  if (o.mtp_layers >= 0 && o.mtp_layers != m.config.mtp_layers) {
+    if (model::composite(m)) {
+      throw input_error(fmt::format(
+          "--mtp-layers adds multi-token prediction to a transformer, and {} is a composite model; drop it",
+          m.config.name.view()));
+    }
+    model::transformer_config c = m.config;
+    c.mtp_layers = o.mtp_layers;
+    m = model::make_model(c);
+  }
   if (o.capacity_factor > 0.0) {
     if (m.config.experts == 0 || model::composite(m)) {
       throw input_error(fmt::format(

@@ -36,12 +36,13 @@ struct estimate_options {
   std::string precision = "bf16";
   std::string solver = "ilp";
   std::vector<std::int64_t> stage_blocks;  // empty: the uniform split
+  std::string layout;                      // Megatron-Core's --pipeline-model-parallel-layout; empty: none
   std::string format = "table";
   step_options step;
 };
 
 /// Registers estimate's options on `parser` (MODEL, the cluster, the plan, the step options, --solver,
-/// --stage-blocks, --format).
+/// --stage-blocks, --pipeline-model-parallel-layout, --format).
 void add_estimate_options(CLI::App& parser, estimate_options& o);
 
 /// What `phaze estimate` costs: the model, the cluster (calibrated), the plan, the knobs and the stage split.

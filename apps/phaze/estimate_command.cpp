@@ -4,8 +4,8 @@
 // [--schedule 1f1b|gpipe|interleaved] [--sequence-parallel] [--optimizer adam|sgd] [--distributed-optimizer]
 // [--recompute-layers N] [--precision bf16|fp16|fp32|fp8] [--bf16-blocks START,END] [--grad-reduce-in-bf16]
 // [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
-// [--stage-blocks B0,B1,...] [--format table|json]`: the time, throughput, MFU and memory of one fully given
-// training plan (DESIGN.md section 9; docs/step-time.md).
+// [--stage-blocks B0,B1,... | --pipeline-model-parallel-layout LAYOUT] [--format table|json]`: the time,
+// throughput, MFU and memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -21,9 +21,48 @@
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/pipeline_layout.hpp"
 #include "phaze/train/step.hpp"
 
 namespace phaze::cli {
+
+namespace {
+
+/// The stage split a Megatron-Core pipeline layout gives (train::parse_pipeline_layout), with the virtual
+/// stages and the schedule it implies set on `k`: each stage holds its chunks' blocks, the first the
+/// embedding and the last the loss.
+std::vector<train::stage_layers> split_of_layout(const estimate_options& o, const model::model& m,
+                                                 train::training_knobs& k) {
+  if (!o.stage_blocks.empty())
+    throw input_error("--pipeline-model-parallel-layout and --stage-blocks both give the split; keep one");
+  if (train::counts_embedding_or_loss(k)) {
+    throw input_error(
+        "--pipeline-model-parallel-layout places the embedding (E) and the loss (L) itself; drop "
+        "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split");
+  }
+  const train::pipeline_layout layout =
+      train::parse_pipeline_layout(o.layout, o.pp, model::body_nodes(m), m.config.mtp_layers);
+  const int vp = layout.chunks_per_stage();
+  if (o.vp != 1 && o.vp != vp) {
+    throw input_error(fmt::format(
+        "--vp {} but --pipeline-model-parallel-layout gives {} chunks per stage ({} chunks over --pp {}); "
+        "drop --vp or make them agree",
+        o.vp, vp, vp * o.pp, o.pp));
+  }
+  if (vp > 1) {
+    if (k.schedule == train::pipeline_schedule::gpipe)
+      throw input_error(
+          "--pipeline-model-parallel-layout with several chunks per stage runs interleaved; drop "
+          "--schedule gpipe");
+    k.schedule = train::pipeline_schedule::interleaved;
+    k.virtual_stages = vp;
+  }
+  std::vector<train::stage_layers> split;
+  for (int s = 0; s < o.pp; ++s) split.push_back({layout.stage_blocks(s), s == 0, s == o.pp - 1});
+  return split;
+}
+
+}  // namespace
 
 estimate_input build_estimate(const estimate_options& o) {
   model::model m = io::load_model(o.model);
@@ -51,6 +90,14 @@ estimate_input build_estimate(const estimate_options& o) {
   k.virtual_stages = o.vp;
   apply_step_options(o.step, k, device_types(c));
   m = apply_model_options(o.step, std::move(m), k);
+  if (!o.layout.empty()) {
+    if (model::composite(m))
+      throw input_error(
+          "--pipeline-model-parallel-layout lays out a transformer's blocks; this model is composite");
+    std::vector<train::stage_layers> split = split_of_layout(o, m, k);
+    train::validate(m, p, k, c.devices(), false);
+    return {std::move(m), c, chosen.label, p, k, std::move(split)};
+  }
   train::validate(m, p, k, c.devices(), o.stage_blocks.empty());
 
   std::vector<train::stage_layers> split;
@@ -175,6 +222,12 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
       ->add_option("--stage-blocks", o->stage_blocks,
                    "transformer blocks per pipeline stage, comma-separated (default: the uniform split)")
       ->delimiter(',');
+  parser->add_option(
+      "--pipeline-model-parallel-layout", o->layout,
+      "the layers of every model chunk as Megatron-Core writes them, chunks in layer order "
+      "separated by |: E embedding, t block, m multi-token prediction, L loss, (...)*N and X*N "
+      "repeat (e.g. \"Et|(tt|)*30mL\"); sets the chunks per stage (--vp) and the interleaved "
+      "schedule");
   add_format_option(*parser, o->format);
 }
 

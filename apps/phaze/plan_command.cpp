@@ -273,6 +273,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
       out += fmt::format(" --moe-expert-capacity-factor {} --moe-pad-expert-input-to-capacity",
                          c.capacity_factor);
   }
+  if (c.mtp_layers > 0) out += fmt::format(" --mtp-num-layers {}", c.mtp_layers);
   const auto& split = r.split;
   const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {
     return s.blocks == split.front().blocks;

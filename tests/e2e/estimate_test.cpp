@@ -271,3 +271,40 @@ TEST_CASE("phaze estimate: how the step runs is stated, fused attention only whe
   CHECK(run_phaze("estimate gpt2 --device h100-sxm --memory-headroom 1.5" + plan).status == 2);
   CHECK(contains(run_phaze("estimate gpt2 --device h100-sxm --overlap grad,bogus" + plan).err, "bogus"));
 }
+
+TEST_CASE("phaze estimate --pipeline-model-parallel-layout lays chunks out as Megatron-Core does",
+          "[e2e][estimate][layout]") {
+  // DeepSeek-V3 as Megatron-Bridge's H100 recipe runs it: 61 blocks and the multi-token prediction module
+  // over pp 8 x vp 4, written as Megatron-Core's layout string.
+  const std::string v3 = std::string{PHAZE_TEST_DATA_DIR} + "/hf/deepseek-v3.json";
+  const std::string plan =
+      "estimate " + v3 +
+      " --device h100-sxm --devices 1024 --tp 2 --pp 8 --ep 64 --global-batch 8192 --microbatch 1 --seq 4096 "
+      "--precision fp8 --distributed-optimizer --grad-reduce-in-bf16 --fp8-param-gather --sequence-parallel";
+  const auto j = run_json(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30mL'");
+  std::vector<int> blocks;
+  for (const auto& stage : j.at("plan").at("stages")) blocks.push_back(stage.at("blocks").get<int>());
+  CHECK(blocks == std::vector<int>{7, 8, 8, 8, 8, 8, 8, 6});
+  CHECK(j.at("plan").at("vp") == 4);
+  CHECK(j.at("plan").at("schedule") == "interleaved");
+  // The last stage runs the module: one more block's work than its six, so it is not the lightest.
+  const auto& stages = j.at("plan").at("stages");
+  CHECK(stages.at(7).at("fwd_s").get<double>() > stages.at(1).at("fwd_s").get<double>() * 6.0 / 8.0);
+
+  SECTION("misuse is exit 2 with the reason") {
+    const auto letter = run_phaze(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30xL'");
+    CHECK(letter.status == 2);
+    CHECK(contains(letter.err, "is not a layer letter"));
+    const auto mtp = run_phaze(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30tL' --mtp-layers 1");
+    CHECK(mtp.status == 2);
+    const auto dropped = run_phaze(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30L' --mtp-layers 0");
+    CHECK(dropped.status == 0);
+    const auto vp = run_phaze(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30mL' --vp 2");
+    CHECK(vp.status == 2);
+    CHECK(contains(vp.err, "gives 4 chunks per stage"));
+    const auto both =
+        run_phaze(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30mL' --stage-blocks 7,8,8,8,8,8,8,6");
+    CHECK(both.status == 2);
+    CHECK(contains(both.err, "keep one"));
+  }
+}

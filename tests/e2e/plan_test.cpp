@@ -169,7 +169,7 @@ TEST_CASE("phaze plan plans DeepSeek-V3's config and emits its latent attention"
        {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
         "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--qk-layernorm", "--num-experts 256",
         "--moe-router-topk 8", "--moe-router-score-function sigmoid", "--moe-layer-freq '([0]*3+[1]*58)'",
-        "--moe-shared-expert-intermediate-size 2048"}) {
+        "--moe-shared-expert-intermediate-size 2048", "--mtp-num-layers 1"}) {
     INFO(flag);
     CHECK(contains(r.out, flag));
   }

@@ -113,14 +113,36 @@ TEST_CASE("DeepSeek-V2 and V3 configs import with multi-head latent attention", 
     for (const char* n : {"q", "kv_down", "kv_norm", "kv_up", "attn_out"})
       if (o.name.view() == n) attention += o.params;
   CHECK(attention == 2048LL * 16 * 192 + 2048LL * 576 + 512 + 512LL * 16 * 256 + 16LL * 128 * 2048);
-  // DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437, section 4.2: 671B parameters, 37B activated; the
-  // multi-token-prediction module's 14B is not part of the HF model): query latent 1536, 256 experts of 2048,
-  // top 8, one shared, the first 3 blocks dense, sigmoid scores.
+  // DeepSeek-V3 (DeepSeek-AI 2024, arXiv 2412.19437, section 4.2: 671B parameters, 37B activated, plus a
+  // 14B multi-token-prediction module): query latent 1536, 256 experts of 2048, top 8, one shared, the first
+  // 3 blocks dense, sigmoid scores, num_nextn_predict_layers 1.
   const model::model v3 = model::from_hf_config(hf("deepseek-v3.json"), "v3");
   CHECK(v3.config.q_lora_rank == 1536);
   CHECK(v3.config.dense_layers == 3);
   CHECK(v3.config.shared_expert_ffn == 2048);
-  CHECK(model::parameter_count(v3) == Approx(671e9).epsilon(0.01));
+  CHECK(v3.config.mtp_layers == 1);
+  model::transformer_config main_only = v3.config;
+  main_only.mtp_layers = 0;
+  const model::model v3_main = model::make_model(main_only);
+  CHECK(model::parameter_count(v3_main) == Approx(671e9).epsilon(0.01));
+  // The module's own parameters (section 2.2): one more expert block, the 2h x h projection M_1 and three
+  // RMSNorms (the embedding's, the hidden state's and its own final one); the embedding and the output head
+  // are the main model's. The HF checkpoint stores a copy of each (layer 61's embed_tokens and
+  // shared_head.head, 129,280 x 7,168 each): with them the 685B of the model card.
+  const auto expert_block = model::layer_at(v3, 4, shape_of(1, 1));
+  CHECK(model::parameter_count(v3) - model::parameter_count(v3_main) ==
+        model::layer_params(expert_block) + 2LL * 7168 * 7168 + 3LL * 7168);
+  CHECK(model::parameter_count(v3) + 2LL * 129280 * 7168 == Approx(685e9).epsilon(0.001));
+  // The output layer runs the module: its block's attention and experts, its projection, its own loss over
+  // the output projection it shares (no parameters of its own), and the embedding copy it reads (kept, not
+  // counted in the model).
+  const auto head = model::layer_at(v3, v3.size() - 1, shape_of(1, 1));
+  CHECK(find_op(head, "mtp_projection")->params == 2LL * 7168 * 7168);
+  CHECK(find_op(head, "mtp_output_proj")->params == 0);
+  CHECK(find_op(head, "mtp_output_proj")->gemm.n == find_op(head, "output_projection")->gemm.n);
+  CHECK(find_op(head, "mtp_embedding")->tied_params == 129280LL * 7168);
+  CHECK(find_op(head, "mtp_cross_entropy") != nullptr);
+  CHECK(model::layer_params(head, true) - model::layer_params(head, false) == 129280LL * 7168);
   // Split over 8 tensor-parallel ranks, the up projections and the heads split, the down projections kept
   // whole on every rank (Megatron-Core's "duplicated" linear layers).
   const auto split = model::layer_at(v3, 4, shape_of(8, 1));

@@ -667,6 +667,8 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::llama(r);
       hf::experts(r, c);
       if (hf::latent_attention_type(type)) hf::latent_attention(r, c);
+      // DeepSeek-V3's multi-token prediction modules (transformer_config::mtp_layers).
+      if (hf::deepseek_type(type)) c.mtp_layers = r.size("num_nextn_predict_layers").value_or(0);
       if (type == "gpt_oss") hf::gpt_oss(r, c);
     } else if (type == "falcon") {
       c = hf::falcon(r);

@@ -14,8 +14,9 @@
 
 namespace phaze::model {
 
-/// Most forward ops in one layer (a Llama or GPT block with tensor and sequence parallelism needs ~25).
-inline constexpr std::size_t max_layer_ops = 40;
+/// Most forward ops in one layer (a Llama or GPT block with tensor and sequence parallelism needs ~25, a
+/// DeepSeek-V3 block 36, its output layer with the multi-token prediction module 50).
+inline constexpr std::size_t max_layer_ops = 64;
 /// Most backward ops: up to two per forward op.
 inline constexpr std::size_t max_backward_ops = 2 * max_layer_ops;
 
@@ -250,9 +251,12 @@ class layer_builder {
     return add(o, {a, b});
   }
 
-  /// An embedding-table lookup of `tokens` rows from a table of `rows` x `width` (per rank).
+  /// An embedding-table lookup of `tokens` rows from a table of `rows` x `width` (per rank). `tied_copy`: the
+  /// table is a copy of the input embedding's, kept where this layer runs (counted once in the model, as a
+  /// tied output projection is: op::tied_params).
   constexpr tensor embedding(std::string_view name, std::int64_t tokens, std::int64_t rows,
-                             std::int64_t width, tp_split split = tp_split::replicated) {
+                             std::int64_t width, tp_split split = tp_split::replicated,
+                             bool tied_copy = false) {
     check_positive(tokens);
     check_positive(rows);
     check_positive(width);
@@ -260,7 +264,18 @@ class layer_builder {
     o.in_elements = 0;
     o.out_elements = tokens * width;
     o.params = rows * width;
+    o.tied_params = tied_copy ? o.params : 0;
     return add(o, {});
+  }
+
+  /// A matmul with the weights of an earlier matmul of the same layer (the output projection the
+  /// multi-token prediction modules share with the head): its work and its gradients, no parameters of its
+  /// own.
+  constexpr tensor shared_matmul(std::string_view name, tensor x, gemm_dims g, tp_split split) {
+    const tensor t = matmul(name, x, g, split);
+    layer_.ops.back().params = 0;
+    layer_.ops.back().tied_params = 0;
+    return t;
   }
 
   /// A tensor-parallel collective or marker over `group` ranks. `out_elements` is the per-rank result.

@@ -143,6 +143,15 @@ struct transformer_config {
   /// Megatron-Core's --moe-expert-capacity-factor with padding: every expert processes capacity_factor x
   /// its balanced share of tokens; 0: dropless, costed at the balanced share (imbalance not modelled).
   double capacity_factor = 0.0;
+  /// Multi-token prediction modules (DeepSeek-V3, section 2.2: num_nextn_predict_layers; Megatron-Core's
+  /// --mtp-num-layers): each predicts one token further from the previous prediction's hidden state and the
+  /// embedding of the next token (both normed, joined and projected from 2 hidden to hidden), through one
+  /// more transformer block (an expert block where the model has experts) and the output projection the head
+  /// already holds. Megatron-Core builds them on the last pipeline stage with the loss, so phaze builds them
+  /// into the output layer: its own parameters are the block, the projection and the norms; the embedding it
+  /// reads is a copy of the input layer's kept there (its gradients summed with the first stage's, as a
+  /// tied embedding's are). 0: none.
+  std::int64_t mtp_layers = 0;
 
   [[nodiscard]] constexpr std::int64_t kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   [[nodiscard]] constexpr std::int64_t head_dim_or_default() const {
@@ -289,6 +298,12 @@ namespace rules {
       "dense_layers (DeepSeek's first_k_dense_replace) must be smaller than the number of layers, and needs "
       "experts > 0");
 }
+[[noreturn]] inline void mtp_layers_out_of_range() {
+  throw input_error(
+      "multi-token prediction (mtp_layers, HuggingFace num_nextn_predict_layers, Megatron --mtp-num-layers) "
+      "takes 0 or 1 module (phaze builds one, as DeepSeek-V3 trains with), on a causal decoder without BERT "
+      "heads");
+}
 [[noreturn]] inline void expert_parallel_size_must_be_positive() {
   throw input_error("the expert-parallel size must be at least 1; give --ep N with N >= 1");
 }
@@ -350,6 +365,8 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::experts_need_top_k_between_1_and_experts();
   if (c.dense_layers > 0 && (c.experts == 0 || c.dense_layers >= c.layers))
     rules::dense_layers_must_leave_a_moe_block();
+  if (c.mtp_layers < 0 || c.mtp_layers > 1 || (c.mtp_layers > 0 && (!c.causal || c.bert_heads)))
+    rules::mtp_layers_out_of_range();
   if (c.kv_lora_rank < 0 || c.q_lora_rank < 0 || c.rope_head_dim < 0 || c.v_head_dim < 0)
     rules::latent_attention_sizes_must_not_be_negative();
   if (!c.latent_attention() && (c.q_lora_rank > 0 || c.rope_head_dim > 0 || c.v_head_dim > 0))
@@ -683,15 +700,8 @@ constexpr tensor feed_forward(layer_builder& b, const transformer_config& c, con
   return c.experts > 0 ? moe(b, c, z, x) : mlp(b, c, z, x);
 }
 
-}  // namespace detail
-
-/// One transformer block. Pre-norm (GPT-2 onwards), post-norm (BERT, OPT-350m) or parallel residual
-/// (GPT-NeoX). Biases of row-parallel projections are added after the closing collective, as Megatron does.
-inline constexpr auto block_layer =
-    [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
-  const auto z = detail::sizes_of(c, shape);
-  layer_builder b{"block", layer_role::block, shape, z.local_tokens * z.h};
-  const tensor x = b.input();
+/// The ops of one transformer block over `x`; returns its output.
+constexpr tensor block_body(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   if (c.parallel_residual) {
     const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
     const tensor n2 = c.shared_norm ? n1 : detail::norm(b, c, z, x, "mlp_norm");
@@ -699,8 +709,9 @@ inline constexpr auto block_layer =
     const tensor mlp =
         detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n2), "mlp_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
-    b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
-  } else if (c.pre_norm) {
+    return b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
+  }
+  if (c.pre_norm) {
     const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
     tensor att = detail::attention(b, c, z, n1);
     if (c.sandwich_norm) att = detail::norm(b, c, z, att, "attn_post_norm");
@@ -710,16 +721,81 @@ inline constexpr auto block_layer =
     tensor mlp = detail::feed_forward(b, c, z, n2);
     if (c.sandwich_norm) mlp = detail::norm(b, c, z, mlp, "mlp_post_norm");
     mlp = detail::sublayer_dropout(b, c, z, mlp, "mlp_out_dropout");
-    b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
-  } else {
-    const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, x), "attn_out_dropout");
-    const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
-    const tensor n1 = detail::norm(b, c, z, r1, "attn_norm");
-    const tensor mlp =
-        detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n1), "mlp_out_dropout");
-    const tensor r2 = b.add_residual("mlp_residual", n1, mlp, detail::token_split(z));
-    detail::norm(b, c, z, r2, "mlp_norm");
+    return b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
   }
+  const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, x), "attn_out_dropout");
+  const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
+  const tensor n1 = detail::norm(b, c, z, r1, "attn_norm");
+  const tensor mlp = detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n1), "mlp_out_dropout");
+  const tensor r2 = b.add_residual("mlp_residual", n1, mlp, detail::token_split(z));
+  return detail::norm(b, c, z, r2, "mlp_norm");
+}
+
+/// The word embedding: a vocabulary-parallel lookup, then all-reduced (or reduce-scattered under sequence
+/// parallelism) over the tensor-parallel ranks. `tied_copy`: a copy of the input layer's table
+/// (layer_builder::embedding).
+constexpr tensor word_embedding(layer_builder& b, const transformer_config& c, const split_sizes& z,
+                                std::string_view name, bool tied_copy = false) {
+  const std::int64_t e = c.embed_dim_or_default();
+  tensor x = b.embedding(name, z.tokens, vocab_rows_per_rank(c.vocab, z), e,
+                         z.tp ? tp_split::vocab : tp_split::replicated, tied_copy);
+  if (z.tp) {
+    x = z.sp ? b.collective(op_kind::reduce_scatter, tied_copy ? "mtp_embedding_exit" : "embedding_exit", x,
+                            static_cast<int>(z.t), z.local_tokens * e)
+             : b.collective(op_kind::all_reduce, tied_copy ? "mtp_embedding_exit" : "embedding_exit", x,
+                            static_cast<int>(z.t), x.elements);
+  }
+  return x;
+}
+
+/// The vocabulary-parallel output projection of `x` (tied to the word embedding when the model ties them;
+/// `shared`: the weights of the head's own projection, layer_builder::shared_matmul), soft-capping, and the
+/// cross-entropy loss.
+constexpr void logits_and_loss(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x,
+                               bool shared = false) {
+  const std::int64_t e = c.embed_dim_or_default();
+  const tensor in = enter_tp(b, z, x, shared ? "mtp_head_enter" : "head_enter");
+  const std::int64_t rows = vocab_rows_per_rank(c.vocab, z);
+  const tp_split split = z.tp ? tp_split::vocab : tp_split::replicated;
+  tensor logits =
+      shared ? b.shared_matmul("mtp_output_proj", in, {1, z.tokens, e, rows}, split)
+             : b.matmul("output_projection", in, {1, z.tokens, e, rows}, split, false, c.tied_embeddings);
+  if (c.bert_heads)
+    logits = b.vector(op_kind::residual_add, "output_bias", logits, saves::nothing, split, rows);
+  if (c.logit_softcap) {
+    // cap x tanh(logits / cap): one elementwise pass over the logits, its input kept for the backward pass.
+    logits =
+        b.vector(op_kind::gelu, shared ? "mtp_logit_softcap" : "logit_softcap", logits, saves::input0, split);
+  }
+  b.vector(op_kind::cross_entropy, shared ? "mtp_cross_entropy" : "cross_entropy", logits, saves::input0,
+           split, 0, z.tokens);
+}
+
+/// DeepSeek-V3's multi-token prediction modules (transformer_config::mtp_layers) after the head, from the
+/// main model's last hidden state `h`: per module, the next token's embedding (the kept copy) and `h` each
+/// normed, joined (2 hidden wide) and projected to hidden, one transformer block, the final norm and the
+/// shared output projection with its loss.
+constexpr void multi_token_prediction(layer_builder& b, const transformer_config& c, const split_sizes& z,
+                                      tensor h) {
+  for (std::int64_t i = 0; i < c.mtp_layers; ++i) {
+    const tensor e = norm(b, c, z, word_embedding(b, c, z, "mtp_embedding", true), "mtp_enorm");
+    const tensor hn = norm(b, c, z, h, "mtp_hnorm");
+    const tensor joined = b.concat("mtp_join", e, hn, 2 * z.local_tokens * z.h, token_split(z));
+    const tensor x = b.matmul("mtp_projection", joined, {1, z.local_tokens, 2 * z.h, z.h}, token_split(z));
+    h = block_body(b, c, z, x);
+    logits_and_loss(b, c, z, c.final_norm ? norm(b, c, z, h, "mtp_final_norm") : h, true);
+  }
+}
+
+}  // namespace detail
+
+/// One transformer block. Pre-norm (GPT-2 onwards), post-norm (BERT, OPT-350m) or parallel residual
+/// (GPT-NeoX). Biases of row-parallel projections are added after the closing collective, as Megatron does.
+inline constexpr auto block_layer =
+    [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
+  const auto z = detail::sizes_of(c, shape);
+  layer_builder b{"block", layer_role::block, shape, z.local_tokens * z.h};
+  detail::block_body(b, c, z, b.input());
   return b.build();
 };
 
@@ -730,13 +806,7 @@ inline constexpr auto embedding_layer =
   const auto z = detail::sizes_of(c, shape);
   const std::int64_t e = c.embed_dim_or_default();
   layer_builder b{"embedding", layer_role::embedding, shape, 0};
-  tensor x = b.embedding("word_embedding", z.tokens, detail::vocab_rows_per_rank(c.vocab, z), e,
-                         z.tp ? tp_split::vocab : tp_split::replicated);
-  if (z.tp) {
-    x = z.sp ? b.collective(op_kind::reduce_scatter, "embedding_exit", x, static_cast<int>(z.t),
-                            z.local_tokens * e)
-             : b.collective(op_kind::all_reduce, "embedding_exit", x, static_cast<int>(z.t), x.elements);
-  }
+  tensor x = detail::word_embedding(b, c, z, "word_embedding");
   if (e != z.h) x = b.matmul("project_in", x, {1, z.local_tokens, e, z.h}, detail::token_split(z), false);
   if (c.positions == position_kind::learned) {
     const tensor p = b.embedding("position_embedding", z.local_tokens, c.position_rows(), z.h);
@@ -771,20 +841,8 @@ inline constexpr auto head_layer =
     x = detail::norm(b, c, z, g, "mlm_norm");
   }
   if (e != z.h) x = b.matmul("project_out", x, {1, z.local_tokens, z.h, e}, detail::token_split(z), false);
-  const tensor in = detail::enter_tp(b, z, x, "head_enter");
-  const std::int64_t rows = detail::vocab_rows_per_rank(c.vocab, z);
-  tensor logits = b.matmul("output_projection", in, {1, z.tokens, e, rows},
-                           z.tp ? tp_split::vocab : tp_split::replicated, false, c.tied_embeddings);
-  if (c.bert_heads) {
-    logits = b.vector(op_kind::residual_add, "output_bias", logits, saves::nothing, tp_split::vocab, rows);
-  }
-  if (c.logit_softcap) {
-    // cap x tanh(logits / cap): one elementwise pass over the logits, its input kept for the backward pass.
-    logits = b.vector(op_kind::gelu, "logit_softcap", logits, saves::input0,
-                      z.tp ? tp_split::vocab : tp_split::replicated);
-  }
-  b.vector(op_kind::cross_entropy, "cross_entropy", logits, saves::input0,
-           z.tp ? tp_split::vocab : tp_split::replicated, 0, z.tokens);
+  detail::logits_and_loss(b, c, z, x);
+  detail::multi_token_prediction(b, c, z, b.input());
   return b.build();
 };
 
