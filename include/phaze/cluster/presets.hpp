@@ -75,6 +75,12 @@ inline constexpr std::array node_presets{
                 "GB200 NVL72: one NVLink5 domain of 72 GPUs, 900 GB/s per direction each; 400 Gb/s network "
                 "interface per GPU assumed",
                 detail::node(72, bytes_per_second{900e9}, 72, bytes_per_second{50e9})},
+    node_preset{"b300", "DGX B300: 8 GPUs, NVLink5 900 GB/s per direction, 8 x 800 Gb/s ConnectX-8",
+                detail::node(8, bytes_per_second{900e9}, 8, bytes_per_second{100e9})},
+    node_preset{"gb300",
+                "GB300 NVL72: one NVLink5 domain of 72 GPUs, 900 GB/s per direction each; an 800 Gb/s "
+                "ConnectX-8 per GPU",
+                detail::node(72, bytes_per_second{900e9}, 72, bytes_per_second{100e9})},
     node_preset{"h200", "HGX H200: 8 GPUs, NVLink4 450 GB/s per direction, 8 x 400 Gb/s NDR",
                 detail::node(8, bytes_per_second{450e9}, 8, bytes_per_second{50e9})},
     node_preset{

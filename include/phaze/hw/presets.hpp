@@ -204,10 +204,10 @@ constexpr device with_rates(device d, double tf32, double bf16, double fp8, doub
   d.sheet.vector = flops_per_second{fp32 * 1e12};
   return d;
 }
-// Blackwell (B200, GB200): no card was measured here. Its GEMM, fused-attention, FP8-quantization and overlap
-// efficiencies are the H100 SXM's measured ones above (fractions of the datasheet peak), an assumption until
-// measured (docs/devices.md); only the datasheet rates, memory and SM count are Blackwell's. FP4 rates are
-// not used (phaze has no FP4 precision).
+// Blackwell (B200, GB200, and Blackwell Ultra: B300, GB300): no card was measured here. Its GEMM,
+// fused-attention, FP8-quantization and overlap efficiencies are the H100 SXM's measured ones above
+// (fractions of the datasheet peak), an assumption until measured (docs/devices.md); only the datasheet
+// rates, memory and SM count are Blackwell's. FP4 rates are not used (phaze has no FP4 precision).
 inline constexpr int blackwell_sms = 148;  // B200: 148 SMs (NVIDIA Blackwell architecture technical brief)
 /// A Blackwell GPU by its datasheet (dense rates in TFLOP/s: tf32, bf16/fp16, fp8, fp32) with its memory and
 /// the H100's measured efficiencies.
@@ -302,6 +302,25 @@ inline constexpr std::array presets{
         "for 72), NVLink5 1.8 TB/s (900 GB/s per direction) across all 72 GPUs, 148 SMs; 400 Gb/s network "
         "per GPU assumed; the H100 SXM's measured efficiencies assumed (no GB200 measured)",
         detail::blackwell("gb200", bytes{186e9}, bytes_per_second{8.0e12}, 1250, 2500, 5000, 80)},
+    preset{
+        "b300",
+        "NVIDIA HGX B300 (Blackwell Ultra) datasheet: per GPU 2250 TFLOP/s bf16/fp16 dense (36 PFLOP/s with "
+        "sparsity for 8), 1125 tf32, 4500 fp8 (72 PFLOP/s with sparsity for 8), 75 fp32, 288 GB HBM3e (2.3 "
+        "TB for 8) at 8 TB/s (NVIDIA technical blog 'Inside NVIDIA Blackwell Ultra', 2025), NVLink5 1.8 TB/s "
+        "(900 GB/s per direction); DGX B300: 8 x 800 Gb/s ConnectX-8; 148 SMs taken (the blog's full chip "
+        "has "
+        "160, the enabled count is not published); the H100 SXM's measured efficiencies assumed (no B300 "
+        "measured)",
+        detail::blackwell("b300", bytes{288e9}, bytes_per_second{8.0e12}, 1125, 2250, 4500, 75)},
+    preset{
+        "gb300",
+        "NVIDIA GB300 NVL72 datasheet: per GPU (of 72) 2500 TFLOP/s bf16/fp16 dense (360 PFLOP/s with "
+        "sparsity for 72), 5000 fp8 (720 PFLOP/s with sparsity for 72), 288 GB HBM3e (20.7 TB for 72) at 8 "
+        "TB/s (576 TB/s for 72), NVLink5 1.8 TB/s (900 GB/s per direction) across all 72 GPUs, ConnectX-8 "
+        "800 "
+        "Gb/s per GPU; tf32 1250 and fp32 80 as the GB200 (not in the GB300 datasheet read), 148 SMs taken; "
+        "the H100 SXM's measured efficiencies assumed (no GB300 measured)",
+        detail::blackwell("gb300", bytes{288e9}, bytes_per_second{8.0e12}, 1250, 2500, 5000, 80)},
     preset{"v100-16gb",
            "NVIDIA V100 datasheet (SXM2): 125 TFLOP/s fp16 tensor, 15.7 fp32, 16 GB HBM2 at 900 GB/s, "
            "NVLink2 300 GB/s "
