@@ -29,6 +29,7 @@ struct estimate_options {
   std::string recompute = "none";
   int recompute_layers = 0;
   std::string recompute_method = "block";
+  std::vector<std::string> recompute_modules;  // empty: the attention core
   std::string schedule = "1f1b";
   bool sequence_parallel = false;
   std::string optimizer = "adam";

@@ -84,6 +84,12 @@ estimate_input build_estimate(const estimate_options& o) {
   k.recompute_by = o.recompute_method == "uniform" ? train::recompute_method::uniform
                    : o.recompute_method == "every" ? train::recompute_method::every
                                                    : train::recompute_method::block;
+  if (!o.recompute_modules.empty()) {
+    k.recompute_modules = 0;
+    for (const std::string& name : o.recompute_modules)
+      k.recompute_modules =
+          static_cast<std::uint8_t>(k.recompute_modules | model::recompute_module::bit_of(name));
+  }
   k.schedule = train::parse_pipeline_schedule(o.schedule);
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
   k.distributed_optimizer = o.distributed_optimizer;
@@ -204,6 +210,15 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
                    "method) or every (every N-th block: torchtitan's selective layer checkpointing)")
       ->check(CLI::IsMember({"block", "uniform", "every"}))
       ->default_str("block");
+  parser
+      ->add_option("--recompute-modules", o->recompute_modules,
+                   "with --recompute selective, the submodules of each block run again, comma-separated "
+                   "(Megatron-Core's --recompute-modules): core_attn (the default), mlp, moe, shared_experts "
+                   "(their inputs kept, the rest recomputed), layernorm, moe_act, mla_up_proj (their outputs "
+                   "dropped and recomputed)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(
+          {"core_attn", "mlp", "moe", "shared_experts", "layernorm", "moe_act", "mla_up_proj"}));
   parser->add_option("--schedule", o->schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
       ->default_str("1f1b");

@@ -308,3 +308,23 @@ TEST_CASE("phaze estimate --pipeline-model-parallel-layout lays chunks out as Me
     CHECK(contains(both.err, "keep one"));
   }
 }
+
+TEST_CASE("phaze estimate --recompute-modules recomputes Megatron-Core's submodules, stated in the JSON",
+          "[e2e][estimate][recompute]") {
+  const std::string plan =
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 16 --microbatch 1 "
+      "--memory-headroom 0 --seq 2048 --distributed-optimizer";
+  const auto core = run_json(plan + " --recompute selective");
+  const auto more = run_json(plan + " --recompute selective --recompute-modules mlp,layernorm");
+  CHECK(core.at("plan").at("recompute_modules") == std::vector<std::string>{"core_attn"});
+  CHECK(more.at("plan").at("recompute_modules") == std::vector<std::string>{"mlp", "layernorm"});
+  // Recomputing the MLP and the norms keeps less and runs more again.
+  CHECK(more.at("peak_memory_bytes").get<double>() < core.at("peak_memory_bytes").get<double>());
+  CHECK(more.at("breakdown").at("recompute_s").get<double>() >
+        core.at("breakdown").at("recompute_s").get<double>());
+  const auto without = run_phaze(plan + " --recompute full --recompute-modules mlp");
+  CHECK(without.status == 2);
+  CHECK(contains(without.err, "give --recompute selective"));
+  const auto unknown = run_phaze(plan + " --recompute selective --recompute-modules attention");
+  CHECK(unknown.status == 2);
+}

@@ -250,6 +250,54 @@ TEST_CASE("activation bytes per layer equal Korthikanti et al.'s closed forms in
   CHECK(compared == 4 * 2 * 7 * 3);
 }
 
+TEST_CASE("selective recomputation of Megatron-Core's submodules keeps what each closed form says",
+          "[transformer][activations][recompute]") {
+  // Llama 2 7B's block (RMSNorm, SwiGLU of 11008, no dropout) at one sequence of 4096 tokens, tp 1, bf16:
+  // T = 4096 tokens, h = 4096, f = 11008, 2 bytes per element.
+  const transformer_config c = zoo::get("llama2-7b").config;
+  const auto with = [&](std::uint8_t modules) {
+    layer_shape shape{1, 0, 1, false, 2};
+    shape.recompute_modules = modules;
+    return activation_bytes(block_layer(c, shape), recompute::selective).value();
+  };
+  const double none =
+      activation_bytes(block_layer(c, layer_shape{1, 0, 1, false, 2}), recompute::none).value();
+  const double tokens = 4096.0;
+  // "mlp" keeps the MLP's input and drops the gate/up output (2f) and the SwiGLU output (f).
+  CHECK(none - with(recompute_module::mlp) == tokens * 3.0 * 11008.0 * 2.0);
+  // "layernorm" drops the two norms' outputs (h each), the norms' inputs staying.
+  CHECK(none - with(recompute_module::layernorm) == tokens * 2.0 * 4096.0 * 2.0);
+  CHECK(none - with(recompute_module::mlp | recompute_module::layernorm) ==
+        tokens * (3.0 * 11008.0 + 2.0 * 4096.0) * 2.0);
+  // Under tp 2 with sequence parallelism the MLP enters through an all-gather: the MLP keeps its
+  // sequence-sharded input (T / 2 x h) and drops the rest it holds, T x (2f + f) / 2 and the gathered input.
+  {
+    layer_shape sp{1, 0, 2, true, 2};
+    const double sp_none = activation_bytes(block_layer(c, sp), recompute::none).value();
+    sp.recompute_modules = recompute_module::mlp;
+    const double sp_mlp = activation_bytes(block_layer(c, sp), recompute::selective).value();
+    CHECK(sp_none - sp_mlp == tokens * 3.0 * 11008.0 / 2.0 * 2.0);
+  }
+  // The default is Korthikanti et al.'s selective recomputation (the closed forms above).
+  CHECK(with(recompute_module::core_attn) ==
+        activation_bytes(block_layer(c, layer_shape{1, 0, 1, false, 2}), recompute::selective).value());
+  // Submodules a dense block lacks change nothing.
+  CHECK(with(recompute_module::core_attn | recompute_module::moe | recompute_module::moe_act) ==
+        with(recompute_module::core_attn));
+  // Mixtral 8x7B's expert block: "moe_act" drops the experts' SwiGLU output (8 experts x T top-2 / 8 tokens x
+  // f 14336), "moe" all the expert layer keeps inside, which is more.
+  const transformer_config mixtral = zoo::get("mixtral-8x7b").config;
+  const auto moe_with = [&](std::uint8_t modules) {
+    layer_shape shape{1, 4096, 1, false, 2};
+    shape.recompute_modules = modules;
+    return activation_bytes(block_layer(mixtral, shape), recompute::selective).value();
+  };
+  const double moe_none =
+      activation_bytes(block_layer(mixtral, layer_shape{1, 4096, 1, false, 2}), recompute::none).value();
+  CHECK(moe_none - moe_with(recompute_module::moe_act) == 8.0 * (tokens * 2.0 / 8.0) * 14336.0 * 2.0);
+  CHECK(moe_with(recompute_module::moe) < moe_with(recompute_module::moe_act));
+}
+
 TEST_CASE("closed forms: the paper's worked numbers for GPT-3 175B", "[transformer][activations]") {
   // s=2048, b=1, h=12288, a=96, t=8: sbh/t (34 + 5as/h) = 3,145,728 * (34 + 80) bytes with tensor + sequence
   // parallelism; 34sbh/t with selective recomputation.

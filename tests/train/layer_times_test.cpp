@@ -37,6 +37,31 @@ TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", 
   CHECK(t.boundary == model::boundary_bytes(l));
 }
 
+TEST_CASE("Selective recomputation of Megatron-Core's submodules runs their forward ops again",
+          "[place][layer_times][recompute]") {
+  // Llama 2 7B's block at tp 2 with sequence parallelism: recomputing the MLP and the norms costs the
+  // forward ops tagged with those submodules (the MLP's all-gather and reduce-scatter included), serially.
+  const auto d = *hw::find_preset("h100-sxm");
+  model::layer_shape shape{1, 0, 2, true, 2};
+  shape.recompute_modules = model::recompute_module::mlp | model::recompute_module::layernorm;
+  const auto l = model::block_layer(zoo::get("llama2-7b").config, shape);
+  sched::schedule_cache cache;
+  const auto route = phaze::test::tp_route(d, l.shape.tp);
+  const auto t = train::time_layer(l, d, route, cache);
+  const auto table = cost::layer_costs(l, d, route);
+  double again = 0.0;
+  int tagged = 0;
+  for (std::size_t i = 0; i < l.ops.size(); ++i) {
+    if ((l.ops[i].modules & shape.recompute_modules) == 0) continue;
+    again += table.forward[i].all_cores.value();
+    ++tagged;
+  }
+  // Two norms; the MLP's entry all-gather, gate/up GEMM, SwiGLU, down GEMM and exit reduce-scatter.
+  CHECK(tagged == 7);
+  CHECK(t.recompute_selective.value() == Approx(again).epsilon(1e-9));
+  CHECK(t.recompute_selective < t.forward);
+}
+
 TEST_CASE("On the PHAZE template the schedule overlaps ops: never slower than the serial sum",
           "[place][layer_times]") {
   sched::schedule_cache cache{sched::ilp_scheduler{}};

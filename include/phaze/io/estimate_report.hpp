@@ -69,7 +69,17 @@ inline std::string recompute_pattern_text(const train::training_knobs& k) {
 }
 
 /// The recomputation as a report names it: the mode with its pattern.
+/// The names of the submodules selective recomputation runs again (model::recompute_module).
+inline std::vector<std::string> recompute_module_names(std::uint8_t bits) {
+  std::vector<std::string> out;
+  for (const auto& n : model::recompute_module::names)
+    if ((bits & n.bit) != 0) out.emplace_back(n.name);
+  return out;
+}
+
 inline std::string recompute_text(const train::training_knobs& k) {
+  if (k.recompute == model::recompute::selective && k.recompute_modules != model::recompute_module::core_attn)
+    return fmt::format("selective ({})", fmt::join(recompute_module_names(k.recompute_modules), ", "));
   return std::string{model::to_string(k.recompute)} + recompute_pattern_text(k);
 }
 
@@ -140,6 +150,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"recompute", std::string{model::to_string(k.recompute)}},
             {"recompute_layers", k.recompute_layers},
             {"recompute_method", std::string{train::to_string(k.recompute_by)}},
+            {"recompute_modules", recompute_module_names(k.recompute_modules)},
             {"schedule", std::string{train::to_string(k.schedule)}},
             {"sequence_parallel", k.sequence_parallel},
             {"optimizer", std::string{train::to_string(k.opt)}},

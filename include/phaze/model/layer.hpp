@@ -86,6 +86,9 @@ struct layer_shape {
   /// routed experts' GEMMs split over etp ranks, a divisor of tp, instead of tp; 0: tp.
   int etp = 0;
   [[nodiscard]] constexpr int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// The submodules selective recomputation runs again (recompute_module bits; Megatron-Core's
+  /// --recompute-modules, default the attention core).
+  std::uint8_t recompute_modules = recompute_module::core_attn;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -150,6 +153,15 @@ class layer_builder {
 
   /// The layer's input tensor.
   [[nodiscard]] constexpr tensor input() const { return {layer_input, layer_.input_elements}; }
+  /// Tags the ops added from now on as members of the submodules `bits` too (recompute_module; scopes
+  /// nest); returns the tags before, for leave_module.
+  constexpr std::uint8_t enter_module(std::uint8_t bits) {
+    const std::uint8_t before = module_;
+    module_ = static_cast<std::uint8_t>(module_ | bits);
+    return before;
+  }
+  /// Restores the tags enter_module returned.
+  constexpr void leave_module(std::uint8_t before) { module_ = before; }
   /// The shape the layer is built for.
   [[nodiscard]] constexpr const layer_shape& shape() const { return layer_.shape; }
 
@@ -190,6 +202,7 @@ class layer_builder {
     o.out_elements = g.batch * g.m * g.n;
     o.saved = saved;
     o.attention_core = attention_core;
+    if (attention_core) o.modules = static_cast<std::uint8_t>(o.modules | recompute_module::core_attn);
     return add(o, {a, b});
   }
 
@@ -225,6 +238,7 @@ class layer_builder {
     o.params = params;
     o.saved = saved;
     o.attention_core = attention_core;
+    if (attention_core) o.modules = static_cast<std::uint8_t>(o.modules | recompute_module::core_attn);
     check_positive(o.out_elements);
     return add(o, {x});
   }
@@ -302,6 +316,7 @@ class layer_builder {
     o.name = name;
     o.split = split;
     o.elem_bytes = layer_.shape.elem_bytes;
+    o.modules = module_;
     return o;
   }
   static constexpr void check_positive(std::int64_t v) {
@@ -340,6 +355,7 @@ class layer_builder {
   }
 
   layer layer_{};
+  std::uint8_t module_ = 0;  // the submodules the ops added now belong to (enter_module)
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -533,30 +549,37 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
   const double eb = static_cast<double>(l.shape.elem_bytes);
   if (mode == recompute::full) return bytes{static_cast<double>(l.input_elements) * eb};
 
+  // Selective recomputation of the submodules the shape names (layer_shape::recompute_modules): a
+  // checkpointed one drops what it computes and keeps only for itself, an output-discarding one its outputs.
+  const std::uint8_t selected = mode == recompute::selective ? l.shape.recompute_modules : std::uint8_t{0};
+  const auto checkpointed = static_cast<std::uint8_t>(selected & recompute_module::checkpointed);
+  const auto discarded = static_cast<std::uint8_t>(selected & recompute_module::output_discarding);
   const std::size_t n = l.ops.size();
-  // For each tensor (index 0: the layer input, i+1: op i's output): is it kept, and only by core ops?
+  // For each tensor (index 0: the layer input, i+1: op i's output): is it kept, and by an op outside every
+  // checkpointed submodule its producer belongs to?
   std::array<bool, max_layer_ops + 1> kept{};
-  std::array<bool, max_layer_ops + 1> kept_outside_core{};
+  std::array<bool, max_layer_ops + 1> kept_outside{};
   // Kept by an FP8 GEMM (one byte per element) and by any other op (elem_bytes): Transformer Engine's
   // linear layers keep their own FP8 copy of their input, beside what the other consumers keep.
   std::array<bool, max_layer_ops + 1> kept_in_fp8{};
   std::array<bool, max_layer_ops + 1> kept_in_full{};
   double masks = 0.0;
   double statistics = 0.0;
-  auto keep = [&](std::int16_t producer, bool by_core_op, bool in_fp8) {
+  auto keep = [&](std::int16_t producer, const op& by, bool in_fp8) {
     const auto t = static_cast<std::size_t>(producer + 1);
     kept[t] = true;
-    if (!by_core_op) kept_outside_core[t] = true;
+    const std::uint8_t inside =
+        producer >= 0 ? l.ops[static_cast<std::size_t>(producer)].modules & checkpointed : std::uint8_t{0};
+    if ((by.modules & inside) == 0) kept_outside[t] = true;
     (in_fp8 ? kept_in_fp8 : kept_in_full)[t] = true;
   };
   for (std::size_t i = 0; i < n; ++i) {
     const op& o = l.ops[i];
-    if ((o.saved & saves::input0) && !o.inputs.empty()) keep(o.inputs[0], o.attention_core, o.fp8);
-    if ((o.saved & saves::input1) && o.inputs.size() > 1) keep(o.inputs[1], o.attention_core, false);
-    if (o.saved & saves::output) keep(static_cast<std::int16_t>(i), o.attention_core, false);
-    if ((o.saved & saves::mask) && !(mode == recompute::selective && o.attention_core)) {
+    if ((o.saved & saves::input0) && !o.inputs.empty()) keep(o.inputs[0], o, o.fp8);
+    if ((o.saved & saves::input1) && o.inputs.size() > 1) keep(o.inputs[1], o, false);
+    if (o.saved & saves::output) keep(static_cast<std::int16_t>(i), o, false);
+    if ((o.saved & saves::mask) && (o.modules & checkpointed) == 0)
       masks += static_cast<double>(o.out_elements);
-    }
     // Fused attention keeps one fp32 softmax statistic (log-sum-exp) per row of each head's scores.
     if (o.kind == op_kind::fused_attention) statistics += 4.0 * static_cast<double>(o.gemm.batch * o.gemm.m);
     // The cross-entropy keeps the softmax of the logits in fp32 (Megatron-LM's vocab-parallel cross-entropy
@@ -565,17 +588,40 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
     if (o.kind == op_kind::cross_entropy && eb < 4.0)
       statistics += (4.0 - eb) * static_cast<double>(o.in_elements);
   }
+  // A checkpointed submodule keeps the inputs that enter it from outside: its forward runs again from them
+  // (the sequence-sharded input of an MLP entered through an all-gather, say).
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto inside = static_cast<std::uint8_t>(l.ops[i].modules & checkpointed);
+    if (inside == 0) continue;
+    for (const std::int16_t in : l.ops[i].inputs) {
+      const std::uint8_t from = in >= 0 ? l.ops[static_cast<std::size_t>(in)].modules : std::uint8_t{0};
+      if ((from & inside) != 0) continue;
+      const auto t = static_cast<std::size_t>(in + 1);
+      kept[t] = kept_outside[t] = kept_in_full[t] = true;
+    }
+  }
   double total = masks + statistics;
   for (std::size_t t = 0; t <= n; ++t) {
     if (!kept[t]) continue;
-    const bool producer_in_core = t > 0 && l.ops[t - 1].attention_core;
-    if (mode == recompute::selective && producer_in_core && !kept_outside_core[t]) continue;
+    std::uint8_t producer = t > 0 ? l.ops[t - 1].modules : std::uint8_t{0};
+    if ((producer & checkpointed) != 0 && !kept_outside[t]) continue;
+    // A tensor-parallel entry (all-gather or marker) passes on the tensor it enters with: kept for a GEMM,
+    // it is a discarded norm's output all the same.
+    if (t > 0) {
+      const op& p = l.ops[t - 1];
+      if ((p.kind == op_kind::all_gather || p.kind == op_kind::tp_copy) && !p.inputs.empty() &&
+          p.inputs[0] >= 0)
+        producer = static_cast<std::uint8_t>(producer | l.ops[static_cast<std::size_t>(p.inputs[0])].modules);
+    }
+    // An output-discarding submodule's output: its bf16 copy is computed again; an FP8 GEMM's own quantized
+    // copy of it stays (Transformer Engine keeps it).
+    const bool full_copy = kept_in_full[t] && (producer & discarded) == 0;
     std::int64_t elements = l.input_elements;
     if (t > 0) {
       const op& p = l.ops[t - 1];
       elements = p.kind == op_kind::all_gather ? p.in_elements : p.out_elements;
     }
-    total += static_cast<double>(elements) * ((kept_in_full[t] ? eb : 0.0) + (kept_in_fp8[t] ? 1.0 : 0.0));
+    total += static_cast<double>(elements) * ((full_copy ? eb : 0.0) + (kept_in_fp8[t] ? 1.0 : 0.0));
   }
   return bytes{total};
 };

@@ -3,6 +3,7 @@
 /// FLOPs, bytes and parameters, all derived from its shapes.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -49,8 +50,8 @@ enum class op_kind : std::uint8_t {
 
 /// The implementation of a fused attention kernel, as training stacks choose it: each runs at its own rate
 /// on each GPU generation (cost/attention.hpp, docs/cost-model.md section 7.2b). `standard` is the kernel a
-/// device's own attention efficiency describes: cuDNN's fused attention on Hopper (measured), FlashAttention-2
-/// on Ampere.
+/// device's own attention efficiency describes: cuDNN's fused attention on Hopper (measured),
+/// FlashAttention-2 on Ampere.
 enum class attention_kernel : std::uint8_t {
   standard,  ///< the device's own (what its attention efficiency was measured or published for)
   cudnn,     ///< cuDNN's fused scaled-dot-product attention (Transformer Engine's FusedAttention)
@@ -118,6 +119,42 @@ inline constexpr std::uint8_t output = 4;  ///< own output (softmax)
 inline constexpr std::uint8_t mask = 8;    ///< one byte per output element (dropout)
 }  // namespace saves
 
+/// Bit flags: the submodules of a transformer block an op belongs to, as Megatron-Core names them for
+/// selective recomputation (--recompute-modules; TransformerConfig.recompute_modules, core_r0.14.0). The
+/// first four use normal checkpointing (the module keeps its input, drops what it computes inside and runs
+/// its forward again in the backward pass), the last three output-discarding checkpointing (their outputs
+/// are dropped once consumed and computed again from their inputs).
+namespace recompute_module {
+inline constexpr std::uint8_t core_attn = 1;       ///< the attention core (the default, Korthikanti et al.)
+inline constexpr std::uint8_t mlp = 2;             ///< a dense MLP
+inline constexpr std::uint8_t moe = 4;             ///< a mixture-of-experts layer
+inline constexpr std::uint8_t shared_experts = 8;  ///< the shared experts of a mixture of experts
+inline constexpr std::uint8_t layernorm = 16;      ///< the norms before attention and before the MLP
+inline constexpr std::uint8_t moe_act = 32;        ///< the experts' activation function
+inline constexpr std::uint8_t mla_up_proj = 64;    ///< latent attention's up projections and rotary parts
+inline constexpr std::uint8_t checkpointed = core_attn | mlp | moe | shared_experts;
+inline constexpr std::uint8_t output_discarding = layernorm | moe_act | mla_up_proj;
+inline constexpr std::uint8_t all = checkpointed | output_discarding;
+/// Each submodule by its Megatron-Core name.
+struct named {
+  std::string_view name;
+  std::uint8_t bit;
+};
+inline constexpr std::array<named, 7> names{{{"core_attn", core_attn},
+                                             {"mlp", mlp},
+                                             {"moe", moe},
+                                             {"shared_experts", shared_experts},
+                                             {"layernorm", layernorm},
+                                             {"moe_act", moe_act},
+                                             {"mla_up_proj", mla_up_proj}}};
+/// The bit of the submodule named `name`; 0 for a name Megatron-Core does not list.
+constexpr std::uint8_t bit_of(std::string_view name) {
+  for (const named& n : names)
+    if (n.name == name) return n.bit;
+  return 0;
+}
+}  // namespace recompute_module
+
 /// Index of the layer's input tensor among an op's inputs.
 inline constexpr std::int16_t layer_input = -1;
 
@@ -141,8 +178,10 @@ struct op {
   static_vector<std::int16_t, max_op_inputs> inputs;  ///< producers: earlier ops of this pass, or layer_input
   std::uint8_t saved = saves::nothing;                ///< what the forward op keeps for backward
   bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
-  bool causal = false;          ///< fused_attention: a causal mask (the kernel skips the masked half)
-  std::int64_t window = 0;      ///< fused_attention: keys each query sees (sliding window); 0: all
+  /// The block submodules it belongs to (recompute_module bits; an attention-core op carries core_attn).
+  std::uint8_t modules = 0;
+  bool causal = false;      ///< fused_attention: a causal mask (the kernel skips the masked half)
+  std::int64_t window = 0;  ///< fused_attention: keys each query sees (sliding window); 0: all
   attention_kernel kernel = attention_kernel::standard;  ///< fused_attention: its implementation
   /// matmul: an FP8 GEMM (Transformer Engine's linear layers under FP8 training): 1-byte operands, a
   /// bf16 result, the FP8 matrix rate; its input is kept for the backward pass in FP8.

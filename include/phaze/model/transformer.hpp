@@ -520,16 +520,22 @@ constexpr tensor latent_qkv(layer_builder& b, const transformer_config& c, const
   if (c.q_lora_rank > 0) {
     tensor latent = b.matmul("q_down", in, {1, z.tokens, z.h, c.q_lora_rank}, tp_split::replicated, false);
     latent = b.vector(op_kind::rmsnorm, "q_norm", latent, saves::input0, tp_split::replicated, c.q_lora_rank);
+    const std::uint8_t outside = b.enter_module(recompute_module::mla_up_proj);
     q = b.matmul("q_up", latent, {1, z.tokens, c.q_lora_rank, a * dqk}, tp_split::column, false);
+    b.leave_module(outside);
   } else {
     q = b.matmul("q", in, {1, z.tokens, z.h, a * dqk}, tp_split::column, false);
   }
   tensor latent = b.matmul("kv_down", in, {1, z.tokens, z.h, c.kv_lora_rank + c.rope_head_dim},
                            tp_split::replicated, false);
   latent = b.vector(op_kind::rmsnorm, "kv_norm", latent, saves::input0, tp_split::replicated, c.kv_lora_rank);
+  // Megatron-Core's "mla_up_proj" submodule: the up projections and the joining of the rotary parts.
+  const std::uint8_t outside = b.enter_module(recompute_module::mla_up_proj);
   const tensor kv =
       b.matmul("kv_up", latent, {1, z.tokens, c.kv_lora_rank, a * (d + dv)}, tp_split::column, false);
-  return b.concat("qkv_join", q, kv, z.tokens * a * (2 * dqk + dv), tp_split::heads);
+  const tensor joined = b.concat("qkv_join", q, kv, z.tokens * a * (2 * dqk + dv), tp_split::heads);
+  b.leave_module(outside);
+  return joined;
 }
 
 constexpr tensor attention(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
@@ -550,7 +556,10 @@ constexpr tensor attention(layer_builder& b, const transformer_config& c, const 
                    saves::input0, tp_split::heads, (c.norm == norm_kind::layernorm ? 4 : 2) * d);
   }
   if (c.positions == position_kind::rotary) {
+    // Under latent attention the rotary embedding is part of the "mla_up_proj" submodule.
+    const std::uint8_t outside = b.enter_module(c.latent_attention() ? recompute_module::mla_up_proj : 0);
     qkv = b.vector(op_kind::rotary, "rotary", qkv, saves::nothing, tp_split::heads);
+    b.leave_module(outside);
   }
   if (b.shape().fused_attention && c.score_bias == 0) {
     // One kernel; its dropout regenerates the mask from the random state instead of storing it.
@@ -669,6 +678,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   const tensor up = b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f},
                                     tp_split::column, c.bias);
   tensor act{};
+  const std::uint8_t outside_act = b.enter_module(recompute_module::moe_act);
   if (gated) {
     const bool silu = c.mlp == mlp_kind::swiglu;
     act = b.vector(silu ? op_kind::swiglu : op_kind::geglu, silu ? "expert_swiglu" : "expert_geglu", up,
@@ -677,6 +687,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
     act = b.vector(c.mlp == mlp_kind::gelu ? op_kind::gelu : op_kind::relu, "expert_act", up, saves::input0,
                    tp_split::column);  // squared ReLU: one kernel of a ReLU's traffic, as in mlp()
   }
+  b.leave_module(outside_act);
   tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row, c.bias);
   if (z.et > 1) {
     down =
@@ -689,22 +700,38 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
       b.vector(op_kind::residual_add, "unpermute", down, saves::nothing, split, 0, z.local_tokens * z.h);
   out = b.add_residual("gate_weights", out, gates, split);
   if (c.shared_expert_ffn > 0) {
+    const std::uint8_t outside = b.enter_module(recompute_module::shared_experts);
     const tensor shared = mlp(b, c, z, x, c.shared_expert_ffn);
+    b.leave_module(outside);
     out = b.add_residual("shared_add", out, shared, split);
   }
   return out;
 }
 
-/// A block's MLP: its experts when the model has them, else the dense MLP.
+/// A block's MLP: its experts when the model has them, else the dense MLP (Megatron-Core's "moe" and "mlp"
+/// submodules).
 constexpr tensor feed_forward(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
-  return c.experts > 0 ? moe(b, c, z, x) : mlp(b, c, z, x);
+  const std::uint8_t outside = b.enter_module(c.experts > 0 ? recompute_module::moe : recompute_module::mlp);
+  const tensor out = c.experts > 0 ? moe(b, c, z, x) : mlp(b, c, z, x);
+  b.leave_module(outside);
+  return out;
+}
+
+/// A block's norm before attention or before its MLP (Megatron-Core's "layernorm" submodule: input_layernorm
+/// and pre_mlp_layernorm).
+constexpr tensor block_norm(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x,
+                            std::string_view name) {
+  const std::uint8_t outside = b.enter_module(recompute_module::layernorm);
+  const tensor out = norm(b, c, z, x, name);
+  b.leave_module(outside);
+  return out;
 }
 
 /// The ops of one transformer block over `x`; returns its output.
 constexpr tensor block_body(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   if (c.parallel_residual) {
-    const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
-    const tensor n2 = c.shared_norm ? n1 : detail::norm(b, c, z, x, "mlp_norm");
+    const tensor n1 = block_norm(b, c, z, x, "attn_norm");
+    const tensor n2 = c.shared_norm ? n1 : block_norm(b, c, z, x, "mlp_norm");
     const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n1), "attn_out_dropout");
     const tensor mlp =
         detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n2), "mlp_out_dropout");
@@ -712,12 +739,12 @@ constexpr tensor block_body(layer_builder& b, const transformer_config& c, const
     return b.add_residual("mlp_residual", r1, mlp, detail::token_split(z));
   }
   if (c.pre_norm) {
-    const tensor n1 = detail::norm(b, c, z, x, "attn_norm");
+    const tensor n1 = block_norm(b, c, z, x, "attn_norm");
     tensor att = detail::attention(b, c, z, n1);
     if (c.sandwich_norm) att = detail::norm(b, c, z, att, "attn_post_norm");
     att = detail::sublayer_dropout(b, c, z, att, "attn_out_dropout");
     const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
-    const tensor n2 = detail::norm(b, c, z, r1, "mlp_norm");
+    const tensor n2 = block_norm(b, c, z, r1, "mlp_norm");
     tensor mlp = detail::feed_forward(b, c, z, n2);
     if (c.sandwich_norm) mlp = detail::norm(b, c, z, mlp, "mlp_post_norm");
     mlp = detail::sublayer_dropout(b, c, z, mlp, "mlp_out_dropout");
@@ -725,10 +752,10 @@ constexpr tensor block_body(layer_builder& b, const transformer_config& c, const
   }
   const tensor att = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, x), "attn_out_dropout");
   const tensor r1 = b.add_residual("attn_residual", x, att, detail::token_split(z));
-  const tensor n1 = detail::norm(b, c, z, r1, "attn_norm");
+  const tensor n1 = block_norm(b, c, z, r1, "attn_norm");
   const tensor mlp = detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n1), "mlp_out_dropout");
   const tensor r2 = b.add_residual("mlp_residual", n1, mlp, detail::token_split(z));
-  return detail::norm(b, c, z, r2, "mlp_norm");
+  return block_norm(b, c, z, r2, "mlp_norm");
 }
 
 /// The word embedding: a vocabulary-parallel lookup, then all-reduced (or reduce-scattered under sequence

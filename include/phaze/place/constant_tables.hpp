@@ -80,7 +80,9 @@ constexpr serial_times serial_times_of(const model::layer& l, const hw::device& 
   const auto costs = cost::layer_costs(l, d, tp);
   serial_times t{costs.forward_total, costs.backward_total, {}};
   for (std::size_t i = 0; i < l.ops.size(); ++i) {
-    if (l.ops[i].attention_core) t.attention_core += costs.forward[i].all_cores;
+    // What selective recomputation runs again: the submodules the shape names (the attention core by
+    // default).
+    if ((l.ops[i].modules & l.shape.recompute_modules) != 0) t.attention_core += costs.forward[i].all_cores;
     // Sequence parallelism gathers each column-parallel GEMM's input again for its weight gradient
     // (train::detail::sequence_parallel_regather).
     if (l.shape.sequence_parallel && l.shape.tp > 1 && l.ops[i].kind == model::op_kind::all_gather)

@@ -211,6 +211,9 @@ struct training_knobs {
   int recompute_layers = 0;
   /// How recompute_layers picks the blocks full recomputation checkpoints (recompute_method).
   recompute_method recompute_by = recompute_method::block;
+  /// With selective recomputation: the submodules of each block run again (model::recompute_module bits;
+  /// Megatron-Core's --recompute-modules, default the attention core, Korthikanti et al.'s selective).
+  std::uint8_t recompute_modules = model::recompute_module::core_attn;
   /// Fitted to a user's measured steps (train::calibration, `phaze calibrate`); 0 otherwise: a fixed time
   /// every pipeline stage adds to each microbatch (host and launch work the kernels' costs leave out) and a
   /// fixed time every iteration adds (the optimizer's host side, logging, synchronization).
@@ -281,7 +284,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.vocab_padding,
                             p.ep,
                             k.attention_kernel,
-                            p.etp};
+                            p.etp,
+                            k.recompute_modules};
 }
 
 namespace rules {
@@ -325,6 +329,13 @@ namespace rules {
   throw input_error(
       "--recompute-layers says how many blocks full recomputation recomputes; give --recompute full with it, "
       "or drop --recompute-layers");
+}
+[[noreturn]] inline void recompute_modules_need_selective_recomputation() {
+  throw input_error(
+      "--recompute-modules names the submodules selective recomputation runs again (core_attn, mlp, moe, "
+      "shared_experts, layernorm, moe_act, mla_up_proj); give --recompute selective with one or more of "
+      "them, "
+      "or drop --recompute-modules");
 }
 [[noreturn]] inline void recompute_method_needs_full_recomputation() {
   throw input_error(
@@ -562,6 +573,10 @@ struct validate_fn {
       rules::recompute_layers_need_full_recomputation();
     if (k.recompute_by != recompute_method::block && k.recompute != model::recompute::full)
       rules::recompute_method_needs_full_recomputation();
+    if (k.recompute_modules == 0 || (k.recompute_modules & ~model::recompute_module::all) != 0 ||
+        (k.recompute_modules != model::recompute_module::core_attn &&
+         k.recompute != model::recompute::selective))
+      rules::recompute_modules_need_selective_recomputation();
     const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
     if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();

@@ -20,9 +20,10 @@ namespace phaze::train {
 struct layer_times {
   seconds forward{0.0};
   seconds backward{0.0};
-  seconds recompute_selective{0.0};  ///< forward of the attention core again (Korthikanti et al. 2022)
-  seconds recompute_full{0.0};       ///< the whole forward again
-  std::int64_t params = 0;  ///< per rank, tied weights counted (a stage holding the head keeps a copy)
+  /// forward of the selected submodules again: the attention core by default (Korthikanti et al. 2022)
+  seconds recompute_selective{0.0};
+  seconds recompute_full{0.0};  ///< the whole forward again
+  std::int64_t params = 0;      ///< per rank, tied weights counted (a stage holding the head keeps a copy)
   bytes activations_none{0.0};
   bytes activations_selective{0.0};
   bytes activations_full{0.0};
@@ -41,7 +42,8 @@ struct layer_times {
 };
 
 namespace detail {
-/// The forward ops of the attention core (what selective recomputation runs again) as their own problem.
+/// The forward ops of the submodules selective recomputation runs again (the attention core by default;
+/// layer_shape::recompute_modules) as their own problem.
 inline sched::problem attention_core_problem(const model::layer& l, const hw::device& d,
                                              const cluster::route& tp) {
   sched::problem full = sched::layer_problem(l, d, tp, sched::pass::forward);
@@ -50,7 +52,7 @@ inline sched::problem attention_core_problem(const model::layer& l, const hw::de
   core.vector_cores = full.vector_cores;
   std::vector<int> index_in_core(l.ops.size(), -1);
   for (std::size_t i = 0; i < l.ops.size(); ++i) {
-    if (!l.ops[i].attention_core) continue;
+    if ((l.ops[i].modules & l.shape.recompute_modules) == 0) continue;
     sched::task t = full.tasks[i];
     std::vector<int> preds;
     for (int q : t.preds)
