@@ -273,7 +273,6 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
       out += fmt::format(" --moe-expert-capacity-factor {} --moe-pad-expert-input-to-capacity",
                          c.capacity_factor);
   }
-  if (c.mtp_layers > 0) out += fmt::format(" --mtp-num-layers {}", c.mtp_layers);
   const auto& split = r.split;
   const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {
     return s.blocks == split.front().blocks;
@@ -478,6 +477,14 @@ int run_plan(const plan_options& o) {
     train::rules::pipeline_layers_need_a_transformer();
   // A fixed depth the counted layers do not divide into: Megatron-Core's rule, named (not "no plan").
   if (o.pp) train::check_pipeline_split_layers(model::body_nodes(m), *o.pp, base);
+  if (o.emit == "megatron" && m.config.mtp_layers > 0) {
+    // Multi-token prediction came to Megatron-Core after core_r0.11.0, whose arguments --emit writes.
+    throw input_error(
+        "--emit megatron: the model has a multi-token prediction module, which Megatron-LM core_r0.11.0 (the "
+        "version whose arguments --emit megatron writes) has no flag for; give --mtp-layers 0 to plan and "
+        "emit "
+        "it without the module");
+  }
   if (o.emit == "megatron" && base.fsdp) {
     // Megatron-LM core_r0.11.0 runs FSDP2 without pipeline or expert parallelism (validate_args).
     if ((o.pp && *o.pp != 1) || (o.ep && *o.ep != 1))
