@@ -277,26 +277,22 @@ inline cluster::cluster with_calibration(const step_options& o, const cluster::c
 /// training only) its first START and last END blocks as bf16 kinds of their own (model::with_bf16_blocks).
 inline model::model apply_model_options(const step_options& o, model::model m,
                                         const train::training_knobs& k) {
-  if (o.mtp_layers >= 0 && o.mtp_layers != m.config.mtp_layers) {
-    if (model::composite(m)) {
-      throw input_error(fmt::format(
-          "--mtp-layers adds multi-token prediction to a transformer, and {} is a composite model; drop it",
-          m.config.name.view()));
-    }
-    model::transformer_config c = m.config;
-    c.mtp_layers = o.mtp_layers;
-    m = model::make_model(c);
+  // The architecture the options change, rebuilt once; a composite model has none of these to change.
+  model::transformer_config c = m.config;
+  if (o.mtp_layers >= 0) c.mtp_layers = o.mtp_layers;
+  if (o.capacity_factor > 0.0) c.capacity_factor = o.capacity_factor;
+  if (c.mtp_layers != m.config.mtp_layers && model::composite(m)) {
+    throw input_error(fmt::format(
+        "--mtp-layers adds multi-token prediction to a transformer, and {} is a composite model; drop it",
+        m.config.name.view()));
   }
-  if (o.capacity_factor > 0.0) {
-    if (m.config.experts == 0 || model::composite(m)) {
-      throw input_error(fmt::format(
-          "--capacity-factor pads the routed experts of a mixture of experts, and {} has none; drop it",
-          m.config.name.view()));
-    }
-    model::transformer_config c = m.config;
-    c.capacity_factor = o.capacity_factor;
-    m = model::make_model(c);
+  if (o.capacity_factor > 0.0 && (m.config.experts == 0 || model::composite(m))) {
+    throw input_error(fmt::format(
+        "--capacity-factor pads the routed experts of a mixture of experts, and {} has none; drop it",
+        m.config.name.view()));
   }
+  if (c.mtp_layers != m.config.mtp_layers || c.capacity_factor != m.config.capacity_factor)
+    m = model::make_model(c);
   if (o.bf16_blocks.empty()) return m;
   if (k.precision != hw::precision::fp8) {
     throw input_error(
