@@ -21,7 +21,7 @@
 #include "phaze/io/model_source.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/train/knobs.hpp"
-#include "phaze/train/pipeline_layout.hpp"
+#include "phaze/train/memory.hpp"
 #include "phaze/train/step.hpp"
 
 namespace phaze::cli {
@@ -57,9 +57,7 @@ std::vector<train::stage_layers> split_of_layout(const estimate_options& o, cons
     k.schedule = train::pipeline_schedule::interleaved;
     k.virtual_stages = vp;
   }
-  std::vector<train::stage_layers> split;
-  for (int s = 0; s < o.pp; ++s) split.push_back({layout.stage_blocks(s), s == 0, s == o.pp - 1});
-  return split;
+  return train::split_of_layout(layout);
 }
 
 }  // namespace

@@ -26,7 +26,6 @@
 #include "phaze/model/hf_config.hpp"
 #include "phaze/model/zoo.hpp"
 #include "phaze/train/knobs.hpp"
-#include "phaze/train/pipeline_layout.hpp"
 #include "phaze/train/step.hpp"
 
 using namespace phaze;
@@ -158,8 +157,8 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     if (v3) {
       k.recompute = model::recompute::selective;
       k.recompute_modules = model::recompute_module::mla_up_proj | model::recompute_module::mlp;
-      const auto layout = train::parse_pipeline_layout("Et|(tt|)*30mL", pp, c.layers, c.mtp_layers);
-      for (int s = 0; s < pp; ++s) split.push_back({layout.stage_blocks(s), s == 0, s == pp - 1});
+      split =
+          train::split_of_layout(train::parse_pipeline_layout("Et|(tt|)*30mL", pp, c.layers, c.mtp_layers));
     }
     train::validate(m, par, k, gpus, split.empty());
     const auto cluster = phaze::test::cluster_of(h100, par);

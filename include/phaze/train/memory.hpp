@@ -16,6 +16,7 @@
 #include "phaze/model/model.hpp"
 #include "phaze/model/transformer.hpp"
 #include "phaze/train/knobs.hpp"
+#include "phaze/train/pipeline_layout.hpp"
 
 namespace phaze::train {
 
@@ -232,6 +233,15 @@ inline constexpr auto microbatches_in_flight =
   }
   return std::min(p - i, m);
 };
+
+/// The stage split a Megatron-Core pipeline layout gives (train::parse_pipeline_layout): each stage holds
+/// its chunks' blocks, the first the embedding and the last the head (where the layout's rules put them).
+inline std::vector<stage_layers> split_of_layout(const pipeline_layout& layout) {
+  std::vector<stage_layers> split;
+  for (int s = 0; s < layout.stages(); ++s)
+    split.push_back({layout.stage_blocks(s), s == 0, s == layout.stages() - 1});
+  return split;
+}
 
 /// A stage split from blocks per stage (the embedding joins the first stage, the head the last), as
 /// `phaze estimate --stage-blocks` takes it. Throws input_error unless there is one count per stage and the
