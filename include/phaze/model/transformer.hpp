@@ -767,10 +767,9 @@ constexpr tensor word_embedding(layer_builder& b, const transformer_config& c, c
   tensor x = b.embedding(name, z.tokens, vocab_rows_per_rank(c.vocab, z), e,
                          z.tp ? tp_split::vocab : tp_split::replicated, tied_copy);
   if (z.tp) {
-    x = z.sp ? b.collective(op_kind::reduce_scatter, tied_copy ? "mtp_embedding_exit" : "embedding_exit", x,
-                            static_cast<int>(z.t), z.local_tokens * e)
-             : b.collective(op_kind::all_reduce, tied_copy ? "mtp_embedding_exit" : "embedding_exit", x,
-                            static_cast<int>(z.t), x.elements);
+    const std::string_view exit = tied_copy ? "mtp_embedding_exit" : "embedding_exit";
+    x = z.sp ? b.collective(op_kind::reduce_scatter, exit, x, static_cast<int>(z.t), z.local_tokens * e)
+             : b.collective(op_kind::all_reduce, exit, x, static_cast<int>(z.t), x.elements);
   }
   return x;
 }

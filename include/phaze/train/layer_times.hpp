@@ -44,7 +44,7 @@ struct layer_times {
 namespace detail {
 /// The forward ops of the submodules selective recomputation runs again (the attention core by default;
 /// layer_shape::recompute_modules) as their own problem.
-inline sched::problem attention_core_problem(const model::layer& l, const hw::device& d,
+inline sched::problem recomputed_ops_problem(const model::layer& l, const hw::device& d,
                                              const cluster::route& tp) {
   sched::problem full = sched::layer_problem(l, d, tp, sched::pass::forward);
   sched::problem core;
@@ -77,7 +77,7 @@ inline layer_times time_layer(const model::layer& l, const hw::device& d, const 
   t.forward = forward.makespan;
   t.backward = backward.makespan;
   t.recompute_full = forward.makespan;
-  const auto core = detail::attention_core_problem(l, d, tp);
+  const auto core = detail::recomputed_ops_problem(l, d, tp);
   if (!core.tasks.empty()) t.recompute_selective = cache.solve(core).makespan;
   t.params = model::layer_params(l, true);
   t.activations_none = model::activation_bytes(l, model::recompute::none);
