@@ -139,6 +139,7 @@ struct step_options {
   std::string attention_kernel = "auto";
   std::string overlap = "grad,param,pp";
   double memory_headroom = 0.10;
+  double host_overhead_us = train::eager_host_per_op * 1e6;  // eager PyTorch, measured
   int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
@@ -170,10 +171,11 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "--attention-kernel", o.attention_kernel,
          "the fused attention kernel's implementation: cudnn (Transformer Engine's fused attention, "
          "Megatron-Core and NeMo on Hopper), flash3 (FlashAttention-3, Hopper), flash2 "
-         "(FlashAttention-2: flash-attn 2.x, PyTorch SDPA, torchtitan), triton (flash-attn 1.0's "
-         "Triton kernel, LLM Foundry's attn_impl triton), or auto: the device's own (cudnn on Hopper, "
-         "flash2 on Ampere)")
-      ->check(CLI::IsMember({"auto", "cudnn", "flash3", "flash2", "triton"}))
+         "(FlashAttention-2: flash-attn 2.x, PyTorch SDPA's flash backend, torchtitan), triton (flash-attn "
+         "1.0's Triton kernel, LLM Foundry's attn_impl triton), flex (PyTorch's FlexAttention), efficient "
+         "(PyTorch SDPA's memory-efficient backend), or auto: the device's own (cudnn on Hopper, flash2 on "
+         "Ampere)")
+      ->check(CLI::IsMember({"auto", "cudnn", "flash3", "flash2", "triton", "flex", "efficient"}))
       ->default_str("auto");
   app.add_option(
          "--overlap", o.overlap,
@@ -186,6 +188,12 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "context and communication buffers, in [0, 1)")
       ->check(number_up_to(1.0, "a share of the memory", true, true))
       ->default_str("0.1");
+  app.add_option("--host-overhead", o.host_overhead_us,
+                 "host (CPU) time in microseconds the framework spends per op of a pass, in [0, 1000]: a "
+                 "layer's pass takes at least its ops times this (default 60.7, eager PyTorch measured on an "
+                 "H100 machine; 0 for CUDA graphs)")
+      ->check(number_up_to(1000.0, "microseconds per op", true, false))
+      ->default_str("60.7");
   app.add_option(
          "--vocab-padding", o.vocab_padding,
          "pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by "
@@ -343,6 +351,9 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   }
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
+  if (!(o.host_overhead_us >= 0.0 && o.host_overhead_us <= 1000.0))
+    train::rules::host_overhead_must_lie_in_0_1ms();
+  k.host_overhead = o.host_overhead_us * 1e-6;
   k.vocab_padding = o.vocab_padding;
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   k.fp8_param_gather = o.fp8_param_gather;

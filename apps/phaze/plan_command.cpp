@@ -213,9 +213,16 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (c.embedding_norm && c.arch != model::family::bert)
     return "it normalizes the word embedding (BLOOM), which Megatron-LM's GPT has no flag for";
   if (c.bert_heads || !c.causal) return "it is an encoder (BERT): use Megatron-LM's pretrain_bert.py";
-  if (k.attention_kernel == model::attention_kernel::triton)
-    return "its attention runs flash-attn 1.0's Triton kernel (--attention-kernel triton), which Megatron-LM "
-           "core_r0.11.0 has no backend for: give --attention-kernel cudnn, flash2 or flash3";
+  if (k.attention_kernel == model::attention_kernel::triton ||
+      k.attention_kernel == model::attention_kernel::flex ||
+      k.attention_kernel == model::attention_kernel::efficient)
+    return fmt::format(
+        "its attention runs {} (--attention-kernel {}), which Megatron-LM core_r0.11.0 has no "
+        "backend for: give --attention-kernel cudnn, flash2 or flash3",
+        k.attention_kernel == model::attention_kernel::triton ? "flash-attn 1.0's Triton kernel"
+        : k.attention_kernel == model::attention_kernel::flex ? "PyTorch's FlexAttention"
+                                                              : "PyTorch SDPA's memory-efficient kernel",
+        model::to_string(k.attention_kernel));
   return std::nullopt;
 }
 

@@ -457,7 +457,9 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
             "without --fsdp"},
            {llama + " --fsdp", "--grad-reduce-in-bf16"},
            {llama + " --fsdp --grad-reduce-in-bf16 --precision fp8 --fp8-param-gather", "--fp8-param-gather"},
-           {llama + " --attention-kernel triton", "Triton kernel"}}) {
+           {llama + " --attention-kernel triton", "Triton kernel"},
+           {llama + " --attention-kernel flex", "FlexAttention"},
+           {llama + " --attention-kernel efficient", "memory-efficient kernel"}}) {
     INFO(args);
     const auto r = run_phaze(args);
     CHECK(r.status == 2);

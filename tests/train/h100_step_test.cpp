@@ -58,7 +58,9 @@ struct compared {
   double estimate_s = 0.0;
   double estimate_bytes = 0.0;
   double params = 0.0;
+  double hosted_s = 0.0;  ///< the estimate as the runs ran: fused attention, eager PyTorch's host time per op
   [[nodiscard]] double time_error() const { return (estimate_s - run.seconds) / run.seconds; }
+  [[nodiscard]] double hosted_error() const { return (hosted_s - run.seconds) / run.seconds; }
   [[nodiscard]] double memory_ratio() const { return estimate_bytes / run.peak_bytes; }
   /// Rows where the GPU, not the host, sets the pace: 1.5B+ parameters and 8+ sequences per microbatch.
   [[nodiscard]] bool gpu_bound() const { return params >= 1.0e9 && run.microbatch >= 8; }
@@ -70,12 +72,13 @@ struct errors {
   int n = 0;
 };
 
-errors time_errors(const std::vector<compared>& rows, bool gpu_bound_only) {
+errors time_errors(const std::vector<compared>& rows, bool gpu_bound_only, bool hosted = false) {
   errors e;
   for (const auto& c : rows) {
     if (gpu_bound_only && !c.gpu_bound()) continue;
-    e.mae += std::abs(c.time_error());
-    e.max = std::max(e.max, std::abs(c.time_error()));
+    const double err = std::abs(hosted ? c.hosted_error() : c.time_error());
+    e.mae += err;
+    e.max = std::max(e.max, err);
     ++e.n;
   }
   if (e.n > 0) e.mae /= e.n;
@@ -96,8 +99,8 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
   printed = true;
   if (print) std::printf("h100-sxm: measured (tools/gpu/train_step.py) vs train::estimate_step\n");
   if (print)
-    std::printf("%-17s %3s %4s %-5s %10s %10s %8s %10s %10s %7s\n", "model", "mb", "gb", "recomp",
-                "measured s", "estimate s", "error", "meas GiB", "est GiB", "est/meas");
+    std::printf("%-17s %3s %4s %-5s %10s %10s %8s %10s %8s %10s %10s %7s\n", "model", "mb", "gb", "recomp",
+                "measured s", "estimate s", "error", "+host s", "error", "meas GiB", "est GiB", "est/meas");
   for (const auto& r : runs) {
     const auto m = model::with_sequence(zoo::get(r.model), r.seq);
     const train::parallelism par{1, 1, 1};
@@ -109,23 +112,38 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     k.recompute = r.full ? model::recompute::full : model::recompute::none;
     train::validate(m, par, k, 1);
     const auto e = train::estimate_step(m, phaze::test::cluster_of(device, par), par, k, cache);
+    // As the runs ran: SDPA's fused attention (its FlashAttention-2 backend, the one that runs dropout),
+    // launched by eager PyTorch (the command line's host default).
+    k.fused_attention = true;
+    k.attention_kernel = model::attention_kernel::flash2;
+    k.host_overhead = train::eager_host_per_op;
+    const auto hosted = train::estimate_step(m, phaze::test::cluster_of(device, par), par, k, cache);
     compared c{r, e.time_per_batch.value(), e.peak_memory.value(),
-               static_cast<double>(model::parameter_count(m))};
+               static_cast<double>(model::parameter_count(m)), hosted.time_per_batch.value()};
     rows.push_back(c);
     if (print)
-      std::printf("%-17s %3lld %4lld %-5s %10.4f %10.4f %+7.1f%% %10.2f %10.2f %7.2f\n", r.model.c_str(),
-                  static_cast<long long>(r.microbatch), static_cast<long long>(r.global_batch),
-                  r.full ? "full" : "none", r.seconds, c.estimate_s, 100.0 * c.time_error(),
-                  r.peak_bytes / 1073741824.0, c.estimate_bytes / 1073741824.0, c.memory_ratio());
+      std::printf("%-17s %3lld %4lld %-5s %10.4f %10.4f %+7.1f%% %10.4f %+7.1f%% %10.2f %10.2f %7.2f\n",
+                  r.model.c_str(), static_cast<long long>(r.microbatch),
+                  static_cast<long long>(r.global_batch), r.full ? "full" : "none", r.seconds, c.estimate_s,
+                  100.0 * c.time_error(), c.hosted_s, 100.0 * c.hosted_error(), r.peak_bytes / 1073741824.0,
+                  c.estimate_bytes / 1073741824.0, c.memory_ratio());
   }
   const auto all = time_errors(rows, false);
   const auto busy = time_errors(rows, true);
+  const auto hosted_all = time_errors(rows, false, true);
+  const auto hosted_busy = time_errors(rows, true, true);
   if (print)
     std::printf("time, all %d rows: mean absolute error %.1f%%, max %.1f%%\n", all.n, 100.0 * all.mae,
                 100.0 * all.max);
   if (print)
-    std::printf("time, %d GPU-bound rows (1.5B+ parameters, microbatch 8+): mean %.1f%%, max %.1f%%\n\n",
+    std::printf("time, %d GPU-bound rows (1.5B+ parameters, microbatch 8+): mean %.1f%%, max %.1f%%\n",
                 busy.n, 100.0 * busy.mae, 100.0 * busy.max);
+  if (print)
+    std::printf(
+        "with eager PyTorch's host time per op (%.1f us): all rows mean %.1f%%, max %.1f%%; GPU-bound rows "
+        "mean %.1f%%, max %.1f%%\n\n",
+        1e6 * train::eager_host_per_op, 100.0 * hosted_all.mae, 100.0 * hosted_all.max,
+        100.0 * hosted_busy.mae, 100.0 * hosted_busy.max);
 
   SECTION("time: far off where eager PyTorch is launch-bound, close where the GPU is busy") {
     CHECK(all.mae <= 0.44);  // measured 38.4%
@@ -135,6 +153,27 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     CHECK(busy.max <= 0.12);  // measured 8.2%
     // phaze leaves out the host's launch overheads, so it must never be much slower than the GPU was.
     for (const auto& c : rows) CHECK(c.time_error() <= 0.06);
+  }
+
+  SECTION("time: with eager PyTorch's host time per op, the launch-bound rows are within 16%") {
+    // The rows at microbatch 1 and 2 without recomputation are host-bound (the measured time hardly moves
+    // with the microbatch). With the host's time per op (train::eager_host_per_op, from the three microbatch-1
+    // rows) they are within 16%, where the GPU's time alone misses them by 29-76%. Where the GPU paces the
+    // step the fused-attention estimate stays 22-34% fast: the memory-bound kernels of an eager block
+    // (LayerNorm, GELU, dropout, casts at half the HBM rate or less) are not what phaze charges them.
+    double sum = 0.0, worst = 0.0;
+    int n = 0;
+    for (const auto& c : rows) {
+      if (c.run.full || c.run.microbatch > 2) continue;
+      CAPTURE(c.run.model, c.run.microbatch, c.hosted_error(), c.time_error());
+      CHECK(std::abs(c.hosted_error()) < std::abs(c.time_error()));
+      sum += std::abs(c.hosted_error());
+      worst = std::max(worst, std::abs(c.hosted_error()));
+      ++n;
+    }
+    REQUIRE(n == 6);
+    CHECK(sum / n <= 0.10);  // measured 8.2%
+    CHECK(worst <= 0.16);    // measured 14.7% (gpt2, microbatch 1)
   }
 
   SECTION("memory: within the stated bounds of torch.cuda.max_memory_allocated") {

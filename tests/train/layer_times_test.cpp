@@ -5,6 +5,7 @@
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
 #include <phaze/sched/ilp.hpp>
+#include <phaze/train/knobs.hpp>
 #include <phaze/train/layer_times.hpp>
 
 #include <catch2/catch.hpp>
@@ -25,7 +26,8 @@ TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", 
   // Selective recomputation runs the attention core again: its ops' costs, a fraction of the forward.
   double core = 0.0;
   for (std::size_t i = 0; i < l.ops.size(); ++i)
-    if (l.ops[i].attention_core) core += table.forward[i].all_cores.value();
+    if ((l.ops[i].modules & model::recompute_module::core_attn) != 0)
+      core += table.forward[i].all_cores.value();
   CHECK(t.recompute_selective.value() == Approx(core).epsilon(1e-9));
   CHECK(t.recompute_selective < t.forward);
   CHECK(t.recompute(model::recompute::none).value() == 0.0);
@@ -35,6 +37,39 @@ TEST_CASE("On a datasheet GPU a layer's passes take the sum of their op costs", 
   CHECK(t.activations_full < t.activations_selective);
   CHECK(t.activations_selective < t.activations_none);
   CHECK(t.boundary == model::boundary_bytes(l));
+}
+
+TEST_CASE("A pass whose ops launch slower than its kernels run takes the host's time",
+          "[place][layer_times]") {
+  // GPT-2's block at microbatch 1 on an H100: 17 forward and 23 backward ops (unfused attention) of some
+  // 0.1-0.2 ms in all. At 60.7 us of host time per op (eager PyTorch, measured) each pass is the host's:
+  // ops x host time exactly; at 0 the GPU's serial sum, as before; a recomputed forward pays the host too.
+  const auto d = *hw::find_preset("h100-sxm");
+  model::layer_shape shape{1, 0, 1, false, 2};
+  const auto gpu = model::block_layer(zoo::get("gpt2").config, shape);
+  shape.host_per_op = train::eager_host_per_op;
+  const auto hosted = model::block_layer(zoo::get("gpt2").config, shape);
+  sched::schedule_cache cache;
+  const auto route = phaze::test::tp_route(d, 1);
+  const auto t0 = train::time_layer(gpu, d, route, cache);
+  const auto t1 = train::time_layer(hosted, d, route, cache);
+  const auto forward_ops = static_cast<double>(hosted.ops.size());
+  const auto backward_ops = static_cast<double>(model::backward(hosted).size());
+  REQUIRE(forward_ops == 17);
+  REQUIRE(backward_ops == 23);
+  CHECK(t0.forward.value() < forward_ops * train::eager_host_per_op);
+  CHECK(t1.forward.value() == Approx(forward_ops * train::eager_host_per_op).epsilon(1e-12));
+  CHECK(t1.backward.value() == Approx(backward_ops * train::eager_host_per_op).epsilon(1e-12));
+  CHECK(t1.recompute_full == t1.forward);
+  CHECK(t1.recompute_selective > t0.recompute_selective);
+  // A large microbatch makes the GPU the slower side again: the bound leaves the time as it was.
+  model::layer_shape big{16, 0, 1, false, 2};
+  const auto gpu16 = train::time_layer(model::block_layer(zoo::get("gpt2").config, big), d, route, cache);
+  big.host_per_op = train::eager_host_per_op;
+  const auto hosted16 = train::time_layer(model::block_layer(zoo::get("gpt2").config, big), d, route, cache);
+  CHECK(gpu16.forward.value() > forward_ops * train::eager_host_per_op);
+  CHECK(hosted16.forward == gpu16.forward);
+  CHECK(hosted16.backward == gpu16.backward);
 }
 
 TEST_CASE("Selective recomputation of Megatron-Core's submodules runs their forward ops again",

@@ -110,6 +110,7 @@ train::training_knobs amp_knobs(std::int64_t global_batch, std::int64_t microbat
   k.schedule = train::pipeline_schedule::one_f_one_b;
   k.sequence_parallel = false;
   k.distributed_optimizer = false;
+  k.host_overhead = train::eager_host_per_op;  // the command line's default: DeepSpeed runs eager PyTorch
   return k;
 }
 

@@ -55,6 +55,23 @@ def write_bandwidth_csv(path, rows):
             w.writerow([op, n, by, f"{sec:.6e}", f"{by / sec / 1e9:.1f}"])
 
 
+def run_steps(steps, env, env_path):
+    """Runs the (name, callable) steps in order. A step that fails is recorded in `env` and the next one runs,
+    so one broken part keeps what the others measured; after each, the GPU's clock, power and temperature are
+    appended and `env` is written to env_path."""
+    for name, fn in steps:
+        t0 = time.time()
+        try:
+            fn()
+            env.append(f"{name}: {time.time() - t0:.0f} s")
+        except Exception as e:  # noqa: BLE001 - keep what the other parts measured
+            env.append(f"{name}: FAILED after {time.time() - t0:.0f} s: {type(e).__name__}: {e}"[:400])
+        env.append(f"nvidia-smi (after {name}): " + smi("clocks.sm,power.draw,temperature.gpu"))
+        print(env[-2], "|", env[-1], flush=True)
+        with open(env_path, "w") as f:
+            f.write("\n".join(env) + "\n")
+
+
 class Timer:
     """Times a callable: warm-ups, then `reps` runs each after an L2 flush, median of event times."""
 

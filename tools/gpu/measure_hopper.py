@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import DEV, DT, Timer, environment, randn, smi, write_bandwidth_csv  # noqa: E402
+from measure import DEV, DT, Timer, environment, randn, run_steps, write_bandwidth_csv  # noqa: E402
 
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
@@ -277,19 +277,7 @@ def main():
     only = set(args.only.split(","))
     steps = [("fp8", lambda: run_fp8_gemms(timer, args.out)), ("quantize", lambda: run_quantize(timer, args.out)),
              ("attention", lambda: run_long_attention(timer, args.out)), ("overlap", lambda: run_overlap(args.out))]
-    for name, fn in steps:
-        if name not in only:
-            continue
-        t0 = time.time()
-        try:
-            fn()
-            env.append(f"{name}: {time.time() - t0:.0f} s")
-        except Exception as e:  # noqa: BLE001 - keep what the other parts measured
-            env.append(f"{name}: FAILED after {time.time() - t0:.0f} s: {type(e).__name__}: {e}"[:400])
-        env.append(f"nvidia-smi (after {name}): " + smi("clocks.sm,power.draw,temperature.gpu"))
-        print(env[-2], "|", env[-1], flush=True)
-        with open(os.path.join(args.out, "env-hopper.txt"), "w") as f:
-            f.write("\n".join(env) + "\n")
+    run_steps([(name, fn) for name, fn in steps if name in only], env, os.path.join(args.out, "env-hopper.txt"))
     # summary last
     p = os.path.join(args.out, "fp8-gemm.csv")
     if os.path.exists(p):

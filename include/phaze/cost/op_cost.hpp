@@ -40,7 +40,8 @@ inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::devi
       o.phase == model::op_phase::backward_data || (o.phase == model::op_phase::forward && o.fp8_cast);
   if (!casts) return gemm;
   const bytes pass{static_cast<double>(o.in_elements) * (static_cast<double>(o.elem_bytes) + 2.0)};
-  return gemm + std::max(pass / hw::fp8_quantize_bandwidth(d) * d.sheet.calibrated.memory, pass / d.hbm_bandwidth);
+  return gemm +
+         std::max(pass / hw::fp8_quantize_bandwidth(d) * d.sheet.calibrated.memory, pass / d.hbm_bandwidth);
 };
 
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper
@@ -95,6 +96,12 @@ struct layer_cost_table {
   [[nodiscard]] constexpr seconds total() const { return forward_total + backward_total; }
   friend constexpr bool operator==(const layer_cost_table&, const layer_cost_table&) = default;
 };
+
+/// A pass of `ops` ops whose kernels take `gpu` on the device, launched by a host that spends `host_per_op`
+/// on each: the GPU cannot run ahead of the launches, so the pass takes the longer of the two.
+constexpr seconds host_bound(seconds gpu, std::size_t ops, double host_per_op) {
+  return std::max(gpu, seconds{static_cast<double>(ops) * host_per_op});
+}
 
 /// The cost table of a layer on a device whose tensor-parallel group takes route `tp`.
 inline constexpr auto layer_costs =

@@ -458,8 +458,10 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
   cmd += " --overlap " + (overlap.empty() ? std::string{"none"} : overlap);
   std::array<char, 32> headroom{};
   std::snprintf(headroom.data(), headroom.size(), "%g", k.memory_headroom);
-  cmd += " --memory-headroom " + std::string{headroom.data()} + " --vocab-padding " +
-         std::to_string(k.vocab_padding);
+  std::array<char, 32> host{};
+  std::snprintf(host.data(), host.size(), "%g", k.host_overhead * 1e6);
+  cmd += " --memory-headroom " + std::string{headroom.data()} + " --host-overhead " +
+         std::string{host.data()} + " --vocab-padding " + std::to_string(k.vocab_padding);
   if (k.grad_reduce_in_bf16) cmd += " --grad-reduce-in-bf16";
   if (k.fp8_param_gather) cmd += " --fp8-param-gather";
   if (!b.split.empty()) {

@@ -89,6 +89,10 @@ struct layer_shape {
   /// The submodules selective recomputation runs again (recompute_module bits; Megatron-Core's
   /// --recompute-modules, default the attention core).
   std::uint8_t recompute_modules = recompute_module::core_attn;
+  /// Host (CPU) time the training framework spends per op of a pass (Python, autograd and the kernel
+  /// launches behind one op): a pass of a layer takes at least its ops times this, since the GPU cannot run
+  /// kernels faster than they are launched (cost::host_bound). 0: the GPU's time alone (CUDA graphs).
+  double host_per_op = 0.0;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -201,7 +205,6 @@ class layer_builder {
     o.in_elements = a.elements + (a.producer == b.producer ? 0 : b.elements);
     o.out_elements = g.batch * g.m * g.n;
     o.saved = saved;
-    o.attention_core = attention_core;
     if (attention_core) o.modules = static_cast<std::uint8_t>(o.modules | recompute_module::core_attn);
     return add(o, {a, b});
   }
@@ -237,7 +240,6 @@ class layer_builder {
     o.out_elements = out_elements > 0 ? out_elements : x.elements;
     o.params = params;
     o.saved = saved;
-    o.attention_core = attention_core;
     if (attention_core) o.modules = static_cast<std::uint8_t>(o.modules | recompute_module::core_attn);
     check_positive(o.out_elements);
     return add(o, {x});

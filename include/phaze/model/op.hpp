@@ -53,11 +53,13 @@ enum class op_kind : std::uint8_t {
 /// device's own attention efficiency describes: cuDNN's fused attention on Hopper (measured),
 /// FlashAttention-2 on Ampere.
 enum class attention_kernel : std::uint8_t {
-  standard,  ///< the device's own (what its attention efficiency was measured or published for)
-  cudnn,     ///< cuDNN's fused scaled-dot-product attention (Transformer Engine's FusedAttention)
-  flash3,    ///< FlashAttention-3 (Shah et al. 2024; Hopper only)
-  flash2,    ///< FlashAttention-2 (Dao 2023): flash-attn 2.x, PyTorch SDPA's flash backend
-  triton,    ///< FlashAttention in Triton of flash-attn 1.0.x (flash_attn_triton.py; LLM Foundry's `triton`)
+  standard,   ///< the device's own (what its attention efficiency was measured or published for)
+  cudnn,      ///< cuDNN's fused scaled-dot-product attention (Transformer Engine's FusedAttention)
+  flash3,     ///< FlashAttention-3 (Shah et al. 2024; Hopper only)
+  flash2,     ///< FlashAttention-2 (Dao 2023): flash-attn 2.x, PyTorch SDPA's flash backend
+  triton,     ///< FlashAttention in Triton of flash-attn 1.0.x (flash_attn_triton.py; LLM Foundry's `triton`)
+  flex,       ///< PyTorch's FlexAttention (torch.compile'd flex_attention: a Triton flash-attention kernel)
+  efficient,  ///< PyTorch SDPA's memory-efficient backend (the CUTLASS kernel of xFormers)
 };
 
 constexpr std::string_view to_string(attention_kernel k) {
@@ -72,6 +74,10 @@ constexpr std::string_view to_string(attention_kernel k) {
       return "flash2";
     case attention_kernel::triton:
       return "triton";
+    case attention_kernel::flex:
+      return "flex";
+    case attention_kernel::efficient:
+      return "efficient";
   }
   return "?";
 }
@@ -177,8 +183,8 @@ struct op {
   tp_split split = tp_split::replicated;
   static_vector<std::int16_t, max_op_inputs> inputs;  ///< producers: earlier ops of this pass, or layer_input
   std::uint8_t saved = saves::nothing;                ///< what the forward op keeps for backward
-  bool attention_core = false;  ///< recomputed under selective recomputation (Korthikanti et al. 2022)
-  /// The block submodules it belongs to (recompute_module bits; an attention-core op carries core_attn).
+  /// The block submodules it belongs to (recompute_module bits; an attention-core op, what selective
+  /// recomputation runs again by default (Korthikanti et al. 2022), carries core_attn).
   std::uint8_t modules = 0;
   bool causal = false;      ///< fused_attention: a causal mask (the kernel skips the masked half)
   std::int64_t window = 0;  ///< fused_attention: keys each query sees (sliding window); 0: all

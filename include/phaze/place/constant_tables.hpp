@@ -69,25 +69,36 @@ namespace rules {
 
 namespace detail {
 /// The serial time of a pass (a GPU runs one kernel at a time) and of the part selective recomputation runs
-/// again (the attention core's ops).
+/// again (the selected submodules' forward ops), each at least its ops times the host's time per op
+/// (cost::host_bound).
 struct serial_times {
   seconds forward{};
   seconds backward{};
-  seconds attention_core{};
+  seconds recomputed{};
 };
 
 constexpr serial_times serial_times_of(const model::layer& l, const hw::device& d, const cluster::route& tp) {
   const auto costs = cost::layer_costs(l, d, tp);
   serial_times t{costs.forward_total, costs.backward_total, {}};
+  seconds regather{0.0};
+  std::size_t recomputed_ops = 0;
   for (std::size_t i = 0; i < l.ops.size(); ++i) {
     // What selective recomputation runs again: the submodules the shape names (the attention core by
     // default).
-    if ((l.ops[i].modules & l.shape.recompute_modules) != 0) t.attention_core += costs.forward[i].all_cores;
+    if ((l.ops[i].modules & l.shape.recompute_modules) != 0) {
+      t.recomputed += costs.forward[i].all_cores;
+      ++recomputed_ops;
+    }
     // Sequence parallelism gathers each column-parallel GEMM's input again for its weight gradient
     // (train::detail::sequence_parallel_regather).
     if (l.shape.sequence_parallel && l.shape.tp > 1 && l.ops[i].kind == model::op_kind::all_gather)
-      t.backward += costs.forward[i].all_cores;
+      regather += costs.forward[i].all_cores;
   }
+  // As train::time_layer and the step model: the host bound on the layer's own ops, the gathers after.
+  const double host = l.shape.host_per_op;
+  t.forward = cost::host_bound(t.forward, costs.forward.size(), host);
+  t.backward = cost::host_bound(t.backward, costs.backward.size(), host) + regather;
+  if (recomputed_ops > 0) t.recomputed = cost::host_bound(t.recomputed, recomputed_ops, host);
   return t;
 }
 }  // namespace detail
@@ -119,7 +130,7 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
     n.backward = t.backward;
     if (run.role_at(v) == model::layer_role::block) {
       n.recompute = k.recompute == model::recompute::full        ? t.forward
-                    : k.recompute == model::recompute::selective ? t.attention_core
+                    : k.recompute == model::recompute::selective ? t.recomputed
                                                                  : seconds{0.0};
     }
     const train::node_range alone{v, v + 1};

@@ -95,8 +95,9 @@ inline constexpr std::array training_precisions{hw::precision::bf16, hw::precisi
 
 /// Every fused attention kernel, `auto` (the device's own) first.
 inline constexpr std::array all_attention_kernels{
-    model::attention_kernel::standard, model::attention_kernel::cudnn, model::attention_kernel::flash3,
-    model::attention_kernel::flash2, model::attention_kernel::triton};
+    model::attention_kernel::standard, model::attention_kernel::cudnn,  model::attention_kernel::flash3,
+    model::attention_kernel::flash2,   model::attention_kernel::triton, model::attention_kernel::flex,
+    model::attention_kernel::efficient};
 
 /// The formats an optimizer may keep its state in (training_knobs::optimizer_dtype).
 inline constexpr std::array optimizer_dtypes{hw::precision::fp32, hw::precision::bf16, hw::precision::fp16};
@@ -120,7 +121,8 @@ inline pipeline_schedule parse_pipeline_schedule(std::string_view name) {
 inline model::recompute parse_recompute(std::string_view name) {
   return detail::parse_enum(name, "recomputation mode", all_recompute_modes);
 }
-/// Parses `auto` / `cudnn` / `flash3` / `flash2` / `triton` (training_knobs::attention_kernel).
+/// Parses `auto` / `cudnn` / `flash3` / `flash2` / `triton` / `flex` / `efficient`
+/// (training_knobs::attention_kernel).
 inline model::attention_kernel parse_attention_kernel(std::string_view name) {
   return detail::parse_enum(name, "attention kernel", all_attention_kernels);
 }
@@ -186,6 +188,10 @@ struct training_knobs {
   /// byte, plus the transposed copy Hopper's FP8 GEMMs need) instead of bf16 plus FP8 copies, and the
   /// distributed optimizer all-gathers them in FP8 (Megatron-Bridge's FP8 recipes turn it on).
   bool fp8_param_gather = false;
+  /// Host (CPU) time in seconds the framework spends per op phaze models (model::layer_shape::host_per_op):
+  /// each pass of a layer takes at least its ops times this. 0 here (the GPU's time alone, as under CUDA
+  /// graphs); the command line's default is eager PyTorch's, measured (eager_host_per_op).
+  double host_overhead = 0.0;
   /// The share of each device's memory a plan leaves free for what phaze does not count (the allocator's
   /// cached blocks, the CUDA context, communication buffers): a plan fits when its memory stays within
   /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10
@@ -270,6 +276,16 @@ constexpr std::int64_t microbatches_per_replica(const parallelism& p, const trai
   return k.global_batch / (k.microbatch * p.dp);
 }
 
+/// Host (CPU) time eager PyTorch spends per op phaze models, measured: 60.7 us, the median of the three
+/// host-bound iterations (microbatch 1, no recomputation) of GPT-2, GPT-2 XL and Megatron's 2.5B GPT on one
+/// H100 SXM (tools/gpu/train_step.py, tests/data/gpu/h100-sxm-train-step*.csv: (iteration - optimizer step) /
+/// 4 microbatches / the model's ops forward and backward with fused attention, as the runs' SDPA ran
+/// it: 54.5, 60.7 and 67.1 us); some four to six kernels per op (autocast's casts, bias and dropout kernels,
+/// gradient accumulation) at the 9-20 us of host time per eager launch measured by
+/// tools/gpu/measure_kernels.py (docs/gpu-measurements.md). The command line's default for
+/// training_knobs::host_overhead.
+inline constexpr double eager_host_per_op = 60.7e-6;
+
 /// The shape every layer of the run is built for.
 constexpr model::layer_shape layer_shape_of(const model::model& m, const parallelism& p,
                                             const training_knobs& k) {
@@ -285,7 +301,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             p.ep,
                             k.attention_kernel,
                             p.etp,
-                            k.recompute_modules};
+                            k.recompute_modules,
+                            k.host_overhead};
 }
 
 namespace rules {
@@ -465,6 +482,12 @@ namespace rules {
       "the interleaved schedule gives every device chunks of identical blocks; this model's layers differ (a "
       "composite model): use --schedule 1f1b or gpipe");
 }
+[[noreturn]] inline void host_overhead_must_lie_in_0_1ms() {
+  throw input_error(
+      "the host overhead per op must lie in [0, 1000] microseconds (eager PyTorch measured about 61; 0 for "
+      "CUDA "
+      "graphs); fix --host-overhead");
+}
 [[noreturn]] inline void memory_headroom_must_lie_in_0_1() {
   throw input_error(
       "the memory headroom is the share of each device's memory left free: give --memory-headroom in [0, 1), "
@@ -550,6 +573,7 @@ struct validate_fn {
       rules::global_batch_must_be_divisible_by_microbatch_times_dp();
     if (!is_training_precision(k.precision)) rules::precision_must_be_bf16_fp16_fp32_or_fp8();
     if (!(k.memory_headroom >= 0.0 && k.memory_headroom < 1.0)) rules::memory_headroom_must_lie_in_0_1();
+    if (!(k.host_overhead >= 0.0 && k.host_overhead <= 1e-3)) rules::host_overhead_must_lie_in_0_1ms();
     if (k.grad_reduce_in_bf16 && k.precision != hw::precision::bf16 && k.precision != hw::precision::fp8)
       rules::bf16_gradients_need_bf16_or_fp8_training();
     if (k.recompute_layers < 0) rules::recompute_layers_must_not_be_negative();

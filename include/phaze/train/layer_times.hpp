@@ -9,6 +9,7 @@
 
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
+#include "phaze/cost/op_cost.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/layer.hpp"
 #include "phaze/model/model.hpp"
@@ -72,13 +73,15 @@ inline sched::problem recomputed_ops_problem(const model::layer& l, const hw::de
 inline layer_times time_layer(const model::layer& l, const hw::device& d, const cluster::route& tp,
                               const sched::schedule_cache& cache) {
   layer_times t;
-  const auto forward = cache.solve(sched::layer_problem(l, d, tp, sched::pass::forward));
-  const auto backward = cache.solve(sched::layer_problem(l, d, tp, sched::pass::backward));
-  t.forward = forward.makespan;
-  t.backward = backward.makespan;
-  t.recompute_full = forward.makespan;
+  const auto forward_problem = sched::layer_problem(l, d, tp, sched::pass::forward);
+  const auto backward_problem = sched::layer_problem(l, d, tp, sched::pass::backward);
+  const double host = l.shape.host_per_op;
+  t.forward = cost::host_bound(cache.solve(forward_problem).makespan, forward_problem.tasks.size(), host);
+  t.backward = cost::host_bound(cache.solve(backward_problem).makespan, backward_problem.tasks.size(), host);
+  t.recompute_full = t.forward;
   const auto core = detail::recomputed_ops_problem(l, d, tp);
-  if (!core.tasks.empty()) t.recompute_selective = cache.solve(core).makespan;
+  if (!core.tasks.empty())
+    t.recompute_selective = cost::host_bound(cache.solve(core).makespan, core.tasks.size(), host);
   t.params = model::layer_params(l, true);
   t.activations_none = model::activation_bytes(l, model::recompute::none);
   t.activations_selective = model::activation_bytes(l, model::recompute::selective);
