@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -139,7 +140,9 @@ struct step_options {
   std::string attention_kernel = "auto";
   std::string overlap = "grad,param,pp";
   double memory_headroom = 0.10;
-  double host_overhead_us = train::eager_host_per_op * 1e6;  // eager PyTorch, measured
+  // Host time per op in microseconds; NaN (not given): eager PyTorch's, measured, on GPUs and 0 on PHAZE's
+  // designs (an accelerator with no framework of its own measured).
+  double host_overhead_us = std::numeric_limits<double>::quiet_NaN();
   int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
@@ -188,12 +191,13 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "context and communication buffers, in [0, 1)")
       ->check(number_up_to(1.0, "a share of the memory", true, true))
       ->default_str("0.1");
-  app.add_option("--host-overhead", o.host_overhead_us,
-                 "host (CPU) time in microseconds the framework spends per op of a pass, in [0, 1000]: a "
-                 "layer's pass takes at least its ops times this (default 60.7, eager PyTorch measured on an "
-                 "H100 machine; 0 for CUDA graphs)")
+  app.add_option(
+         "--host-overhead", o.host_overhead_us,
+         "host (CPU) time in microseconds the framework spends per op of a pass, in [0, 1000]: a "
+         "layer's pass takes at least its ops times this (default 60.7 on GPUs, eager PyTorch measured "
+         "on an H100 machine, and 0 on PHAZE's designs; 0 for CUDA graphs)")
       ->check(number_up_to(1000.0, "microseconds per op", true, false))
-      ->default_str("60.7");
+      ->default_str("60.7 on GPUs, 0 on PHAZE designs");
   app.add_option(
          "--vocab-padding", o.vocab_padding,
          "pad the vocabulary to a multiple of N x tp, as Megatron-LM's --make-vocab-size-divisible-by "
@@ -351,9 +355,15 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   }
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
-  if (!(o.host_overhead_us >= 0.0 && o.host_overhead_us <= 1000.0))
-    train::rules::host_overhead_must_lie_in_0_1ms();
-  k.host_overhead = o.host_overhead_us * 1e-6;
+  if (std::isnan(o.host_overhead_us)) {
+    const bool gpus = std::all_of(devices.begin(), devices.end(),
+                                  [](const hw::device& d) { return d.kind == hw::device_kind::datasheet; });
+    k.host_overhead = gpus ? train::eager_host_per_op : 0.0;
+  } else {
+    if (!(o.host_overhead_us >= 0.0 && o.host_overhead_us <= 1000.0))
+      train::rules::host_overhead_must_lie_in_0_1ms();
+    k.host_overhead = o.host_overhead_us * 1e-6;
+  }
   k.vocab_padding = o.vocab_padding;
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   k.fp8_param_gather = o.fp8_param_gather;

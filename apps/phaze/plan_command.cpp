@@ -5,6 +5,7 @@
 // [--top K] [--emit megatron] [--format table|json]`: the best Megatron-style plan for a model on a cluster
 // (DESIGN.md section 9); any of tp/pp/dp/microbatch/recompute/sequence parallelism given fixes that choice.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -389,10 +390,12 @@ int run_plan(const plan_options& o) {
   if (!o.layer_table.empty()) {
     if (!o.report.empty())
       throw input_error("--report draws a model's plan; with --layer-table there is no model: drop --report");
-    if (!o.step.calibration.empty() || o.step.attention_kernel != "auto") {
+    if (!o.step.calibration.empty() || o.step.attention_kernel != "auto" ||
+        !std::isnan(o.step.host_overhead_us)) {
       throw input_error(
-          "--calibration and --attention-kernel change how a model's layers are costed; a layer table holds "
-          "its layers' times already: drop them with --layer-table");
+          "--calibration, --attention-kernel and --host-overhead change how a model's layers are costed; a "
+          "layer "
+          "table holds its layers' times already: drop them with --layer-table");
     }
     if (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)
       throw input_error(

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <string>
 
 #include "phaze/model/zoo.hpp"
@@ -56,6 +58,20 @@ TEST_CASE("knob names round-trip and unknown names list the valid ones", "[knobs
                     Catch::Matchers::Contains("'none', 'selective' or 'full'"));
   CHECK_THROWS_WITH(train::parse_precision("tf32"),
                     Catch::Matchers::Contains("'bf16', 'fp16', 'fp32' or 'fp8'"));
+}
+
+TEST_CASE("the host's time per op must lie in [0, 1 ms]", "[knobs]") {
+  for (const double bad : {-1e-6, 2e-3, std::numeric_limits<double>::quiet_NaN()}) {
+    run r;
+    r.k.host_overhead = bad;
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(r.validate(), Catch::Contains("--host-overhead"));
+  }
+  for (const double good : {0.0, train::eager_host_per_op, 1e-3}) {
+    run r;
+    r.k.host_overhead = good;
+    CHECK_NOTHROW(r.validate());
+  }
 }
 
 TEST_CASE("the published runs validate", "[knobs]") {

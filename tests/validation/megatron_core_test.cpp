@@ -119,6 +119,7 @@ predicted predict(const readme_row& r, const features& f, const sched::schedule_
     for (const int v : {1, 2, 3, 4, 6, 7, 8, 12}) {
       for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
         train::training_knobs k;
+        k.host_overhead = train::eager_host_per_op;  // the command line's default
         k.recompute = mode;
         k.global_batch = r.batch;
         k.microbatch = mb;
@@ -454,6 +455,7 @@ outcome estimate(const nemo_row& r, const model::transformer_config& config,
   train::parallelism par{r.tp, r.pp, r.gpus / (r.tp * r.pp * r.cp), r.cp};
   REQUIRE(par.devices() == r.gpus);
   train::training_knobs k;
+  k.host_overhead = train::eager_host_per_op;  // the command line's default
   k.global_batch = r.gbs;
   k.microbatch = r.mbs.value_or(1);
   k.precision = hw::precision::fp8;

@@ -130,6 +130,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     // An ep that does not divide dp folds the expert groups over the tensor-parallel ranks (etp 1).
     const train::parallelism par{tp, pp, dp, cp, ep, dp % ep != 0 ? 1 : 0};
     train::training_knobs k;
+    k.host_overhead = train::eager_host_per_op;  // the command line's default
     // 94 blocks over pp x vp = 32 chunks: the embedding and the loss counted as layers (96 = 32 x 3).
     k.embedding_in_pipeline_split = k.loss_in_pipeline_split = large;
     k.global_batch = std::stoll(r.at("gbs"));

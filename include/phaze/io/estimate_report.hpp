@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -166,7 +167,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"loss_in_pipeline_split", k.loss_in_pipeline_split},
             {"attention", k.fused_attention ? "fused" : "unfused"},
             {"attention_kernel", std::string{model::to_string(k.attention_kernel)}},
-            {"host_overhead_us", k.host_overhead * 1e6},
+            {"host_overhead_us", std::round(k.host_overhead * 1e9) / 1e3},  // to the nanosecond
             {"overlap", overlap_names(k)},
             {"stages", stages}}},
           {"breakdown",

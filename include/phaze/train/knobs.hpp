@@ -280,7 +280,7 @@ constexpr std::int64_t microbatches_per_replica(const parallelism& p, const trai
 /// host-bound iterations (microbatch 1, no recomputation) of GPT-2, GPT-2 XL and Megatron's 2.5B GPT on one
 /// H100 SXM (tools/gpu/train_step.py, tests/data/gpu/h100-sxm-train-step*.csv: (iteration - optimizer step) /
 /// 4 microbatches / the model's ops forward and backward with fused attention, as the runs' SDPA ran
-/// it: 54.5, 60.7 and 67.1 us); some four to six kernels per op (autocast's casts, bias and dropout kernels,
+/// it: 54.5, 60.7 and 67.1 us); some three to six kernels per op (autocast's casts, bias and dropout kernels,
 /// gradient accumulation) at the 9-20 us of host time per eager launch measured by
 /// tools/gpu/measure_kernels.py (docs/gpu-measurements.md). The command line's default for
 /// training_knobs::host_overhead.

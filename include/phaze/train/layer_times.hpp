@@ -21,6 +21,10 @@ namespace phaze::train {
 struct layer_times {
   seconds forward{0.0};
   seconds backward{0.0};
+  /// The passes' GPU time before the host bound (cost::host_bound; layer_shape::host_per_op): what GPU-side
+  /// adjustments (tensor-parallel overlap) start from before the bound is applied again.
+  seconds gpu_forward{0.0};
+  seconds gpu_backward{0.0};
   /// forward of the selected submodules again: the attention core by default (Korthikanti et al. 2022)
   seconds recompute_selective{0.0};
   seconds recompute_full{0.0};  ///< the whole forward again
@@ -76,8 +80,10 @@ inline layer_times time_layer(const model::layer& l, const hw::device& d, const 
   const auto forward_problem = sched::layer_problem(l, d, tp, sched::pass::forward);
   const auto backward_problem = sched::layer_problem(l, d, tp, sched::pass::backward);
   const double host = l.shape.host_per_op;
-  t.forward = cost::host_bound(cache.solve(forward_problem).makespan, forward_problem.tasks.size(), host);
-  t.backward = cost::host_bound(cache.solve(backward_problem).makespan, backward_problem.tasks.size(), host);
+  t.gpu_forward = cache.solve(forward_problem).makespan;
+  t.gpu_backward = cache.solve(backward_problem).makespan;
+  t.forward = cost::host_bound(t.gpu_forward, forward_problem.tasks.size(), host);
+  t.backward = cost::host_bound(t.gpu_backward, backward_problem.tasks.size(), host);
   t.recompute_full = t.forward;
   const auto core = detail::recomputed_ops_problem(l, d, tp);
   if (!core.tasks.empty())

@@ -821,13 +821,19 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
         tp_overlap_savings(l.ops, table.forward, l.shape.tp) - tp_overlap_sm_cost(l.ops, d, tp, true);
     const seconds backward = tp_overlap_savings(backward_ops, table.backward, l.shape.tp) -
                              tp_overlap_sm_cost(backward_ops, d, tp, false);
-    r.t.forward -= forward;
-    r.tp_forward -= forward;
-    r.t.backward -= backward;
-    r.tp_backward -= backward;
+    // GPU-side changes: made to the GPU's time, then the host bound again (a host-bound pass stays so).
+    const double host = l.shape.host_per_op;
+    const seconds saved_forward =
+        r.t.forward - cost::host_bound(r.t.gpu_forward - forward, l.ops.size(), host);
+    const seconds saved_backward =
+        r.t.backward - cost::host_bound(r.t.gpu_backward - backward, backward_ops.size(), host);
+    r.t.forward -= saved_forward;
+    r.tp_forward -= saved_forward;
+    r.t.backward -= saved_backward;
+    r.tp_backward -= saved_backward;
     if (mode == model::recompute::full) {
-      r.t.recompute_full -= forward;
-      r.tp_recompute -= forward;
+      r.t.recompute_full -= saved_forward;
+      r.tp_recompute -= saved_forward;
     }
     regather = regather / static_cast<double>(l.shape.tp);
   }
