@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import DEV, environment, run_steps  # noqa: E402
+from measure import DEV, environment, graph_seconds, run_steps  # noqa: E402
 
 HIDDEN, HEADS, SEQ, LAYERS = 256, 4, 128, 24
 
@@ -124,26 +124,7 @@ def run(out):
         graph_s = float("nan")
         try:
             model.zero_grad(set_to_none=False)
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                for _ in range(3):
-                    one_pass(model, x)
-            torch.cuda.current_stream().wait_stream(stream)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                one_pass(model, x)
-            g.replay()
-            torch.cuda.synchronize()
-            gt = []
-            for _ in range(20):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                g.replay()
-                e.record()
-                torch.cuda.synchronize()
-                gt.append(s.elapsed_time(e) * 1e-3)
-            graph_s = statistics.median(gt)
+            graph_s = graph_seconds(lambda: one_pass(model, x), replays=20)
         except Exception as e:  # noqa: BLE001 - the eager number stands on its own
             print(f"{arch} graph capture: {type(e).__name__}: {e}"[:300], flush=True)
         rows.append((arch, "graph", graph_s))

@@ -72,6 +72,33 @@ def run_steps(steps, env, env_path):
             f.write("\n".join(env) + "\n")
 
 
+def graph_seconds(fn, captures=1, replays=10):
+    """The GPU's time of `captures` back-to-back calls of fn replayed from one CUDA graph (warmed up on a side
+    stream, as capture needs), median of `replays` replays timed with CUDA events."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(captures):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        g.replay()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) * 1e-3)
+    return statistics.median(times)
+
+
 class Timer:
     """Times a callable: warm-ups, then `reps` runs each after an L2 flush, median of event times."""
 

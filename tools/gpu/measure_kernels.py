@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import DEV, DT, Timer, environment, run_steps  # noqa: E402
+from measure import DEV, DT, Timer, environment, graph_seconds, run_steps  # noqa: E402
 
 SEQUENCES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 TOKENS = 16384
@@ -163,29 +163,7 @@ def run_launch(out):
         torch.cuda.synchronize()
         rows.append((name, "eager", n, (time.perf_counter() - t0) / n))
         n_graph = 1000
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(stream)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(n_graph):
-                fn()
-        g.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(10):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            g.replay()
-            e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e) * 1e-3 / n_graph)
-        times.sort()
-        rows.append((name, "graph", n_graph, times[len(times) // 2]))
+        rows.append((name, "graph", n_graph, graph_seconds(fn, captures=n_graph) / n_graph))
         print(f"launch {name}: eager {rows[-2][3] * 1e6:.2f} us/op, graph {rows[-1][3] * 1e6:.2f} us/kernel",
               flush=True)
     with open(os.path.join(out, "launch.csv"), "w", newline="") as f:
