@@ -138,6 +138,7 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
 struct step_options {
   std::string attention = "auto";
   std::string attention_kernel = "auto";
+  std::string cross_entropy = "megatron";
   std::string overlap = "grad,param,pp";
   double memory_headroom = 0.10;
   // Host time per op in microseconds; NaN (not given): eager PyTorch's, measured, on GPUs and 0 on PHAZE's
@@ -157,7 +158,8 @@ struct step_options {
   int mtp_layers = -1;           // multi-token prediction modules; -1: the model's own
 };
 
-/// Adds `--attention fused|unfused`, `--attention-kernel`, `--overlap LIST` (grad, param, tp, pp, or none),
+/// Adds `--attention fused|unfused`, `--attention-kernel`, `--cross-entropy`, `--overlap LIST` (grad, param,
+/// tp, pp, or none),
 /// `--memory-headroom`,
 /// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--fsdp-shard`,
 /// `--optimizer-dtype`,
@@ -180,6 +182,13 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "Ampere)")
       ->check(CLI::IsMember({"auto", "cudnn", "flash3", "flash2", "triton", "flex", "efficient"}))
       ->default_str("auto");
+  app.add_option(
+         "--cross-entropy", o.cross_entropy,
+         "the loss's implementation: megatron (Megatron-LM's vocabulary-parallel cross-entropy, fp32 "
+         "passes over the logits, the fp32 softmax kept) or fused (one kernel each way over the logits "
+         "in the training format: flash-attn's CrossEntropyLoss, LLM Foundry's default)")
+      ->check(CLI::IsMember({"megatron", "fused"}))
+      ->default_str("megatron");
   app.add_option(
          "--overlap", o.overlap,
          "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
@@ -353,6 +362,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
         "--attention-kernel flash2 or cudnn",
         o.attention_kernel, d.name.view(), hw::to_string(d.sheet.arch)));
   }
+  k.fused_loss = o.cross_entropy == "fused";
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   if (std::isnan(o.host_overhead_us)) {

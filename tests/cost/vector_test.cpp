@@ -114,3 +114,28 @@ TEST_CASE("more vector cores or lanes never make a vector op slower", "[cost][ve
     REQUIRE(cost::systolic_vector_time(o, more, more.systolic.num_vc) <= all);
   }
 }
+
+TEST_CASE("a fused cross-entropy moves the logits once forward and twice backward, in their format",
+          "[cost][vector]") {
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  const std::int64_t tokens = 8 * 2048;
+  const std::int64_t logits = tokens * 50368;
+  auto ce = [&](op_phase p, bool fused) {
+    model::op o = p == op_phase::forward ? vector_op(op_kind::cross_entropy, p, logits, tokens)
+                                         : vector_op(op_kind::cross_entropy, p, tokens, logits);
+    o.fused_loss = fused;
+    return o;
+  };
+  // Closed forms: bf16 logits (2 bytes) read once forward; read and written once backward.
+  CHECK(cost::datasheet_vector_bytes(ce(op_phase::forward, true)).value() == Approx(2.0 * logits));
+  CHECK(cost::datasheet_vector_bytes(ce(op_phase::backward_data, true)).value() == Approx(4.0 * logits));
+  // Megatron-LM's fp32 passes: 38 and 14 bytes per logit.
+  CHECK(cost::datasheet_vector_bytes(ce(op_phase::forward, false)).value() == Approx(38.0 * logits));
+  CHECK(cost::datasheet_vector_bytes(ce(op_phase::backward_data, false)).value() == Approx(14.0 * logits));
+  // Both memory-bound on the A100: fused, (2 + 4) / (38 + 14) of the time.
+  const double fused = cost::datasheet_vector_time(ce(op_phase::forward, true), a100).value() +
+                       cost::datasheet_vector_time(ce(op_phase::backward_data, true), a100).value();
+  const double unfused = cost::datasheet_vector_time(ce(op_phase::forward, false), a100).value() +
+                         cost::datasheet_vector_time(ce(op_phase::backward_data, false), a100).value();
+  CHECK(fused / unfused == Approx(6.0 / 52.0));
+}

@@ -328,3 +328,22 @@ TEST_CASE("phaze estimate --recompute-modules recomputes Megatron-Core's submodu
   const auto unknown = run_phaze(plan + " --recompute selective --recompute-modules attention");
   CHECK(unknown.status == 2);
 }
+
+TEST_CASE("phaze estimate --cross-entropy fused: a faster loss in less memory, stated in the report and JSON",
+          "[e2e][estimate]") {
+  const std::string gpt2 =
+      "estimate gpt2 --device a100-80gb --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 --seq "
+      "1024";
+  const auto megatron = run_json(gpt2);
+  const auto fused = run_json(gpt2 + " --cross-entropy fused");
+  CHECK(megatron["plan"]["cross_entropy"] == "megatron");
+  CHECK(fused["plan"]["cross_entropy"] == "fused");
+  CHECK(fused["time_per_batch_s"].get<double>() < megatron["time_per_batch_s"].get<double>());
+  CHECK(fused["peak_memory_bytes"].get<double>() < megatron["peak_memory_bytes"].get<double>());
+  const auto table = run_phaze(gpt2 + " --cross-entropy fused");
+  CHECK(table.status == 0);
+  CHECK(contains(table.out, "fused cross-entropy"));
+  const auto bad = run_phaze(gpt2 + " --cross-entropy apex");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "--cross-entropy"));
+}

@@ -459,7 +459,8 @@ TEST_CASE("phaze plan --emit megatron refuses what Megatron-LM cannot run as cos
            {llama + " --fsdp --grad-reduce-in-bf16 --precision fp8 --fp8-param-gather", "--fp8-param-gather"},
            {llama + " --attention-kernel triton", "Triton kernel"},
            {llama + " --attention-kernel flex", "FlexAttention"},
-           {llama + " --attention-kernel efficient", "memory-efficient kernel"}}) {
+           {llama + " --attention-kernel efficient", "memory-efficient kernel"},
+           {llama + " --cross-entropy fused", "--cross-entropy megatron"}}) {
     INFO(args);
     const auto r = run_phaze(args);
     CHECK(r.status == 2);

@@ -563,3 +563,31 @@ TEST_CASE("vocabulary padded as Megatron-LM pads it: up to a multiple of make_vo
   CHECK_THROWS_WITH(model::make_layer(gpt2, model::layer_role::head, bad),
                     Catch::Contains("--make-vocab-size-divisible-by"));
 }
+
+TEST_CASE("a fused loss keeps the logits and a log-sum-exp per token, not Megatron-LM's fp32 softmax",
+          "[transformer][activations]") {
+  const auto gpt2 = zoo::get("gpt2").config;
+  for (const int tp : {1, 2}) {
+    model::layer_shape shape{4, 1024, tp, false, 2};
+    const model::layer unfused = model::make_layer(gpt2, model::layer_role::head, shape);
+    shape.fused_loss = true;
+    const model::layer fused = model::make_layer(gpt2, model::layer_role::head, shape);
+    const model::op* loss = nullptr;
+    for (const auto& o : fused.ops)
+      if (o.kind == op_kind::cross_entropy) loss = &o;
+    REQUIRE(loss != nullptr);
+    CHECK(loss->fused_loss);
+    for (const auto& o : unfused.ops) CHECK_FALSE(o.fused_loss);
+    // The backward op inherits the forward's implementation.
+    for (const auto& o : model::backward(fused))
+      if (o.kind == op_kind::cross_entropy) CHECK(o.fused_loss);
+    // Megatron-LM keeps 4 - 2 bytes more per logit (the fp32 softmax beside the bf16 logits); the fused
+    // loss keeps 4 bytes per token (its log-sum-exp) instead.
+    const double logits = static_cast<double>(loss->in_elements);
+    const double tokens = static_cast<double>(loss->out_elements);
+    CHECK(tokens == 4.0 * 1024.0);
+    CHECK(activation_bytes(unfused, recompute::none).value() -
+              activation_bytes(fused, recompute::none).value() ==
+          Approx(2.0 * logits - 4.0 * tokens));
+  }
+}

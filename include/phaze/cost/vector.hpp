@@ -143,12 +143,26 @@ inline constexpr auto systolic_vector_time =
 inline constexpr double gpu_cross_entropy_forward_bytes = 38.0;
 inline constexpr double gpu_cross_entropy_backward_bytes = 14.0;
 
+/// A fused cross-entropy (model::op::fused_loss): flash-attn 1.0's CrossEntropyLoss over apex's xentropy
+/// CUDA kernel (apex/contrib/csrc/xentropy/xentropy_kernel.cu), LLM Foundry's default loss_fn
+/// `fused_crossentropy`. Its forward kernel reads each row of logits in their own format and writes one loss
+/// and one fp32 log-sum-exp per token (the row's second pass, a few hundred kB, is counted as served by L2);
+/// its backward kernel reads the logits and the log-sum-exp and writes the logits' gradient in their format:
+/// 1 and 2 elements moved per logit.
+inline constexpr double fused_cross_entropy_forward_elements = 1.0;
+inline constexpr double fused_cross_entropy_backward_elements = 2.0;
+
 /// Bytes a vector op moves on a datasheet device (a GPU): vector_bytes, except the cross-entropy, which
-/// moves gpu_cross_entropy_forward_bytes / _backward_bytes per logit.
+/// moves gpu_cross_entropy_forward_bytes / _backward_bytes per logit, or fused_cross_entropy_forward_elements
+/// / _backward_elements elements of the logits' format when fused.
 inline constexpr auto datasheet_vector_bytes = [](const model::op& o) constexpr -> bytes {
   if (o.kind == model::op_kind::cross_entropy) {
     const bool forward = o.phase == model::op_phase::forward;
     const auto logits = static_cast<double>(forward ? o.in_elements : o.out_elements);
+    if (o.fused_loss) {
+      return bytes{logits * static_cast<double>(o.elem_bytes) *
+                   (forward ? fused_cross_entropy_forward_elements : fused_cross_entropy_backward_elements)};
+    }
     return bytes{logits * (forward ? gpu_cross_entropy_forward_bytes : gpu_cross_entropy_backward_bytes)};
   }
   return vector_bytes(o);
@@ -156,14 +170,16 @@ inline constexpr auto datasheet_vector_bytes = [](const model::op& o) constexpr 
 
 /// Time of a vector op on a datasheet device: elements * cycles_per_element operations at the vector
 /// (CUDA-core / VPU) rate, never less than datasheet_vector_bytes over the achievable HBM bandwidth
-/// (hbm_bandwidth * memory_efficiency; times the device's calibrated memory factor, never above the peak). Vector ops on GPUs are almost always memory-bound.
+/// (hbm_bandwidth * memory_efficiency; times the device's calibrated memory factor, never above the peak).
+/// Vector ops on GPUs are almost always memory-bound.
 inline constexpr auto datasheet_vector_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
   const seconds compute = work / d.sheet.vector;
   const bytes moved = datasheet_vector_bytes(o);
-  const seconds memory = std::max(moved / (d.hbm_bandwidth * d.sheet.memory_efficiency) * d.sheet.calibrated.memory,
-                                  moved / d.hbm_bandwidth);
+  const seconds memory =
+      std::max(moved / (d.hbm_bandwidth * d.sheet.memory_efficiency) * d.sheet.calibrated.memory,
+               moved / d.hbm_bandwidth);
   return std::max(compute, memory);
 };
 

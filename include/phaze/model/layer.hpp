@@ -93,6 +93,11 @@ struct layer_shape {
   /// launches behind one op): a pass of a layer takes at least its ops times this, since the GPU cannot run
   /// kernels faster than they are launched (cost::host_bound). 0: the GPU's time alone (CUDA graphs).
   double host_per_op = 0.0;
+  /// The loss as one fused kernel each way (flash-attn's CrossEntropyLoss over apex's xentropy kernel, what
+  /// LLM Foundry runs by default): the forward reads the logits in their own format once and keeps one
+  /// fp32 log-sum-exp per token, the backward reads them again and writes their gradient. Off: Megatron-LM's
+  /// vocabulary-parallel cross-entropy (fp32 passes, the fp32 softmax kept; cost/vector.hpp).
+  bool fused_loss = false;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -240,6 +245,7 @@ class layer_builder {
     o.out_elements = out_elements > 0 ? out_elements : x.elements;
     o.params = params;
     o.saved = saved;
+    o.fused_loss = kind == op_kind::cross_entropy && layer_.shape.fused_loss;
     if (attention_core) o.modules = static_cast<std::uint8_t>(o.modules | recompute_module::core_attn);
     check_positive(o.out_elements);
     return add(o, {x});
@@ -587,8 +593,11 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
     // The cross-entropy keeps the softmax of the logits in fp32 (Megatron-LM's vocab-parallel cross-entropy
     // computes in fp32 and saves its softmax for the backward pass): 4 bytes per logit where the logits
     // themselves take fewer.
-    if (o.kind == op_kind::cross_entropy && eb < 4.0)
+    // A fused loss keeps the logits (its input, kept above) and one fp32 log-sum-exp per token instead.
+    if (o.kind == op_kind::cross_entropy && !o.fused_loss && eb < 4.0)
       statistics += (4.0 - eb) * static_cast<double>(o.in_elements);
+    if (o.kind == op_kind::cross_entropy && o.fused_loss)
+      statistics += 4.0 * static_cast<double>(o.out_elements);
   }
   // A checkpointed submodule keeps the inputs that enter it from outside: its forward runs again from them
   // (the sequence-sharded input of an MLP entered through an all-gather, say).

@@ -198,6 +198,9 @@ struct op {
   /// matmul: a routed expert's GEMM (mixture of experts); its parameters are the experts' (held by the
   /// expert-parallel ranks, their gradients reduced over the expert-data-parallel ranks).
   bool expert = false;
+  /// cross_entropy: one fused kernel each way over the logits in their own format (layer_shape::fused_loss)
+  /// instead of Megatron-LM's unfused fp32 passes.
+  bool fused_loss = false;
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };

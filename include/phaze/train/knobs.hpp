@@ -192,6 +192,10 @@ struct training_knobs {
   /// each pass of a layer takes at least its ops times this. 0 here (the GPU's time alone, as under CUDA
   /// graphs); the command line's default is eager PyTorch's, measured (eager_host_per_op).
   double host_overhead = 0.0;
+  /// The loss as one fused kernel each way over the logits in the training format (model::layer_shape::
+  /// fused_loss; flash-attn's CrossEntropyLoss, LLM Foundry's default) instead of Megatron-LM's
+  /// vocabulary-parallel cross-entropy in fp32 (the default here and on the command line).
+  bool fused_loss = false;
   /// The share of each device's memory a plan leaves free for what phaze does not count (the allocator's
   /// cached blocks, the CUDA context, communication buffers): a plan fits when its memory stays within
   /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10
@@ -302,7 +306,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.attention_kernel,
                             p.etp,
                             k.recompute_modules,
-                            k.host_overhead};
+                            k.host_overhead,
+                            k.fused_loss};
 }
 
 namespace rules {
