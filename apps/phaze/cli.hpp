@@ -139,6 +139,7 @@ struct step_options {
   std::string attention = "auto";
   std::string attention_kernel = "auto";
   std::string cross_entropy = "megatron";
+  std::string vector_kernels = "fused";
   std::string overlap = "grad,param,pp";
   double memory_headroom = 0.10;
   // Host time per op in microseconds; NaN (not given): eager PyTorch's, measured, on GPUs and 0 on PHAZE's
@@ -158,8 +159,8 @@ struct step_options {
   int mtp_layers = -1;           // multi-token prediction modules; -1: the model's own
 };
 
-/// Adds `--attention fused|unfused`, `--attention-kernel`, `--cross-entropy`, `--overlap LIST` (grad, param,
-/// tp, pp, or none),
+/// Adds `--attention fused|unfused`, `--attention-kernel`, `--cross-entropy`, `--vector-kernels`, `--overlap
+/// LIST` (grad, param, tp, pp, or none),
 /// `--memory-headroom`,
 /// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--fsdp-shard`,
 /// `--optimizer-dtype`,
@@ -189,6 +190,14 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "in the training format: flash-attn's CrossEntropyLoss, LLM Foundry's default)")
       ->check(CLI::IsMember({"megatron", "fused"}))
       ->default_str("megatron");
+  app.add_option(
+         "--vector-kernels", o.vector_kernels,
+         "how the memory-bound ops (norms, activations, rotary embedding, residual adds) run: fused "
+         "(Transformer Engine, Megatron-Core's fusions or a compiler: the device's copy rate) or eager "
+         "(plain PyTorch, one or more kernels per op at their rates measured on Hopper: Composer, "
+         "Hugging Face Transformers, torchtitan without torch.compile)")
+      ->check(CLI::IsMember({"fused", "eager"}))
+      ->default_str("fused");
   app.add_option(
          "--overlap", o.overlap,
          "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
@@ -363,6 +372,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
         o.attention_kernel, d.name.view(), hw::to_string(d.sheet.arch)));
   }
   k.fused_loss = o.cross_entropy == "fused";
+  k.eager_vector = o.vector_kernels == "eager";
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   if (std::isnan(o.host_overhead_us)) {

@@ -227,6 +227,10 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.fused_loss)
     return "its loss runs as flash-attn's fused cross-entropy (--cross-entropy fused), which Megatron-LM "
            "core_r0.11.0 has no flag for: give --cross-entropy megatron";
+  if (k.eager_vector)
+    return "its norms and activations run as eager PyTorch's kernels (--vector-kernels eager), where "
+           "Megatron-LM "
+           "fuses them: give --vector-kernels fused";
   return std::nullopt;
 }
 
@@ -394,11 +398,13 @@ int run_plan(const plan_options& o) {
     if (!o.report.empty())
       throw input_error("--report draws a model's plan; with --layer-table there is no model: drop --report");
     if (!o.step.calibration.empty() || o.step.attention_kernel != "auto" ||
-        o.step.cross_entropy != "megatron" || !std::isnan(o.step.host_overhead_us)) {
+        o.step.cross_entropy != "megatron" || o.step.vector_kernels != "fused" ||
+        !std::isnan(o.step.host_overhead_us)) {
       throw input_error(
-          "--calibration, --attention-kernel, --cross-entropy and --host-overhead change how a model's "
-          "layers "
-          "are costed; a layer table holds its layers' times already: drop them with --layer-table");
+          "--calibration, --attention-kernel, --cross-entropy, --vector-kernels and --host-overhead change "
+          "how "
+          "a model's layers are costed; a layer table holds its layers' times already: drop them with "
+          "--layer-table");
     }
     if (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)
       throw input_error(

@@ -139,3 +139,42 @@ TEST_CASE("a fused cross-entropy moves the logits once forward and twice backwar
                          cost::datasheet_vector_time(ce(op_phase::backward_data, false), a100).value();
   CHECK(fused / unfused == Approx(6.0 / 52.0));
 }
+
+TEST_CASE("an eager op moves its bytes at its kernel's measured share of the peak, plus a fixed time",
+          "[cost][vector]") {
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  const std::int64_t e = 8192 * 4096;
+  auto op = [&](op_kind k, op_phase p, bool eager) {
+    model::op o = vector_op(k, p, e, e, k == op_kind::layernorm ? 2 * 4096 : 0);
+    o.eager = eager;
+    return o;
+  };
+  const double bw = 2039e9;
+  // Closed forms: LayerNorm forward at the two cards' mean share and fixed time, its backward at the
+  // backward share; a fused op at the copy rate and no fixed time.
+  const auto ln = op(op_kind::layernorm, op_phase::forward, true);
+  const double moved = cost::datasheet_vector_bytes(ln).value();
+  CHECK(cost::datasheet_vector_time(ln, a100).value() ==
+        Approx(moved / (bw * cost::eager_layernorm.share) + cost::eager_layernorm.fixed_s));
+  const auto ln_back = op(op_kind::layernorm, op_phase::backward_data, true);
+  CHECK(cost::datasheet_vector_time(ln_back, a100).value() ==
+        Approx(cost::datasheet_vector_bytes(ln_back).value() / (bw * cost::eager_norm_backward) +
+               cost::eager_layernorm.fixed_s));
+  CHECK(cost::datasheet_vector_time(op(op_kind::layernorm, op_phase::forward, false), a100).value() ==
+        Approx(moved / (bw * 0.9)));
+  // Every kind: never faster than its bytes at the peak, never more than a few microseconds faster than
+  // the fused op (an eager add reaches a copy's rate), and the eager rotary embedding and SwiGLU, several
+  // kernels each, far slower.
+  for (const op_kind k : vector_kinds) {
+    for (const op_phase p : {op_phase::forward, op_phase::backward_data}) {
+      INFO(model::to_string(k) << " " << model::to_string(p));
+      const auto eager = op(k, p, true);
+      const double t = cost::datasheet_vector_time(eager, a100).value();
+      CHECK(t >= cost::datasheet_vector_bytes(eager).value() / bw);
+      CHECK(t >= 0.98 * cost::datasheet_vector_time(op(k, p, false), a100).value());
+    }
+  }
+  for (const op_kind k : {op_kind::rotary, op_kind::swiglu})
+    CHECK(cost::datasheet_vector_time(op(k, op_phase::forward, true), a100).value() >
+          3.0 * cost::datasheet_vector_time(op(k, op_phase::forward, false), a100).value());
+}

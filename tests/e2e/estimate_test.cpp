@@ -347,3 +347,29 @@ TEST_CASE("phaze estimate --cross-entropy fused: a faster loss in less memory, s
   CHECK(bad.status == 2);
   CHECK(contains(bad.err, "--cross-entropy"));
 }
+
+TEST_CASE("phaze estimate --vector-kernels eager: plain PyTorch's memory-bound kernels, slower, stated",
+          "[e2e][estimate]") {
+  const std::string llama =
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 1 "
+      "--seq 8192 --distributed-optimizer --recompute full";
+  const auto fused = run_json(llama);
+  const auto eager = run_json(llama + " --vector-kernels eager");
+  CHECK(fused["plan"]["vector_kernels"] == "fused");
+  CHECK(eager["plan"]["vector_kernels"] == "eager");
+  // Eager rotary embedding and SwiGLU run at an eighth and a quarter of the HBM peak: a slower step, the
+  // same memory.
+  CHECK(eager["time_per_batch_s"].get<double>() > 1.02 * fused["time_per_batch_s"].get<double>());
+  CHECK(eager["peak_memory_bytes"].get<double>() == fused["peak_memory_bytes"].get<double>());
+  const auto table = run_phaze(llama + " --vector-kernels eager");
+  CHECK(table.status == 0);
+  CHECK(contains(table.out, "eager vector kernels"));
+  const auto bad = run_phaze(llama + " --vector-kernels compiled");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "--vector-kernels"));
+  const auto emitted = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --vector-kernels eager "
+      "--emit megatron");
+  CHECK(emitted.status == 2);
+  CHECK(contains(emitted.err, "--vector-kernels fused"));
+}

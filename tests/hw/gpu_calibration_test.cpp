@@ -524,3 +524,44 @@ TEST_CASE("the FP8 quantization pass runs at the share of HBM bandwidth the fuse
   const hw::device a100 = *hw::find_preset("a100-80gb");
   CHECK(hw::fp8_quantize_bandwidth(a100) == hw::achievable_hbm_bandwidth(a100));
 }
+
+TEST_CASE("eager memory-bound ops on the Hopper presets follow the kernels measured across sizes",
+          "[gpu_calibration]") {
+  // tests/data/gpu/*-membound-sizes.csv (tools/gpu/measure_membound.py): eager PyTorch kernels at 1M to 256M
+  // elements. phaze's eager op (cost::eager_kernel_of: the two cards' shares of the peak and fixed times,
+  // averaged) against each measured call, an op moving the row's bytes.
+  const std::map<std::string, model::op_kind> kinds{
+      {"add", model::op_kind::residual_add},    {"gelu", model::op_kind::gelu},
+      {"layernorm", model::op_kind::layernorm}, {"rmsnorm", model::op_kind::rmsnorm},
+      {"swiglu", model::op_kind::swiglu},       {"rope", model::op_kind::rotary}};
+  for (const auto& [name, file] :
+       {std::pair{"h100-sxm", "h100-sxm-membound-sizes.csv"}, std::pair{"h200", "h200-membound-sizes.csv"}}) {
+    const auto d = preset(name);
+    double sum = 0.0, fused_sum = 0.0, worst = 0.0;
+    int n = 0;
+    for (const auto& r : read_csv(file)) {
+      if (r.at("mode") != "eager" || !kinds.contains(r.at("kind"))) continue;
+      model::op o;
+      o.kind = kinds.at(r.at("kind"));
+      o.out_elements = std::stoll(r.at("elements"));
+      o.in_elements = std::stoll(r.at("bytes")) / 2 - o.out_elements;  // the row's bytes in bf16
+      const double measured = std::stod(r.at("seconds"));
+      o.eager = true;
+      const double eager = phaze::cost::datasheet_vector_time(o, d).value();
+      o.eager = false;
+      const double fused = phaze::cost::datasheet_vector_time(o, d).value();
+      const double error = std::abs(eager - measured) / measured;
+      CAPTURE(name, r.at("kind"), r.at("elements"), measured, eager, fused);
+      CHECK(error < 0.35);  // measured: at most 27.4% (H100), 27.0% (H200)
+      sum += error;
+      fused_sum += std::abs(fused - measured) / measured;
+      worst = std::max(worst, error);
+      ++n;
+    }
+    REQUIRE(n == 54);
+    WARN(name << ": eager kernels, mean error " << 100.0 * sum / n << "%, max " << 100.0 * worst << "% over "
+              << n << " calls (at the copy rate with no fixed time: mean " << 100.0 * fused_sum / n << "%)");
+    CHECK(sum / n < 0.13);  // measured: mean 10.5% (H100), 8.9% (H200); fused: 43.9%, 52.2%
+    CHECK(sum < fused_sum / 2.0);
+  }
+}

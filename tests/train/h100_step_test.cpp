@@ -59,7 +59,9 @@ struct compared {
   double estimate_s = 0.0;
   double estimate_bytes = 0.0;
   double params = 0.0;
-  double hosted_s = 0.0;  ///< the estimate as the runs ran: fused attention, eager PyTorch's host time per op
+  /// The estimate as the runs ran: fused attention, eager PyTorch's host time per op and memory-bound
+  /// kernels.
+  double hosted_s = 0.0;
   [[nodiscard]] double time_error() const { return (estimate_s - run.seconds) / run.seconds; }
   [[nodiscard]] double hosted_error() const { return (hosted_s - run.seconds) / run.seconds; }
   [[nodiscard]] double memory_ratio() const { return estimate_bytes / run.peak_bytes; }
@@ -114,10 +116,12 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     train::validate(m, par, k, 1);
     const auto e = train::estimate_step(m, phaze::test::cluster_of(device, par), par, k, cache);
     // As the runs ran: SDPA's fused attention (its FlashAttention-2 backend, the one that runs dropout),
-    // launched by eager PyTorch (the command line's host default).
+    // launched by eager PyTorch (the command line's host default), its memory-bound ops PyTorch's own
+    // kernels.
     k.fused_attention = true;
     k.attention_kernel = model::attention_kernel::flash2;
     k.host_overhead = train::eager_host_per_op;
+    k.eager_vector = true;
     const auto hosted = train::estimate_step(m, phaze::test::cluster_of(device, par), par, k, cache);
     compared c{r, e.time_per_batch.value(), e.peak_memory.value(),
                static_cast<double>(model::parameter_count(m)), hosted.time_per_batch.value()};
@@ -160,8 +164,8 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     // The rows at microbatch 1 and 2 without recomputation are host-bound (the measured time hardly moves
     // with the microbatch). With the host's time per op (train::eager_host_per_op, from the three
     // microbatch-1 rows) they are within 16%, where the GPU's time alone misses them by 29-76%. Where the GPU
-    // paces the step the fused-attention estimate stays 22-34% fast: the memory-bound kernels of an eager
-    // block (LayerNorm, GELU, dropout, casts at half the HBM rate or less) are not what phaze charges them.
+    // paces the step the fused-attention estimate stays 19-31% fast, eager kernels' measured rates included
+    // (22-34% at the copy rate): what the rest is was not profiled (docs/gpu-measurements.md).
     double sum = 0.0, worst = 0.0;
     int n = 0;
     for (const auto& c : rows) {
@@ -173,8 +177,10 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
       ++n;
     }
     REQUIRE(n == 6);
-    CHECK(sum / n <= 0.10);  // measured 8.2%
-    CHECK(worst <= 0.16);    // measured 14.7% (gpt2, microbatch 1)
+    CHECK(sum / n <= 0.10);          // measured 8.2%
+    CHECK(worst <= 0.16);            // measured 14.7% (gpt2, microbatch 1)
+    CHECK(hosted_busy.mae <= 0.27);  // measured 24.5% on the five GPU-bound rows (26.1% at the copy rate)
+    CHECK(hosted_busy.max <= 0.33);  // measured 30.6%
   }
 
   SECTION("memory: within the stated bounds of torch.cuda.max_memory_allocated") {
@@ -220,6 +226,7 @@ TEST_CASE("h100-sxm: the host's time per op on eager blocks it was not derived f
   model::layer_shape shape{1, 128, 1, false, 2};
   shape.fused_attention = true;
   shape.host_per_op = train::eager_host_per_op;
+  shape.eager_vector = true;
   sched::schedule_cache cache;
   const auto route = phaze::test::tp_route(device, 1);
   for (const auto& [arch, config, bound] :

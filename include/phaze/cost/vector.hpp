@@ -168,19 +168,98 @@ inline constexpr auto datasheet_vector_bytes = [](const model::op& o) constexpr 
   return vector_bytes(o);
 };
 
+/// How eager PyTorch runs a memory-bound op: the share of the HBM peak its kernels reach on the op's bytes
+/// (datasheet_vector_bytes: inputs read once, output and dropout mask written once), forward and backward,
+/// and the fixed time each op takes whatever its size (launch, tail wave, and the extra kernels of an op
+/// PyTorch runs as several). Measured on one H100 SXM (3.35 TB/s) and one H200 (4.8 TB/s), PyTorch 2.11; the
+/// two cards' values averaged (docs/gpu-measurements.md). H100 / H200:
+/// - tools/gpu/measure_membound.py (tests/data/gpu/*-membound-sizes.csv): each kind at 1M to 256M bf16
+///   elements in CUDA graphs of back-to-back calls, fitted as seconds = bytes / rate + fixed by
+///   tools/gpu/fit_membound.py: residual add 0.918 / 0.893 of the peak, 1.32 / 1.75 us; GELU 0.901 / 0.748,
+///   1.52 / 1.68 us; LayerNorm 0.697 / 0.583, 6.17 / 6.61 us; RMSNorm 0.715 / 0.756, 3.54 / 4.78 us; SwiGLU
+///   (SiLU, then a product) 0.318 / 0.235, 3.42 / 3.84 us; rotary (slices, products, a concatenation)
+///   0.136 / 0.107, 9.61 / 11.35 us.
+/// - tools/gpu/measure.py (tests/data/gpu/*-membound.csv: one call after an L2 flush, 4 x 2048 x 12288
+///   elements): LayerNorm's backward 0.252 / 0.236 (forward and backward less the forward), dropout 0.735 /
+///   0.620, softmax 0.563 / 0.408, GELU's backward 0.892 / 0.829 (GELU's forward share stands for both).
+/// Kinds not measured run at the device's copy rate (memory_efficiency) with the add's fixed time, one
+/// elementwise kernel; SiLU alone takes GELU's, ReLU and the dropout's backward (a masked scale) the add's,
+/// GeGLU SwiGLU's, RMSNorm's backward LayerNorm's; other backward kernels take their forward's. The
+/// cross-entropy and the embedding keep their own byte counts (datasheet_vector_bytes), which already follow
+/// the kernels Megatron-LM's and flash-attn's losses run.
+struct eager_kernel {
+  double share = 0.0;           ///< of the HBM peak; 0: the device's memory_efficiency
+  double backward_share = 0.0;  ///< the backward op's; 0: `share`
+  double fixed_s = 0.0;         ///< seconds per op
+};
+inline constexpr eager_kernel eager_add{(0.918 + 0.893) / 2.0, 0.0, (1.32e-6 + 1.75e-6) / 2.0};
+inline constexpr eager_kernel eager_gelu{(0.901 + 0.748) / 2.0, 0.0, (1.52e-6 + 1.68e-6) / 2.0};
+inline constexpr double eager_norm_backward = (0.252 + 0.236) / 2.0;
+inline constexpr eager_kernel eager_layernorm{(0.697 + 0.583) / 2.0, eager_norm_backward,
+                                              (6.17e-6 + 6.61e-6) / 2.0};
+inline constexpr eager_kernel eager_rmsnorm{(0.715 + 0.756) / 2.0, eager_norm_backward,
+                                            (3.54e-6 + 4.78e-6) / 2.0};
+inline constexpr eager_kernel eager_swiglu{(0.318 + 0.235) / 2.0, 0.0, (3.42e-6 + 3.84e-6) / 2.0};
+inline constexpr eager_kernel eager_rotary{(0.136 + 0.107) / 2.0, 0.0, (9.61e-6 + 11.35e-6) / 2.0};
+inline constexpr eager_kernel eager_dropout{(0.735 + 0.620) / 2.0, eager_add.share, eager_add.fixed_s};
+inline constexpr eager_kernel eager_softmax{(0.563 + 0.408) / 2.0, 0.0, eager_add.fixed_s};
+
+/// The eager kernel of an op kind (eager_kernel); none for the cross-entropy and the embedding.
+constexpr eager_kernel eager_kernel_of(model::op_kind k) {
+  using model::op_kind;
+  switch (k) {
+    case op_kind::residual_add:
+    case op_kind::relu:
+      return eager_add;
+    case op_kind::gelu:
+    case op_kind::silu:
+      return eager_gelu;
+    case op_kind::layernorm:
+      return eager_layernorm;
+    case op_kind::rmsnorm:
+      return eager_rmsnorm;
+    case op_kind::swiglu:
+    case op_kind::geglu:
+      return eager_swiglu;
+    case op_kind::rotary:
+      return eager_rotary;
+    case op_kind::dropout:
+      return eager_dropout;
+    case op_kind::softmax:
+      return eager_softmax;
+    case op_kind::cross_entropy:
+    case op_kind::embedding:
+      return {};
+    default:
+      return {0.0, 0.0, eager_add.fixed_s};
+  }
+}
+
+/// The share of the HBM peak a vector op's bytes move at on a datasheet device: its eager kernel's
+/// (eager_kernel_of) when the op is eager, else the device's memory_efficiency.
+constexpr double vector_memory_share(const model::op& o, const hw::device& d) {
+  if (!o.eager) return d.sheet.memory_efficiency;
+  const eager_kernel e = eager_kernel_of(o.kind);
+  const double share =
+      o.phase != model::op_phase::forward && e.backward_share > 0.0 ? e.backward_share : e.share;
+  return share > 0.0 ? share : d.sheet.memory_efficiency;
+}
+
 /// Time of a vector op on a datasheet device: elements * cycles_per_element operations at the vector
 /// (CUDA-core / VPU) rate, never less than datasheet_vector_bytes over the achievable HBM bandwidth
 /// (hbm_bandwidth * memory_efficiency; times the device's calibrated memory factor, never above the peak).
-/// Vector ops on GPUs are almost always memory-bound.
+/// Vector ops on GPUs are almost always memory-bound. An eager op (model::op::eager) moves its bytes at its
+/// kernel's share of the peak instead (vector_memory_share) and takes its fixed time on top
+/// (eager_kernel_of).
 inline constexpr auto datasheet_vector_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
   const seconds compute = work / d.sheet.vector;
   const bytes moved = datasheet_vector_bytes(o);
   const seconds memory =
-      std::max(moved / (d.hbm_bandwidth * d.sheet.memory_efficiency) * d.sheet.calibrated.memory,
+      std::max(moved / (d.hbm_bandwidth * vector_memory_share(o, d)) * d.sheet.calibrated.memory,
                moved / d.hbm_bandwidth);
-  return std::max(compute, memory);
+  return std::max(compute, memory) + seconds{o.eager ? eager_kernel_of(o.kind).fixed_s : 0.0};
 };
 
 }  // namespace phaze::cost

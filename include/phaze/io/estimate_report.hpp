@@ -168,6 +168,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"attention", k.fused_attention ? "fused" : "unfused"},
             {"attention_kernel", std::string{model::to_string(k.attention_kernel)}},
             {"cross_entropy", k.fused_loss ? "fused" : "megatron"},
+            {"vector_kernels", k.eager_vector ? "eager" : "fused"},
             {"host_overhead_us", std::round(k.host_overhead * 1e9) / 1e3},  // to the nanosecond
             {"overlap", overlap_names(k)},
             {"stages", stages}}},
@@ -199,6 +200,7 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (const std::int64_t n = bf16_block_count(m); n > 0) out += fmt::format(" ({} blocks in bf16)", n);
   if (k.fp8_param_gather) out += ", FP8 weights";
   if (k.fused_loss) out += ", fused cross-entropy";
+  if (k.eager_vector) out += ", eager vector kernels";
   if (k.grad_reduce_in_bf16) out += ", bf16 gradients";
   if (k.optimizer_dtype != hw::precision::fp32)
     out += fmt::format(", {} optimizer state", hw::to_string(k.optimizer_dtype));

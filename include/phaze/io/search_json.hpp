@@ -465,6 +465,7 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
   if (k.grad_reduce_in_bf16) cmd += " --grad-reduce-in-bf16";
   if (k.fp8_param_gather) cmd += " --fp8-param-gather";
   if (k.fused_loss) cmd += " --cross-entropy fused";
+  if (k.eager_vector) cmd += " --vector-kernels eager";
   if (!b.split.empty()) {
     std::string blocks;
     for (const auto& st : b.split) blocks += (blocks.empty() ? "" : ",") + std::to_string(st.blocks);

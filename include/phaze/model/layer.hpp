@@ -98,6 +98,10 @@ struct layer_shape {
   /// fp32 log-sum-exp per token, the backward reads them again and writes their gradient. Off: Megatron-LM's
   /// vocabulary-parallel cross-entropy (fp32 passes, the fp32 softmax kept; cost/vector.hpp).
   bool fused_loss = false;
+  /// The memory-bound ops (norms, activations, rotary embedding, residual adds) as eager PyTorch runs them:
+  /// its own kernels, at the rates and fixed times measured on Hopper (cost::eager_kernel_of). Off: fused
+  /// kernels at the device's copy rate (Transformer Engine, Megatron-Core's fusions, a compiler).
+  bool eager_vector = false;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -325,6 +329,7 @@ class layer_builder {
     o.split = split;
     o.elem_bytes = layer_.shape.elem_bytes;
     o.modules = module_;
+    o.eager = layer_.shape.eager_vector;
     return o;
   }
   static constexpr void check_positive(std::int64_t v) {

@@ -201,6 +201,9 @@ struct op {
   /// cross_entropy: one fused kernel each way over the logits in their own format (layer_shape::fused_loss)
   /// instead of Megatron-LM's unfused fp32 passes.
   bool fused_loss = false;
+  /// A vector op run as eager PyTorch runs it, one or more unfused kernels at their measured rate
+  /// (layer_shape::eager_vector; cost::eager_kernel_of); matrix ops and collectives ignore it.
+  bool eager = false;
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };

@@ -196,6 +196,10 @@ struct training_knobs {
   /// fused_loss; flash-attn's CrossEntropyLoss, LLM Foundry's default) instead of Megatron-LM's
   /// vocabulary-parallel cross-entropy in fp32 (the default here and on the command line).
   bool fused_loss = false;
+  /// The memory-bound ops as eager PyTorch runs them (model::layer_shape::eager_vector: Composer, Hugging
+  /// Face Transformers, torchtitan without torch.compile) instead of fused kernels (Megatron-Core,
+  /// Transformer Engine; the default here and on the command line).
+  bool eager_vector = false;
   /// The share of each device's memory a plan leaves free for what phaze does not count (the allocator's
   /// cached blocks, the CUDA context, communication buffers): a plan fits when its memory stays within
   /// (1 - memory_headroom) of the device's. 0 here; the command line's default is 0.10
@@ -307,7 +311,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             p.etp,
                             k.recompute_modules,
                             k.host_overhead,
-                            k.fused_loss};
+                            k.fused_loss,
+                            k.eager_vector};
 }
 
 namespace rules {
