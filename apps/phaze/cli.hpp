@@ -373,6 +373,14 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   }
   k.fused_loss = o.cross_entropy == "fused";
   k.eager_vector = o.vector_kernels == "eager";
+  for (const hw::device& d : devices) {
+    if (d.kind == hw::device_kind::datasheet || (!k.fused_loss && !k.eager_vector)) continue;
+    throw input_error(fmt::format(
+        "{}: device '{}' is an accelerator design, whose vector ops phaze costs on its vector cores, not a "
+        "GPU software stack's kernels; drop {}",
+        k.fused_loss ? "--cross-entropy fused" : "--vector-kernels eager", d.name.view(),
+        k.fused_loss ? "--cross-entropy" : "--vector-kernels"));
+  }
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   if (std::isnan(o.host_overhead_us)) {

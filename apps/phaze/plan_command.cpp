@@ -225,8 +225,10 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
                                                               : "PyTorch SDPA's memory-efficient kernel",
         model::to_string(k.attention_kernel));
   if (k.fused_loss)
-    return "its loss runs as flash-attn's fused cross-entropy (--cross-entropy fused), which Megatron-LM "
-           "core_r0.11.0 has no flag for: give --cross-entropy megatron";
+    return "its loss runs as flash-attn's fused cross-entropy (--cross-entropy fused); Megatron-LM "
+           "core_r0.11.0's --cross-entropy-loss-fusion is another kernel (fp32, the softmax kept), which "
+           "phaze "
+           "does not cost: give --cross-entropy megatron";
   if (k.eager_vector)
     return "its norms and activations run as eager PyTorch's kernels (--vector-kernels eager), where "
            "Megatron-LM "

@@ -372,4 +372,23 @@ TEST_CASE("phaze estimate --vector-kernels eager: plain PyTorch's memory-bound k
       "--emit megatron");
   CHECK(emitted.status == 2);
   CHECK(contains(emitted.err, "--vector-kernels fused"));
+  // `plan` states both knobs in its JSON too; a layer table and an accelerator design refuse them by name.
+  const auto planned = run_json(
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --vector-kernels eager "
+      "--cross-entropy "
+      "fused");
+  CHECK(planned["plan"]["vector_kernels"] == "eager");
+  CHECK(planned["plan"]["cross_entropy"] == "fused");
+  const std::string layer_table = std::string{PHAZE_TEST_DATA_DIR} + "/layer_tables/gpt_small_chain.json";
+  for (const std::string knob : {"--vector-kernels eager", "--cross-entropy fused"}) {
+    INFO(knob);
+    const auto on_table = run_phaze("plan --layer-table '" + layer_table + "' " + knob);
+    CHECK(on_table.status == 2);
+    CHECK(contains(on_table.err, knob.substr(0, knob.find(' '))));
+    const auto on_design = run_phaze(
+        "estimate gpt2 --device tpuv4-like --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 " +
+        knob);
+    CHECK(on_design.status == 2);
+    CHECK(contains(on_design.err, "accelerator design"));
+  }
 }

@@ -164,7 +164,7 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
     // The rows at microbatch 1 and 2 without recomputation are host-bound (the measured time hardly moves
     // with the microbatch). With the host's time per op (train::eager_host_per_op, from the three
     // microbatch-1 rows) they are within 16%, where the GPU's time alone misses them by 29-76%. Where the GPU
-    // paces the step the fused-attention estimate stays 19-31% fast, eager kernels' measured rates included
+    // paces the step the fused-attention estimate stays 17-29% fast, eager kernels' measured rates included
     // (22-34% at the copy rate): what the rest is was not profiled (docs/gpu-measurements.md).
     double sum = 0.0, worst = 0.0;
     int n = 0;
@@ -177,10 +177,11 @@ TEST_CASE("h100-sxm: estimated vs measured whole training iterations (PyTorch, b
       ++n;
     }
     REQUIRE(n == 6);
-    CHECK(sum / n <= 0.10);          // measured 8.2%
-    CHECK(worst <= 0.16);            // measured 14.7% (gpt2, microbatch 1)
-    CHECK(hosted_busy.mae <= 0.27);  // measured 24.5% on the five GPU-bound rows (26.1% at the copy rate)
-    CHECK(hosted_busy.max <= 0.33);  // measured 30.6%
+    CHECK(sum / n <= 0.10);  // measured 8.2%
+    CHECK(worst <= 0.16);    // measured 14.7% (gpt2, microbatch 1)
+    // The five GPU-bound rows: 23.0% mean, 29.0% max (at the copy rate with no fixed time: 27.7%, 33.8%).
+    CHECK(hosted_busy.mae <= 0.245);
+    CHECK(hosted_busy.max <= 0.31);
   }
 
   SECTION("memory: within the stated bounds of torch.cuda.max_memory_allocated") {

@@ -180,8 +180,11 @@ inline constexpr auto datasheet_vector_bytes = [](const model::op& o) constexpr 
 ///   (SiLU, then a product) 0.318 / 0.235, 3.42 / 3.84 us; rotary (slices, products, a concatenation)
 ///   0.136 / 0.107, 9.61 / 11.35 us.
 /// - tools/gpu/measure.py (tests/data/gpu/*-membound.csv: one call after an L2 flush, 4 x 2048 x 12288
-///   elements): LayerNorm's backward 0.252 / 0.236 (forward and backward less the forward), dropout 0.735 /
-///   0.620, softmax 0.563 / 0.408, GELU's backward 0.892 / 0.829 (GELU's forward share stands for both).
+///   elements): dropout 0.735 / 0.620 on its 5 bytes per element (input, output, mask), softmax 0.563 /
+///   0.408; the backward kernels of LayerNorm (forward and backward less the forward) and GELU 0.168 / 0.157
+///   and 0.595 / 0.553 on the 4 bytes per element phaze counts for a backward op (the gradient read, the
+///   result written: model::bytes_read, bytes_written), the measurement's 0.252 / 0.236 and 0.892 / 0.829 on
+///   its 6 (the saved input read too) times 4 / 6.
 /// Kinds not measured run at the device's copy rate (memory_efficiency) with the add's fixed time, one
 /// elementwise kernel; SiLU alone takes GELU's, ReLU and the dropout's backward (a masked scale) the add's,
 /// GeGLU SwiGLU's, RMSNorm's backward LayerNorm's; other backward kernels take their forward's. The
@@ -193,8 +196,9 @@ struct eager_kernel {
   double fixed_s = 0.0;         ///< seconds per op
 };
 inline constexpr eager_kernel eager_add{(0.918 + 0.893) / 2.0, 0.0, (1.32e-6 + 1.75e-6) / 2.0};
-inline constexpr eager_kernel eager_gelu{(0.901 + 0.748) / 2.0, 0.0, (1.52e-6 + 1.68e-6) / 2.0};
-inline constexpr double eager_norm_backward = (0.252 + 0.236) / 2.0;
+inline constexpr eager_kernel eager_gelu{(0.901 + 0.748) / 2.0, (0.892 + 0.829) / 2.0 * 4.0 / 6.0,
+                                         (1.52e-6 + 1.68e-6) / 2.0};
+inline constexpr double eager_norm_backward = (0.252 + 0.236) / 2.0 * 4.0 / 6.0;
 inline constexpr eager_kernel eager_layernorm{(0.697 + 0.583) / 2.0, eager_norm_backward,
                                               (6.17e-6 + 6.61e-6) / 2.0};
 inline constexpr eager_kernel eager_rmsnorm{(0.715 + 0.756) / 2.0, eager_norm_backward,
