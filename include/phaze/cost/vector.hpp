@@ -239,31 +239,24 @@ constexpr eager_kernel eager_kernel_of(model::op_kind k) {
   }
 }
 
-/// The share of the HBM peak a vector op's bytes move at on a datasheet device: its eager kernel's
-/// (eager_kernel_of) when the op is eager, else the device's memory_efficiency.
-constexpr double vector_memory_share(const model::op& o, const hw::device& d) {
-  if (!o.eager) return d.sheet.memory_efficiency;
-  const eager_kernel e = eager_kernel_of(o.kind);
-  const double share =
-      o.phase != model::op_phase::forward && e.backward_share > 0.0 ? e.backward_share : e.share;
-  return share > 0.0 ? share : d.sheet.memory_efficiency;
-}
-
 /// Time of a vector op on a datasheet device: elements * cycles_per_element operations at the vector
 /// (CUDA-core / VPU) rate, never less than datasheet_vector_bytes over the achievable HBM bandwidth
 /// (hbm_bandwidth * memory_efficiency; times the device's calibrated memory factor, never above the peak).
 /// Vector ops on GPUs are almost always memory-bound. An eager op (model::op::eager) moves its bytes at its
-/// kernel's share of the peak instead (vector_memory_share) and takes its fixed time on top
-/// (eager_kernel_of).
+/// kernel's share of the peak instead (its backward share in a backward pass; the device's memory_efficiency
+/// where the kind has none) and takes its fixed time on top (eager_kernel_of).
 inline constexpr auto datasheet_vector_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
   const seconds compute = work / d.sheet.vector;
   const bytes moved = datasheet_vector_bytes(o);
+  const eager_kernel e = o.eager ? eager_kernel_of(o.kind) : eager_kernel{};
+  const double kernel_share =
+      o.phase != model::op_phase::forward && e.backward_share > 0.0 ? e.backward_share : e.share;
+  const double share = kernel_share > 0.0 ? kernel_share : d.sheet.memory_efficiency;
   const seconds memory =
-      std::max(moved / (d.hbm_bandwidth * vector_memory_share(o, d)) * d.sheet.calibrated.memory,
-               moved / d.hbm_bandwidth);
-  return std::max(compute, memory) + seconds{o.eager ? eager_kernel_of(o.kind).fixed_s : 0.0};
+      std::max(moved / (d.hbm_bandwidth * share) * d.sheet.calibrated.memory, moved / d.hbm_bandwidth);
+  return std::max(compute, memory) + seconds{e.fixed_s};
 };
 
 }  // namespace phaze::cost
