@@ -374,7 +374,8 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.fused_loss = o.cross_entropy == "fused";
   k.eager_vector = o.vector_kernels == "eager";
   for (const hw::device& d : devices) {
-    if (d.kind == hw::device_kind::datasheet || (!k.fused_loss && !k.eager_vector)) continue;
+    if (!k.fused_loss && !k.eager_vector) break;
+    if (d.kind == hw::device_kind::datasheet) continue;
     throw input_error(fmt::format(
         "{}: device '{}' is an accelerator design, whose vector ops phaze costs on its vector cores, not a "
         "GPU software stack's kernels; drop {}",

@@ -231,8 +231,7 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
            "does not cost: give --cross-entropy megatron";
   if (k.eager_vector)
     return "its norms and activations run as eager PyTorch's kernels (--vector-kernels eager), where "
-           "Megatron-LM "
-           "fuses them: give --vector-kernels fused";
+           "Megatron-LM fuses them: give --vector-kernels fused";
   return std::nullopt;
 }
 
@@ -404,8 +403,7 @@ int run_plan(const plan_options& o) {
         !std::isnan(o.step.host_overhead_us)) {
       throw input_error(
           "--calibration, --attention-kernel, --cross-entropy, --vector-kernels and --host-overhead change "
-          "how "
-          "a model's layers are costed; a layer table holds its layers' times already: drop them with "
+          "how a model's layers are costed; a layer table holds its layers' times already: drop them with "
           "--layer-table");
     }
     if (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)
