@@ -827,6 +827,8 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
         r.t.forward - cost::host_bound(r.t.gpu_forward - forward, l.ops.size(), host);
     const seconds saved_backward =
         r.t.backward - cost::host_bound(r.t.gpu_backward - backward, backward_ops.size(), host);
+    r.t.gpu_forward -= forward;
+    r.t.gpu_backward -= backward;
     r.t.forward -= saved_forward;
     r.tp_forward -= saved_forward;
     r.t.backward -= saved_backward;
