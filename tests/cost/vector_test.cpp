@@ -8,6 +8,7 @@
 #include <iterator>
 #include <random>
 
+#include "../support/ops.hpp"
 #include "phaze/hw/presets.hpp"
 
 using namespace phaze;
@@ -22,16 +23,7 @@ constexpr op_kind vector_kinds[] = {op_kind::softmax,   op_kind::layernorm,     
                                     op_kind::swiglu,    op_kind::dropout,       op_kind::residual_add,
                                     op_kind::embedding, op_kind::cross_entropy, op_kind::rotary};
 
-model::op vector_op(op_kind kind, op_phase phase, std::int64_t in, std::int64_t out,
-                    std::int64_t params = 0) {
-  model::op o;
-  o.kind = kind;
-  o.phase = phase;
-  o.in_elements = in;
-  o.out_elements = out;
-  o.params = params;
-  return o;
-}
+using phaze::testing::vector_op;
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../support/csv.hpp"
+#include "../support/ops.hpp"
 #include "phaze/cost/gemm.hpp"
 #include "phaze/cost/op_cost.hpp"
 #include "phaze/hw/presets.hpp"
@@ -541,10 +542,10 @@ TEST_CASE("eager memory-bound ops on the Hopper presets follow the kernels measu
     int n = 0;
     for (const auto& r : read_csv(file)) {
       if (r.at("mode") != "eager" || !kinds.contains(r.at("kind"))) continue;
-      model::op o;
-      o.kind = kinds.at(r.at("kind"));
-      o.out_elements = std::stoll(r.at("elements"));
-      o.in_elements = std::stoll(r.at("bytes")) / 2 - o.out_elements;  // the row's bytes in bf16
+      const std::int64_t out = std::stoll(r.at("elements"));
+      // An op moving the row's bytes in bf16.
+      model::op o = phaze::testing::vector_op(kinds.at(r.at("kind")), model::op_phase::forward,
+                                              std::stoll(r.at("bytes")) / 2 - out, out);
       const double measured = std::stod(r.at("seconds"));
       o.eager = true;
       const double eager = phaze::cost::datasheet_vector_time(o, d).value();
@@ -579,11 +580,7 @@ TEST_CASE(
     for (const auto& r : read_csv(file)) measured[r.at("op")] = std::stod(r.at("seconds"));
     const std::int64_t e = 4 * 2048 * 12288;
     auto eager = [&](model::op_kind k, model::op_phase p) {
-      model::op o;
-      o.kind = k;
-      o.phase = p;
-      o.in_elements = e;
-      o.out_elements = e;
+      model::op o = phaze::testing::vector_op(k, p, e, e);
       o.eager = true;
       return phaze::cost::datasheet_vector_time(o, d).value();
     };
