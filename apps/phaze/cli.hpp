@@ -150,6 +150,7 @@ struct step_options {
   bool fp8_param_gather = false;
   bool fsdp = false;
   int fsdp_shard = 0;  // 0: every data-parallel rank
+  std::string fsdp_reshard = "default";
   std::string optimizer_dtype = "fp32";
   std::vector<std::int64_t> bf16_blocks;  // empty: every block in the training precision
   std::string calibration;                // a phaze.calibration file; empty: none
@@ -234,14 +235,25 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       "--fsdp", o.fsdp,
       "fully sharded data parallelism (ZeRO-3; PyTorch FSDP2, Megatron-FSDP): weights, gradients and "
       "optimizer state sharded over the data-parallel ranks; every microbatch gathers each layer's "
-      "weights before its forward and backward and reduce-scatters its gradients, prefetched under "
-      "the neighbouring layers");
+      "weights before its forward (and backward: --fsdp-reshard-after-forward) and reduce-scatters its "
+      "gradients, prefetched under the neighbouring layers; under pipeline parallelism the gradients are "
+      "reduce-scattered once, after the last microbatch (PyTorch's pipeline schedules)");
   app.add_option(
          "--fsdp-shard", o.fsdp_shard,
          "with --fsdp: shard over groups of N consecutive data-parallel ranks and replicate across the "
          "groups (hybrid sharding, HSDP: torchtitan's data_parallel_shard_degree, FSDP's HYBRID_SHARD); "
          "default: every data-parallel rank")
       ->check(CLI::PositiveNumber);
+  app.add_option(
+         "--fsdp-reshard-after-forward", o.fsdp_reshard,
+         "with --fsdp: when a layer's gathered weights are freed (FSDP2's reshard_after_forward, "
+         "torchtitan's "
+         "fsdp_reshard_after_forward): always (after its forward, gathered again for its backward: FSDP2's "
+         "and FULL_SHARD's default), never (after its backward: one gather per microbatch, all of a stage's "
+         "weights gathered at once; SHARD_GRAD_OP) or default (torchtitan's: never under pipeline "
+         "parallelism, always without)")
+      ->check(CLI::IsMember({"default", "always", "never"}))
+      ->default_str("default");
   app.add_option(
          "--optimizer-dtype", o.optimizer_dtype,
          "format of the optimizer state under mixed precision: fp32 (master weights and moments), fp16 "
@@ -398,6 +410,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
   k.fsdp_shard = o.fsdp_shard;
+  k.fsdp_reshard_after_forward = train::parse_fsdp_reshard(o.fsdp_reshard);
   k.optimizer_dtype = train::parse_optimizer_dtype(o.optimizer_dtype);
   k.embedding_in_pipeline_split = o.embedding_in_pipeline_split;
   k.loss_in_pipeline_split = o.loss_in_pipeline_split;

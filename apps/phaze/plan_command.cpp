@@ -180,6 +180,11 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.fsdp && k.fsdp_shard > 0)
     return "its states are sharded over groups of data-parallel ranks (--fsdp-shard), and Megatron-LM "
            "core_r0.11.0's --use-torch-fsdp2 shards over all of them";
+  // core_r0.11.0's TorchFullyShardedDataParallel calls fully_shard on each layer with FSDP2's default
+  // resharding after forward, and runs without pipeline parallelism.
+  if (k.fsdp && k.fsdp_reshard_after_forward == train::fsdp_reshard::never)
+    return "its gathered weights stay gathered until the backward pass (--fsdp-reshard-after-forward never), "
+           "and Megatron-LM core_r0.11.0's --use-torch-fsdp2 frees them after each forward";
   if (k.fsdp && k.fp8_param_gather)
     return "--fp8-param-gather needs the distributed optimizer there, which --use-torch-fsdp2 refuses";
   // core_r0.11.0's --use-torch-fsdp2 (megatron/training/arguments.py, validate_args) asserts untied

@@ -222,6 +222,44 @@ TEST_CASE(
   CHECK(contains(emitted.err, "--fsdp-shard"));
 }
 
+TEST_CASE(
+    "phaze estimate --fsdp-reshard-after-forward: one gather per microbatch, more memory, stated, misuse "
+    "exit 2",
+    "[e2e][estimate]") {
+  const std::string plan =
+      "estimate llama3-8b --device h100-sxm --devices 32 --tp 1 --pp 1 --global-batch 128 --microbatch 1 "
+      "--seq 2048 --fsdp --grad-reduce-in-bf16";
+  const auto freed = run_json(plan);
+  const auto kept = run_json(plan + " --fsdp-reshard-after-forward never");
+  CHECK(freed.at("plan").at("fsdp_reshard_after_forward") == "default");
+  CHECK(freed.at("plan").at("fsdp_keeps_weights") == false);
+  CHECK(kept.at("plan").at("fsdp_reshard_after_forward") == "never");
+  CHECK(kept.at("plan").at("fsdp_keeps_weights") == true);
+  CHECK(kept.at("breakdown").at("dp_comm_s").get<double>() <
+        freed.at("breakdown").at("dp_comm_s").get<double>());
+  CHECK(kept.at("peak_memory_bytes").get<double>() > freed.at("peak_memory_bytes").get<double>());
+  CHECK(run_json(plan + " --fsdp-reshard-after-forward always").at("time_per_batch_s") ==
+        freed.at("time_per_batch_s"));
+  // Under a pipeline torchtitan's default keeps the weights gathered.
+  const auto piped = run_json(
+      "estimate llama3-8b --device h100-sxm --devices 32 --tp 1 --pp 2 --global-batch 128 --microbatch 1 "
+      "--seq 2048 --fsdp --grad-reduce-in-bf16");
+  CHECK(piped.at("plan").at("fsdp_keeps_weights") == true);
+  const auto table = run_phaze(plan + " --fsdp-reshard-after-forward never");
+  CHECK(table.status == 0);
+  CHECK(contains(table.out, "reshard after forward never"));
+  const auto alone = run_phaze(
+      "estimate llama3-8b --device h100-sxm --devices 32 --tp 1 --pp 1 --global-batch 64 --microbatch 2 "
+      "--fsdp-reshard-after-forward never");
+  CHECK(alone.status == 2);
+  CHECK(contains(alone.err, "give --fsdp"));
+  const auto emitted = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 32 --global-batch 64 --fsdp --grad-reduce-in-bf16 "
+      "--fsdp-reshard-after-forward never --emit megatron");
+  CHECK(emitted.status == 2);
+  CHECK(contains(emitted.err, "--fsdp-reshard-after-forward never"));
+}
+
 TEST_CASE("phaze estimate of an uneven split differs from the uniform one and keeps the breakdown exact",
           "[e2e][estimate]") {
   const std::string plan =

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "phaze/hw/presets.hpp"
@@ -70,8 +71,8 @@ TEST_CASE("fsdp: every model state sharded over the data-parallel ranks, plus th
     largest = std::max(largest, model::layer_params(built.at(m, v), true));
   CHECK(largest == 128256 * 4096 + 4096);
   const double working = static_cast<double>(largest) * (2.0 * 2.0 + 4.0);
-  CHECK(train::detail::fully_sharded_working_set(m, built, k).value() == Approx(working).epsilon(1e-12));
-  CHECK(train::detail::fully_sharded_working_set(m, built, fsdp_test::knobs(false)).value() == 0.0);
+  CHECK(train::detail::fully_sharded_working_set(m, built, k, 1).value() == Approx(working).epsilon(1e-12));
+  CHECK(train::detail::fully_sharded_working_set(m, built, fsdp_test::knobs(false), 1).value() == 0.0);
   // Same activations: the difference is the states' sharding and the working set.
   CHECK(sharded.activations.value() == Approx(zero1.activations.value() + working).epsilon(1e-12));
   CHECK(sharded.total < zero1.total);
@@ -82,7 +83,7 @@ TEST_CASE("fsdp: every model state sharded over the data-parallel ranks, plus th
   const auto fp8_memory = train::device_memory(m, p, fp8, 0);
   CHECK(fp8_memory.weights.value() == Approx(params * 2.0 / 8.0).epsilon(1e-12));
   const auto fp8_built = train::detail::build_layers(m, train::layer_shape_of(m, p, fp8));
-  CHECK(train::detail::fully_sharded_working_set(m, fp8_built, fp8).value() ==
+  CHECK(train::detail::fully_sharded_working_set(m, fp8_built, fp8, 1).value() ==
         Approx(static_cast<double>(largest) * (2.0 * 4.0 + 4.0)).epsilon(1e-12));
 
   // One rank: nothing to shard; fsdp holds ZeRO-1's states plus its working set.
@@ -129,6 +130,105 @@ TEST_CASE("fsdp: per microbatch two weight gathers and a gradient reduce-scatter
         Approx((2.0 * 0.25 + 0.5) * fp32_all_reduce * static_cast<double>(microbatches)).epsilon(1e-9));
 }
 
+TEST_CASE("fsdp: weights kept gathered from forward to backward; under a pipeline, gradients reduced once",
+          "[train][fsdp][reshard]") {
+  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 64);
+  auto k = fsdp_test::knobs(true);
+  k.grad_reduce_in_bf16 = true;  // a gather carries half an all-reduce's bytes, a reduce-scatter the other
+  const double params = 8e10;
+  const std::int64_t microbatches = 6;
+  const double m = static_cast<double>(microbatches);
+  auto with = [&](train::fsdp_reshard r) {
+    auto x = k;
+    x.fsdp_reshard_after_forward = r;
+    return train::step_model{c, x};
+  };
+  const auto always = with(train::fsdp_reshard::always);
+  const auto never = with(train::fsdp_reshard::never);
+  const auto by_pipeline = with(train::fsdp_reshard::by_pipeline);
+
+  // No pipeline: a microbatch gathers once and reduce-scatters once when the weights stay gathered: an
+  // all-reduce's volume, 2/3 of the 1.5 with a second gather; torchtitan's default is FSDP2's (always).
+  const train::plan_shape flat{1, 1, 64, microbatches};
+  const double all_reduce = always.gradient_sync(params, flat).value();
+  CHECK(always.exposed_fully_sharded(params, flat, seconds{0.0}).value() ==
+        Approx(1.5 * all_reduce * m).epsilon(1e-9));
+  CHECK(never.exposed_fully_sharded(params, flat, seconds{0.0}).value() ==
+        Approx(all_reduce * m).epsilon(1e-9));
+  CHECK(by_pipeline.exposed_fully_sharded(params, flat, seconds{0.0}).value() ==
+        always.exposed_fully_sharded(params, flat, seconds{0.0}).value());
+  // With plenty to hide under, each pass leaves its last unit, the rest slows the computation beside it.
+  const double units = train::step_model::gradient_buckets(params, flat);
+  const double half = 0.5 * all_reduce;
+  const double pass = half / units + (half - half / units) * never.overlap_slowdown();
+  CHECK(never.exposed_fully_sharded(params, flat, seconds{1e6}).value() ==
+        Approx(2.0 * pass * m).epsilon(1e-9));
+
+  // Two stages: one reduce-scatter per iteration, after the last backward pass, exposed whole; the weights
+  // gathered once when they stay gathered (the default under a pipeline), else in every backward pass and
+  // in the first stage's min(pp, m) = 2 warm-up forwards.
+  const train::plan_shape piped{1, 2, 32, microbatches};
+  const double ring = always.gradient_sync(params, piped).value();
+  const double gather = 0.5 * ring;
+  const double reduce = 0.5 * ring;
+  CHECK(never.exposed_fully_sharded(params, piped, seconds{0.0}).value() ==
+        Approx(gather + reduce).epsilon(1e-9));
+  CHECK(by_pipeline.exposed_fully_sharded(params, piped, seconds{0.0}).value() ==
+        never.exposed_fully_sharded(params, piped, seconds{0.0}).value());
+  CHECK(always.exposed_fully_sharded(params, piped, seconds{0.0}).value() ==
+        Approx(gather * (2.0 + m) + reduce).epsilon(1e-9));
+  const double piped_units = train::step_model::gradient_buckets(params, piped);
+  CHECK(never.exposed_fully_sharded(params, piped, seconds{1e6}).value() ==
+        Approx(gather / piped_units + (gather - gather / piped_units) * never.overlap_slowdown() + reduce)
+            .epsilon(1e-9));
+}
+
+TEST_CASE("fsdp: memory with the weights kept gathered, and under a pipeline with unsharded gradients",
+          "[train][fsdp][reshard]") {
+  const model::model m = fsdp_test::small_llama();
+  auto k = fsdp_test::knobs(true);
+  const auto built = train::detail::build_layers(m, train::layer_shape_of(m, train::parallelism{1, 1, 8}, k));
+  const auto largest = static_cast<double>(train::detail::largest_layer_parameters(m, built));
+  auto at = [&](train::fsdp_reshard r, const train::parallelism& p, int stage) {
+    auto x = k;
+    x.fsdp_reshard_after_forward = r;
+    return train::device_memory(m, p, x, stage);
+  };
+  // One stage, weights kept (never): the shards plus every weight gathered (2 bytes each), one layer's
+  // unsharded gradients in the working set instead of two gathered layers and one layer's gradients.
+  const train::parallelism flat{1, 1, 8};
+  const auto params = static_cast<double>(train::stage_parameters(m, train::uniform_stage(m, 1, 0), 1));
+  const auto freed = at(train::fsdp_reshard::always, flat, 0);
+  const auto kept = at(train::fsdp_reshard::never, flat, 0);
+  CHECK(kept.weights.value() == Approx(params * 2.0 / 8.0 + params * 2.0).epsilon(1e-12));
+  CHECK(kept.gradients == freed.gradients);
+  CHECK(kept.optimizer == freed.optimizer);
+  CHECK(kept.activations.value() ==
+        Approx(freed.activations.value() - largest * 2.0 * 2.0).epsilon(1e-12));  // two gathered layers less
+  CHECK(at(train::fsdp_reshard::by_pipeline, flat, 0) == freed);
+  // Two stages (any policy): the stage's weights gathered and its gradients unsharded (fp32, 4 bytes), no
+  // working set; the same under every policy, as PyTorch's schedules keep both until the last microbatch.
+  const train::parallelism piped{1, 2, 4};
+  for (int stage = 0; stage < 2; ++stage) {
+    const auto stage_params =
+        static_cast<double>(train::stage_parameters(m, train::uniform_stage(m, 2, stage), 1));
+    const auto d = at(train::fsdp_reshard::by_pipeline, piped, stage);
+    CHECK(d.weights.value() == Approx(stage_params * 2.0 / 4.0 + stage_params * 2.0).epsilon(1e-12));
+    CHECK(d.gradients.value() == Approx(stage_params * 4.0 / 4.0 + stage_params * 4.0).epsilon(1e-12));
+    CHECK(at(train::fsdp_reshard::always, piped, stage) == d);
+    CHECK(at(train::fsdp_reshard::never, piped, stage) == d);
+    auto zero1 = fsdp_test::knobs(false);
+    CHECK(d.activations == train::device_memory(m, piped, zero1, stage).activations);
+  }
+  // The policy needs fsdp.
+  auto lone = fsdp_test::knobs(false);
+  lone.fsdp_reshard_after_forward = train::fsdp_reshard::never;
+  CHECK_THROWS_WITH(train::validate(m, flat, lone, 8), Catch::Contains("give --fsdp with it"));
+  CHECK(train::parse_fsdp_reshard("default") == train::fsdp_reshard::by_pipeline);
+  CHECK_THROWS_WITH(train::parse_fsdp_reshard("sometimes"),
+                    Catch::Contains("'default', 'always' or 'never'"));
+}
+
 TEST_CASE("fsdp: more exposed communication than ZeRO-1, a smaller optimizer step, equal on one rank",
           "[train][fsdp]") {
   const model::model m = fsdp_test::small_llama();
@@ -172,9 +272,13 @@ TEST_CASE("fsdp: step_policy on a model's tables equals estimate_step for any sp
   const sched::schedule_cache cache;
   const auto d = *hw::find_preset("h100-sxm");
   int compared = 0;
-  for (const auto mode : {model::recompute::none, model::recompute::full}) {
+  for (const auto& [mode, reshard] : {std::pair{model::recompute::none, train::fsdp_reshard::by_pipeline},
+                                      std::pair{model::recompute::full, train::fsdp_reshard::by_pipeline},
+                                      std::pair{model::recompute::none, train::fsdp_reshard::always},
+                                      std::pair{model::recompute::full, train::fsdp_reshard::never}}) {
     auto k = fsdp_test::knobs(true, 256);
     k.recompute = mode;
+    k.fsdp_reshard_after_forward = reshard;
     const int tp = 2;
     const auto mp = place::model_tables(m, phaze::test::cluster_of(d, 64), k, {tp}, cache);
     const auto& table = mp.problem.tables.front();
@@ -206,7 +310,7 @@ TEST_CASE("fsdp: step_policy on a model's tables equals estimate_step for any sp
       }
     }
   }
-  CHECK(compared == 10);
+  CHECK(compared == 20);
 }
 
 TEST_CASE("hybrid sharding: states over a group, gathers inside it, shards all-reduced across the groups",

@@ -37,9 +37,13 @@ struct width_terms {
   bytes boundary{};
   bool uniform_cuts = true;           ///< every cut carries `boundary` (the sum of stage times is split-free)
   double tied_copy_parameters = 0.0;  ///< the head's copy of a tied embedding, per rank (0 when untied)
-  /// What a stage holds once beside its layers' states and activations: under full recomputation the largest
-  /// block's full activations, under fully sharded data parallelism the gathered layers (memory.hpp).
+  /// What a stage holds once beside its layers' states and activations under full recomputation: the
+  /// largest block's full activations (memory.hpp).
   bytes working_set{};
+  /// The parameters per rank of the model's largest layer: what fully sharded data parallelism holds
+  /// gathered beside a stage's shards depends on it and on the pipeline depth
+  /// (train::detail::fully_sharded_working_set).
+  double largest_layer_parameters = 0.0;
 };
 
 /// The training-step model (train::step_model) as a placer policy: every term forwards to the step model,
@@ -165,9 +169,13 @@ struct step_policy {
   }
   [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,
                                     const stage_context& c) const {
+    const width_terms& w = terms(c.tp);
+    const train::plan_shape shape = shape_of(c);
     return model
         .stage_memory(parameters_of(s, l.parameter_bytes, c), bytes{l.activation_bytes},
-                      terms(c.tp).working_set, stage, shape_of(c))
+                      w.working_set + train::detail::fully_sharded_working_set(w.largest_layer_parameters,
+                                                                               model.knobs(), shape.pp),
+                      stage, shape)
         .total.value();
   }
 };
@@ -238,7 +246,7 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
       w.working_set =
           std::max(w.working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
     }
-    w.working_set += train::detail::fully_sharded_working_set(run, built, k);
+    w.largest_layer_parameters = static_cast<double>(train::detail::largest_layer_parameters(run, built));
     // Node 0's own tied weights are not a copy.
     w.tied_copy_parameters -= static_cast<double>(model::layer_params(built.at(run, 0), true) -
                                                   model::layer_params(built.at(run, 0), false));

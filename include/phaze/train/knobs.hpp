@@ -41,6 +41,20 @@ constexpr std::string_view to_string(recompute_method m) {
   return m == recompute_method::block ? "block" : m == recompute_method::uniform ? "uniform" : "every";
 }
 
+/// When fully sharded data parallelism frees a layer's gathered weights (PyTorch FSDP2's
+/// reshard_after_forward; torchtitan's --parallelism.fsdp_reshard_after_forward, whose names these are):
+/// - always: after its forward pass, so the backward pass gathers them again (FSDP2's default; FSDP1's
+///   FULL_SHARD);
+/// - never: after its backward pass only, so one gather serves both passes and every layer of the stage is
+///   gathered at once at the end of the forward pass (FSDP1's SHARD_GRAD_OP, ZeRO-2's traffic);
+/// - by_pipeline: never under pipeline parallelism, always without (torchtitan's "default": its
+///   parallelize functions avoid a gather per microbatch and stage).
+enum class fsdp_reshard : std::uint8_t { by_pipeline, always, never };
+
+constexpr std::string_view to_string(fsdp_reshard r) {
+  return r == fsdp_reshard::by_pipeline ? "default" : r == fsdp_reshard::always ? "always" : "never";
+}
+
 constexpr std::string_view to_string(optimizer o) {
   return o == optimizer::adam ? "adam" : "sgd";
 }
@@ -93,6 +107,10 @@ inline constexpr std::array all_recompute_modes{model::recompute::none, model::r
 inline constexpr std::array training_precisions{hw::precision::bf16, hw::precision::fp16, hw::precision::fp32,
                                                 hw::precision::fp8};
 
+/// FSDP's resharding policies, torchtitan's default first.
+inline constexpr std::array all_fsdp_reshards{fsdp_reshard::by_pipeline, fsdp_reshard::always,
+                                              fsdp_reshard::never};
+
 /// Every fused attention kernel, `auto` (the device's own) first.
 inline constexpr std::array all_attention_kernels{
     model::attention_kernel::standard, model::attention_kernel::cudnn,  model::attention_kernel::flash3,
@@ -126,6 +144,10 @@ inline model::recompute parse_recompute(std::string_view name) {
 inline model::attention_kernel parse_attention_kernel(std::string_view name) {
   return detail::parse_enum(name, "attention kernel", all_attention_kernels);
 }
+/// Parses `default` / `always` / `never` (training_knobs::fsdp_reshard_after_forward).
+inline fsdp_reshard parse_fsdp_reshard(std::string_view name) {
+  return detail::parse_enum(name, "FSDP resharding policy", all_fsdp_reshards);
+}
 /// Parses `fp32` / `bf16` / `fp16`, the formats of an optimizer's state (training_knobs::optimizer_dtype).
 inline hw::precision parse_optimizer_dtype(std::string_view name) {
   return detail::parse_enum(name, "optimizer state format", optimizer_dtypes);
@@ -150,10 +172,12 @@ struct training_knobs {
   /// ZeRO-1 / Megatron's distributed optimizer: optimizer state sharded over data-parallel ranks.
   bool distributed_optimizer = false;
   /// Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2, Megatron-FSDP): weights, gradients and optimizer
-  /// state all sharded over the data-parallel ranks. Every microbatch all-gathers each layer's weights before
-  /// its forward and again before its backward, and reduce-scatters its gradients after it, prefetched under
-  /// the neighbouring layers' computation (step_model::exposed_fully_sharded); a device holds its shards
-  /// plus the gathered layers in use (detail::fully_sharded_working_set).
+  /// state all sharded over the data-parallel ranks. Each layer's weights are all-gathered before its
+  /// forward pass and, unless they stay gathered (fsdp_reshard_after_forward), again before its backward
+  /// pass, and its gradients reduce-scattered after it, in every microbatch (once per iteration under
+  /// pipeline parallelism: fsdp_reduces_once), prefetched under the neighbouring layers' computation
+  /// (step_model::exposed_fully_sharded); a device holds its shards plus the gathered weights and unsharded
+  /// gradients in use (detail::fully_sharded_working_set).
   bool fsdp = false;
   /// With fsdp, the ranks each state is sharded over (hybrid sharding, HSDP: PyTorch FSDP2's fully_shard on
   /// a 2-D mesh, torchtitan's data_parallel_shard_degree, FSDP1's HYBRID_SHARD): groups of that many
@@ -161,6 +185,9 @@ struct training_knobs {
   /// are all-reduced across them (step_model::exposed_fully_sharded); 0: every data-parallel rank (one
   /// group, FULL_SHARD).
   int fsdp_shard = 0;
+  /// With fsdp, when a layer's gathered weights are freed (fsdp_reshard; fsdp_keeps_weights says which
+  /// applies to a plan).
+  fsdp_reshard fsdp_reshard_after_forward = fsdp_reshard::by_pipeline;
   pipeline_schedule schedule = pipeline_schedule::one_f_one_b;
   int virtual_stages = 1;  ///< model chunks per device (interleaved schedule only)
   /// Attention as one fused kernel (model::layer_shape::fused_attention): no s x s scores stored, the
@@ -466,6 +493,11 @@ namespace rules {
       "--fsdp-shard must divide the data-parallel ranks (dp x cp): each group of that many ranks shards the "
       "states and the groups replicate them; choose a divisor of dp x cp");
 }
+[[noreturn]] inline void fsdp_reshard_needs_fsdp() {
+  throw input_error(
+      "--fsdp-reshard-after-forward says when fully sharded data parallelism frees gathered weights; give "
+      "--fsdp with it, or drop --fsdp-reshard-after-forward");
+}
 [[noreturn]] inline void hybrid_sharding_with_experts() {
   throw input_error(
       "hybrid sharding (--fsdp-shard below dp x cp) with expert parallelism is not modelled; give --ep 1, or "
@@ -524,6 +556,26 @@ inline constexpr auto data_parallel_degree = [](int devices, int tp, int pp) con
 constexpr int shard_ranks(const training_knobs& k, int gradient_ranks) {
   if (!k.fsdp) return 1;
   return k.fsdp_shard > 0 ? k.fsdp_shard : gradient_ranks;
+}
+
+/// Whether fully sharded data parallelism keeps each layer's gathered weights from its forward pass to its
+/// backward pass (training_knobs::fsdp_reshard_after_forward resolved for `pp` pipeline stages): false
+/// without fsdp.
+constexpr bool fsdp_keeps_weights(const training_knobs& k, int pp) {
+  if (!k.fsdp) return false;
+  return k.fsdp_reshard_after_forward == fsdp_reshard::never ||
+         (k.fsdp_reshard_after_forward == fsdp_reshard::by_pipeline && pp > 1);
+}
+
+/// Whether fully sharded data parallelism reduces the gradients once per iteration rather than in every
+/// microbatch's backward pass: under pipeline parallelism, where PyTorch's pipeline schedules turn FSDP2's
+/// gradient sync and its resharding after backward off for every microbatch but the last and run the
+/// reduce-scatter once after it (torch.distributed.pipelining, _PipelineStageBase.
+/// backward_maybe_with_nosync, PyTorch 2.6), so the unsharded gradients accumulate over the microbatches.
+/// Without pipeline parallelism FSDP2 reduces in every backward pass (its default, which torchtitan and
+/// Composer keep under gradient accumulation).
+constexpr bool fsdp_reduces_once(const training_knobs& k, int pp) {
+  return k.fsdp && pp > 1;
 }
 
 /// Whether Megatron-Core's pipeline split counts the embedding or the loss as a layer (training_knobs::
@@ -600,6 +652,8 @@ struct validate_fn {
     if (k.fsdp_shard > 0 && !k.fsdp) rules::fsdp_shard_needs_fsdp();
     if (k.fsdp_shard > 0 && p.dp * p.cp % k.fsdp_shard != 0) rules::fsdp_shard_must_divide_dp_times_cp();
     if (k.fsdp_shard > 0 && k.fsdp_shard != p.dp * p.cp && p.ep > 1) rules::hybrid_sharding_with_experts();
+    if (k.fsdp_reshard_after_forward != fsdp_reshard::by_pipeline && !k.fsdp)
+      rules::fsdp_reshard_needs_fsdp();
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
     if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
       rules::fp8_param_gather_needs_the_distributed_optimizer();

@@ -299,8 +299,11 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
 /// phaze: the step estimate and the placers' step policy both call it.
 ///
 /// With fully sharded data parallelism (training_knobs::fsdp) the weights and gradients are sharded like the
-/// optimizer state, and the FP8 copies exist only for the gathered layers: those, like the gathered weights
-/// and the unsharded gradients, are in `working_set` (detail::fully_sharded_working_set).
+/// optimizer state, and the FP8 copies exist only for gathered layers: a layer or two of them, like the
+/// unsharded gradients of one, in `working_set` (detail::fully_sharded_working_set), or all of the stage's,
+/// with their FP8 copies, where the weights stay gathered from the forward to the backward pass or across
+/// the microbatches of a pipeline (fsdp_keeps_weights, fsdp_reduces_once), and under pipeline parallelism
+/// the stage's unsharded gradients too, accumulated over its microbatches.
 constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
                                                 int stage, int stages, int dp, std::int64_t microbatches,
                                                 const training_knobs& k, double expert = 0.0, int ep = 1,
@@ -316,6 +319,10 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
   if (k.fsdp) {
     r.weights = bytes{sharded_bytes(parameters, expert, per.weights, true, shard, expert_shard)};
     r.gradients = bytes{sharded_bytes(parameters, expert, per.gradients, true, shard, expert_shard)};
+    const bool once = fsdp_reduces_once(k, stages);
+    if (once || fsdp_keeps_weights(k, stages))
+      r.weights += bytes{parameters * (per.weights + per.fp8_copies)};
+    if (once) r.gradients += bytes{parameters * per.gradients};
   } else {
     r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
     r.gradients = bytes{parameters * per.gradients};
@@ -455,19 +462,34 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
   return most * static_cast<double>(together);
 }
 
-/// What fully sharded data parallelism (training_knobs::fsdp) holds beside the shards: the weights of two
-/// gathered layers, the one running and the one prefetched (PyTorch FSDP2's default prefetch of one unit, a
-/// unit per layer), with their FP8 copies under FP8 training, and the unsharded gradients of one layer
-/// before its reduce-scatter. The layer is the model's largest (the embedding or head included), whichever
-/// stage it is on, so a split's stages count alike. Nothing without fsdp.
-constexpr bytes fully_sharded_working_set(const model::model& m, const built_layers& l,
-                                          const training_knobs& k) {
-  if (!k.fsdp) return bytes{0.0};
+/// The parameters per rank of the model's largest layer (the embedding or head included).
+constexpr std::int64_t largest_layer_parameters(const model::model& m, const built_layers& l) {
   std::int64_t largest = 0;
   for (std::size_t v = 0; v < m.size(); ++v)
     largest = std::max(largest, model::layer_params(l.at(m, v), true));
+  return largest;
+}
+
+/// What fully sharded data parallelism (training_knobs::fsdp) holds beside the shards and the whole-stage
+/// copies stage_memory_of_load counts, for `pp` pipeline stages and a largest layer of `largest` parameters
+/// per rank (largest_layer_parameters, whichever stage it is on, so a split's stages count alike):
+/// - weights freed after each forward: the weights of two gathered layers, the one running and the one
+///   prefetched (PyTorch FSDP2's default prefetch of one unit, a unit per layer), with their FP8 copies
+///   under FP8 training, and the unsharded gradients of one layer before its reduce-scatter;
+/// - weights kept gathered (fsdp_keeps_weights), no pipeline: the unsharded gradients of one layer;
+/// - under pipeline parallelism (fsdp_reduces_once): nothing more.
+/// Nothing without fsdp.
+constexpr bytes fully_sharded_working_set(double largest, const training_knobs& k, int pp) {
+  if (!k.fsdp || fsdp_reduces_once(k, pp)) return bytes{0.0};
   const bytes_per_parameter per = state_bytes_of(k);
-  return bytes{static_cast<double>(largest) * (2.0 * (per.weights + per.fp8_copies) + per.gradients)};
+  const double gathered = fsdp_keeps_weights(k, pp) ? 0.0 : 2.0 * (per.weights + per.fp8_copies);
+  return bytes{largest * (gathered + per.gradients)};
+}
+
+/// fully_sharded_working_set of model `m` built as `l`.
+constexpr bytes fully_sharded_working_set(const model::model& m, const built_layers& l,
+                                          const training_knobs& k, int pp) {
+  return fully_sharded_working_set(static_cast<double>(largest_layer_parameters(m, l)), k, pp);
 }
 
 constexpr memory_breakdown stage_memory_of(const model::model& m, const built_layers& l, const parallelism& p,
@@ -479,7 +501,7 @@ constexpr memory_breakdown stage_memory_of(const model::model& m, const built_la
                                        k.recompute_by),
       recompute_working_set(m, l, r, k.recompute,
                             k.recompute_by == recompute_method::uniform ? k.recompute_layers : 1) +
-          fully_sharded_working_set(m, l, k),
+          fully_sharded_working_set(m, l, k, p.pp),
       stage, p.pp, p.dp * p.cp, microbatches_per_replica(p, k), k,
       static_cast<double>(stage_expert_parameters(m, l, r)), p.ep, p.tp / p.expert_tp());
 }

@@ -470,13 +470,21 @@ class step_model {
   }
 
   /// Fully sharded data parallelism's communication (training_knobs::fsdp) as it adds to the iteration, for
-  /// a stage holding `parameters` per rank that takes `stage_time` per microbatch: in every one of the
-  /// microbatches, an all-gather of the weights before the forward pass and another before the backward pass
-  /// (FSDP2 frees the gathered weights after the forward: reshard_after_forward, its default), and a
+  /// a stage holding `parameters` per rank that takes `stage_time` per microbatch. Without pipeline
+  /// parallelism, in every one of the microbatches: an all-gather of the weights before the forward pass,
+  /// another before the backward pass unless the weights stay gathered between them (train::
+  /// fsdp_keeps_weights; FSDP2 frees them after the forward by default: reshard_after_forward), and a
   /// reduce-scatter of the gradients after it (FSDP2 reduces in every backward pass unless gradient sync is
   /// turned off between microbatches, which PyTorch leaves on by default). Each pass prefetches the next
   /// layer's gather under the current layer's computation, so of each pass's collectives what stays is what
   /// exposed_after leaves over the pass (overlap_windows), in units of gradient_buckets.
+  ///
+  /// Under pipeline parallelism PyTorch's schedules keep the weights gathered and the gradients unsharded
+  /// after every backward pass but the last, and reduce-scatter them once after it (train::
+  /// fsdp_reduces_once): exposed whole, as the schedule runs it after that pass. The weights are gathered
+  /// once, under the first forward pass, when they stay gathered; otherwise each forward frees them, so every
+  /// backward pass gathers them again and so does every forward pass of the first stage's warm-up, min(pp, m)
+  /// of them, that runs before a backward pass left them gathered.
   ///
   /// Under hybrid sharding (training_knobs::fsdp_shard: groups of g consecutive data-parallel ranks, tp
   /// apart) the gathers and reduce-scatters run inside the group, and each backward pass then all-reduces
@@ -497,9 +505,19 @@ class step_model {
     }
     const double units = gradient_buckets(parameters, s);
     const auto [forward, backward] = overlap_windows(stage_time);
-    const seconds each = with_overlap_cost(gather, exposed_after(gather, units, forward)) +
-                         with_overlap_cost(gather + reduce, exposed_after(gather + reduce, units, backward));
-    return each * static_cast<double>(std::max<std::int64_t>(s.microbatches, 1));
+    const double microbatches = static_cast<double>(std::max<std::int64_t>(s.microbatches, 1));
+    const bool keeps = fsdp_keeps_weights(knobs_, s.pp);
+    const seconds forward_gather = with_overlap_cost(gather, exposed_after(gather, units, forward));
+    if (fsdp_reduces_once(knobs_, s.pp)) {
+      if (keeps) return forward_gather + reduce;
+      const double warm_up = std::min(static_cast<double>(s.pp), microbatches);
+      return forward_gather * warm_up +
+             with_overlap_cost(gather, exposed_after(gather, units, backward)) * microbatches + reduce;
+    }
+    const seconds backward_moved = keeps ? reduce : gather + reduce;
+    return (forward_gather +
+            with_overlap_cost(backward_moved, exposed_after(backward_moved, units, backward))) *
+           microbatches;
   }
 
   /// The data-parallel communication an iteration waits for: exposed_gradient_reduction plus
