@@ -213,10 +213,12 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
                    "with --recompute selective, the submodules of each block run again, comma-separated "
                    "(Megatron-Core's --recompute-modules): core_attn (the default), mlp, moe, shared_experts "
                    "(their inputs kept, the rest recomputed), layernorm, moe_act, mla_up_proj (their outputs "
-                   "dropped and recomputed)")
+                   "dropped and recomputed); or op alone: torchtitan's per-op policy (selective_ac_option "
+                   "op: each block keeps the outputs of its attention kernel, its reduce-scatters and every "
+                   "second bias-free matmul, and runs the rest again)")
       ->delimiter(',')
       ->check(CLI::IsMember(
-          {"core_attn", "mlp", "moe", "shared_experts", "layernorm", "moe_act", "mla_up_proj"}));
+          {"core_attn", "mlp", "moe", "shared_experts", "layernorm", "moe_act", "mla_up_proj", "op"}));
   parser->add_option("--schedule", o->schedule, "pipeline schedule")
       ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
       ->default_str("1f1b");

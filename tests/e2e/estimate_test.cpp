@@ -223,6 +223,38 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "phaze estimate --recompute-modules op: torchtitan's per-op policy between none and full, refused "
+    "where it is not modelled",
+    "[e2e][estimate][recompute]") {
+  const std::string plan =
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 1 "
+      "--seq 8192 --fsdp --memory-headroom 0";
+  const auto none = run_json(plan);
+  const auto op = run_json(plan + " --recompute selective --recompute-modules op");
+  const auto full = run_json(plan + " --recompute full");
+  CHECK(op.at("plan").at("recompute_modules") == nlohmann::json::array({"op"}));
+  CHECK(op.at("peak_memory_bytes").get<double>() < none.at("peak_memory_bytes").get<double>());
+  CHECK(op.at("peak_memory_bytes").get<double>() > full.at("peak_memory_bytes").get<double>());
+  CHECK(op.at("time_per_batch_s").get<double>() > none.at("time_per_batch_s").get<double>());
+  CHECK(op.at("time_per_batch_s").get<double>() < full.at("time_per_batch_s").get<double>());
+  for (const auto& [args, named] : std::vector<std::pair<std::string, std::string>>{
+           {" --recompute selective --recompute-modules op,mlp", "give op alone"},
+           {" --recompute selective --recompute-modules op --precision fp8", "without FP8 training"},
+           {" --recompute selective --recompute-modules op --attention unfused", "with fused attention only"},
+           {" --recompute full --recompute-modules op", "give --recompute selective"}}) {
+    INFO(args);
+    const auto r = run_phaze(plan + args);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, named));
+  }
+  const auto moe = run_phaze(
+      "estimate mixtral-8x7b --device h100-sxm --devices 8 --tp 1 --pp 1 --ep 8 --global-batch 64 "
+      "--microbatch 1 --recompute selective --recompute-modules op");
+  CHECK(moe.status == 2);
+  CHECK(contains(moe.err, "no experts"));
+}
+
+TEST_CASE(
     "phaze estimate --fsdp-reshard-after-forward: one gather per microbatch, more memory, stated, misuse "
     "exit 2",
     "[e2e][estimate]") {

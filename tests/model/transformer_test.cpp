@@ -298,6 +298,58 @@ TEST_CASE("selective recomputation of Megatron-Core's submodules keeps what each
   CHECK(moe_with(recompute_module::moe) < moe_with(recompute_module::moe_act));
 }
 
+TEST_CASE("torchtitan's per-op policy keeps every second bias-free matmul's output and the attention's",
+          "[transformer][activations][recompute]") {
+  // Llama 3 8B's block (32 query heads, 8 KV heads of 128, SwiGLU of 14336, no biases) at one sequence of
+  // 8192 tokens, tp 1, bf16. torchtitan's block runs wq, wk, wv, wo, w1, w3, w2: the policy keeps the
+  // outputs of wq (4096 wide), wv (1024), w1 (14336) and w2 (4096) and recomputes wk, wo and w3; it keeps
+  // the attention kernel's output (4096) and its fp32 log-sum-exp per head and token, and the block's input.
+  const transformer_config c = zoo::get("llama3-8b").config;
+  layer_shape shape{1, 8192, 1, false, 2};
+  shape.fused_attention = true;
+  shape.recompute_modules = recompute_module::op;
+  const layer l = block_layer(c, shape);
+  const double tokens = 8192.0;
+  const double kept =
+      tokens * (4096.0 + 4096.0 + 1024.0 + 4096.0 + 14336.0 + 4096.0) * 2.0 + tokens * 32.0 * 4.0;
+  CHECK(activation_bytes(l, recompute::selective).value() == Approx(kept).epsilon(1e-12));
+  for (const op& o : l.ops) {
+    if (o.name.view() == "qkv")
+      CHECK(o.op_policy_saved == Approx(5.0 / 6.0).epsilon(1e-12));  // (32 + 8) / 48
+    if (o.name.view() == "attn_out") CHECK(o.op_policy_saved == 0.0);
+    if (o.name.view() == "gate_up") CHECK(o.op_policy_saved == 0.5);
+    if (o.name.view() == "fc2") CHECK(o.op_policy_saved == 1.0);
+    // What recomputation runs again: the rest of each matmul, all of every vector op, none of the attention.
+    if (o.kind == op_kind::fused_attention) CHECK(recomputed_share(l, o) == 0.0);
+    if (o.kind == op_kind::rmsnorm || o.kind == op_kind::swiglu || o.kind == op_kind::rotary)
+      CHECK(recomputed_share(l, o) == 1.0);
+  }
+  // Between full recomputation (the input only) and none.
+  CHECK(activation_bytes(l, recompute::full) < activation_bytes(l, recompute::selective));
+  CHECK(activation_bytes(l, recompute::selective) < activation_bytes(l, recompute::none));
+  // A model with biases runs aten.addmm: nothing counted, nothing kept but the attention's output and the
+  // input (GPT-2's block, whose dropout masks the policy recomputes from the random state).
+  const transformer_config gpt = zoo::get("gpt2").config;
+  layer_shape g{1, 1024, 1, false, 2};
+  g.fused_attention = true;
+  g.recompute_modules = recompute_module::op;
+  const layer gl = block_layer(gpt, g);
+  for (const op& o : gl.ops)
+    if (o.kind == op_kind::matmul) CHECK(o.op_policy_saved == 0.0);
+  CHECK(activation_bytes(gl, recompute::selective).value() ==
+        Approx(1024.0 * 768.0 * 2.0 * 2.0 + 1024.0 * 12.0 * 4.0).epsilon(1e-12));
+  // Under tp 2 with sequence parallelism the reduce-scatters' outputs (T / 2 x h, two of them) are kept too;
+  // the input is sequence-sharded and the column-parallel outputs halved, while the down projection's output
+  // (row-parallel, before its reduce-scatter) stays T x h of partial sums.
+  layer_shape sp = shape;
+  sp.tp = 2;
+  sp.sequence_parallel = true;
+  const layer spl = block_layer(c, sp);
+  const double sp_kept = tokens * (4096.0 + 4096.0 + 1024.0 + 4096.0 + 14336.0) / 2.0 * 2.0 +
+                         tokens * 4096.0 * 2.0 + tokens * 16.0 * 4.0 + 2.0 * tokens / 2.0 * 4096.0 * 2.0;
+  CHECK(activation_bytes(spl, recompute::selective).value() == Approx(sp_kept).epsilon(1e-12));
+}
+
 TEST_CASE("closed forms: the paper's worked numbers for GPT-3 175B", "[transformer][activations]") {
   // s=2048, b=1, h=12288, a=96, t=8: sbh/t (34 + 5as/h) = 3,145,728 * (34 + 80) bytes with tensor + sequence
   // parallelism; 34sbh/t with selective recomputation.

@@ -4,6 +4,7 @@
 #include <phaze/cost/op_cost.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
+#include <phaze/place/constant_tables.hpp>
 #include <phaze/sched/ilp.hpp>
 #include <phaze/train/knobs.hpp>
 #include <phaze/train/layer_times.hpp>
@@ -95,6 +96,40 @@ TEST_CASE("Selective recomputation of Megatron-Core's submodules runs their forw
   CHECK(tagged == 7);
   CHECK(t.recompute_selective.value() == Approx(again).epsilon(1e-9));
   CHECK(t.recompute_selective < t.forward);
+}
+
+TEST_CASE("torchtitan's per-op policy runs again what it does not keep, as the compile-time tables do",
+          "[place][layer_times][recompute]") {
+  // Llama 3 8B's block at tp 1: the recomputation is the norms, rotary embedding, SwiGLU and residual adds
+  // whole, and of the matmuls the key projection (1/6 of the QKV GEMM), the output projection and the up
+  // projection (half the gate/up GEMM); not the attention kernel, nor the query, value, gate and down
+  // projections.
+  const auto d = *hw::find_preset("h100-sxm");
+  model::layer_shape shape{1, 8192, 1, false, 2};
+  shape.fused_attention = true;
+  shape.recompute_modules = model::recompute_module::op;
+  const auto l = model::block_layer(zoo::get("llama3-8b").config, shape);
+  sched::schedule_cache cache;
+  const auto route = phaze::test::tp_route(d, l.shape.tp);
+  const auto t = train::time_layer(l, d, route, cache);
+  const auto table = cost::layer_costs(l, d, route);
+  double again = 0.0;
+  for (std::size_t i = 0; i < l.ops.size(); ++i) {
+    const auto& o = l.ops[i];
+    const double f = table.forward[i].all_cores.value();
+    if (o.name.view() == "qkv")
+      again += f / 6.0;
+    else if (o.name.view() == "attn_out")
+      again += f;
+    else if (o.name.view() == "gate_up")
+      again += f / 2.0;
+    else if (o.kind != model::op_kind::matmul && o.kind != model::op_kind::fused_attention)
+      again += f;
+  }
+  CHECK(t.recompute_selective.value() == Approx(again).epsilon(1e-9));
+  CHECK(t.recompute_selective < t.forward);
+  // The compile-time tables' serial recomputation is the same sum.
+  CHECK(place::detail::serial_times_of(l, d, route).recomputed.value() == Approx(again).epsilon(1e-9));
 }
 
 TEST_CASE("On the PHAZE template the schedule overlaps ops: never slower than the serial sum",

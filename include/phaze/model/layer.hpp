@@ -551,6 +551,34 @@ inline constexpr auto backward_vector_flops = [](const layer& l) constexpr {
   return sum_flops(backward(l), unit::vector);
 };
 
+/// Under torchtitan's per-op selective checkpointing (recompute_module::op; torchtitan's
+/// activation_checkpoint.selective_ac_option "op", torchtitan/distributed/activation_checkpoint.py,
+/// _apply_op_sac, at commit cfb93265): the share of an op's output the policy keeps for the backward
+/// pass instead of computing it again. The policy keeps the outputs of the ops on its list, every bias-free
+/// matrix multiplication (aten.mm) but every second one of a block, the attention kernels and the
+/// reduce-scatters (the llama3 model's _op_sac_save_list), and runs
+/// everything else of the block again in its backward pass. A matmul's share is op::op_policy_saved
+/// (keep_by_op_policy); the other ops keep all or nothing.
+constexpr double kept_by_op_policy(const op& o) {
+  switch (o.kind) {
+    case op_kind::matmul:
+      return o.op_policy_saved;
+    case op_kind::fused_attention:
+    case op_kind::reduce_scatter:
+      return 1.0;
+    default:
+      return 0.0;
+  }
+}
+
+/// The share of op `o`'s forward pass that selective recomputation runs again in layer `l`: all of it for
+/// an op of the submodules the shape names (layer_shape::recompute_modules), none for the others; under
+/// torchtitan's per-op policy what the policy does not keep (kept_by_op_policy).
+constexpr double recomputed_share(const layer& l, const op& o) {
+  if ((l.shape.recompute_modules & recompute_module::op) != 0) return 1.0 - kept_by_op_policy(o);
+  return (o.modules & l.shape.recompute_modules) != 0 ? 1.0 : 0.0;
+}
+
 /// Bytes of activations a layer keeps between its forward and backward pass on one rank, by recomputation
 /// mode (Korthikanti et al. 2022, section 4). Each saved tensor is counted once however many ops keep it
 /// (an FP8 GEMM keeps its own one-byte copy: once more at one byte when other ops keep it too, at one byte
@@ -561,6 +589,16 @@ inline constexpr auto backward_vector_flops = [](const layer& l) constexpr {
 inline constexpr auto activation_bytes = [](const layer& l, recompute mode) constexpr -> bytes {
   const double eb = static_cast<double>(l.shape.elem_bytes);
   if (mode == recompute::full) return bytes{static_cast<double>(l.input_elements) * eb};
+  if (mode == recompute::selective && (l.shape.recompute_modules & recompute_module::op) != 0) {
+    // torchtitan's per-op policy: the block's input (the checkpoint keeps it) and what the policy keeps of
+    // each op's output (kept_by_op_policy), with fused attention's fp32 log-sum-exp per row of each head.
+    double total = static_cast<double>(l.input_elements) * eb;
+    for (const op& o : l.ops) {
+      total += kept_by_op_policy(o) * static_cast<double>(o.out_elements) * eb;
+      if (o.kind == op_kind::fused_attention) total += 4.0 * static_cast<double>(o.gemm.batch * o.gemm.m);
+    }
+    return bytes{total};
+  }
 
   // Selective recomputation of the submodules the shape names (layer_shape::recompute_modules): a
   // checkpointed one drops what it computes and keeps only for itself, an output-discarding one its outputs.

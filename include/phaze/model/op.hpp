@@ -138,21 +138,25 @@ inline constexpr std::uint8_t shared_experts = 8;  ///< the shared experts of a 
 inline constexpr std::uint8_t layernorm = 16;      ///< the norms before attention and before the MLP
 inline constexpr std::uint8_t moe_act = 32;        ///< the experts' activation function
 inline constexpr std::uint8_t mla_up_proj = 64;    ///< latent attention's up projections and rotary parts
+/// Not a submodule: torchtitan's per-op policy over the whole block (its selective_ac_option "op";
+/// op::op_policy_saved), alone.
+inline constexpr std::uint8_t op = 128;
 inline constexpr std::uint8_t checkpointed = core_attn | mlp | moe | shared_experts;
 inline constexpr std::uint8_t output_discarding = layernorm | moe_act | mla_up_proj;
-inline constexpr std::uint8_t all = checkpointed | output_discarding;
+inline constexpr std::uint8_t all = checkpointed | output_discarding | op;
 /// Each submodule by its Megatron-Core name.
 struct named {
   std::string_view name;
   std::uint8_t bit;
 };
-inline constexpr std::array<named, 7> names{{{"core_attn", core_attn},
+inline constexpr std::array<named, 8> names{{{"core_attn", core_attn},
                                              {"mlp", mlp},
                                              {"moe", moe},
                                              {"shared_experts", shared_experts},
                                              {"layernorm", layernorm},
                                              {"moe_act", moe_act},
-                                             {"mla_up_proj", mla_up_proj}}};
+                                             {"mla_up_proj", mla_up_proj},
+                                             {"op", op}}};
 /// The bit of the submodule named `name`; 0 for a name Megatron-Core does not list.
 constexpr std::uint8_t bit_of(std::string_view name) {
   for (const named& n : names)
@@ -204,6 +208,9 @@ struct op {
   /// A vector op run as eager PyTorch runs it, one or more unfused kernels at their measured rate
   /// (layer_shape::eager_vector; cost::eager_kernel_of); matrix ops and collectives ignore it.
   bool eager = false;
+  /// matmul of a block under torchtitan's per-op selective checkpointing (recompute_module::op): the share
+  /// of its output the policy keeps (model::keep_by_op_policy); the rest of its forward runs again.
+  double op_policy_saved = 0.0;
 
   friend constexpr bool operator==(const op&, const op&) = default;
 };

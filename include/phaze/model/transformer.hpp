@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -813,6 +814,35 @@ constexpr void multi_token_prediction(layer_builder& b, const transformer_config
   }
 }
 
+/// Marks what torchtitan's per-op selective checkpointing keeps of each matmul of block `l` (op::
+/// op_policy_saved; kept_by_op_policy): the policy counts the block's bias-free matrix multiplications
+/// (aten.mm; a linear layer with a bias runs aten.addmm, which it neither counts nor keeps) in the order the
+/// block runs them and keeps the outputs of the first, third, fifth, ... (torchtitan's _apply_op_sac: "every
+/// second mm" recomputed). A fused projection counts as the separate ones torchtitan's models (and Hugging
+/// Face's Llama family) run: the QKV projection as the query, key and value projections, in that order, and
+/// the gated MLP's as the gate and the up projection (w1 before w3).
+constexpr void keep_by_op_policy(layer& l, const transformer_config& c) {
+  const auto q = static_cast<double>(c.heads);
+  const auto kv = static_cast<double>(c.kv_heads_or_default());
+  int counted = 0;
+  for (op& o : l.ops) {
+    if (o.kind != op_kind::matmul) continue;
+    const bool qkv = o.name.view() == "qkv";
+    if (c.bias || (qkv && c.qkv_bias)) continue;  // aten.addmm: not on the policy's list
+    std::array<double, 3> parts{1.0, 0.0, 0.0};
+    if (qkv) parts = {q, kv, kv};
+    if (o.name.view() == "gate_up") parts = {1.0, 1.0, 0.0};
+    double kept = 0.0;
+    double all = 0.0;
+    for (const double part : parts) {
+      if (part == 0.0) continue;
+      all += part;
+      if (++counted % 2 == 1) kept += part;
+    }
+    o.op_policy_saved = kept / all;
+  }
+}
+
 }  // namespace detail
 
 /// One transformer block. Pre-norm (GPT-2 onwards), post-norm (BERT, OPT-350m) or parallel residual
@@ -822,7 +852,9 @@ inline constexpr auto block_layer =
   const auto z = detail::sizes_of(c, shape);
   layer_builder b{"block", layer_role::block, shape, z.local_tokens * z.h};
   detail::block_body(b, c, z, b.input());
-  return b.build();
+  layer l = b.build();
+  if ((shape.recompute_modules & recompute_module::op) != 0) detail::keep_by_op_policy(l, c);
+  return l;
 };
 
 /// The input layer: word embedding (vocabulary-parallel, then all-reduced or reduce-scattered), position

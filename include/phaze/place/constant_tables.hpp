@@ -84,9 +84,9 @@ constexpr serial_times serial_times_of(const model::layer& l, const hw::device& 
   std::size_t recomputed_ops = 0;
   for (std::size_t i = 0; i < l.ops.size(); ++i) {
     // What selective recomputation runs again: the submodules the shape names (the attention core by
-    // default).
-    if ((l.ops[i].modules & l.shape.recompute_modules) != 0) {
-      t.recomputed += costs.forward[i].all_cores;
+    // default), or what torchtitan's per-op policy does not keep (model::recomputed_share).
+    if (const double share = model::recomputed_share(l, l.ops[i]); share > 0.0) {
+      t.recomputed += costs.forward[i].all_cores * share;
       ++recomputed_ops;
     }
     // Sequence parallelism gathers each column-parallel GEMM's input again for its weight gradient

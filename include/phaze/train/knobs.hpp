@@ -387,9 +387,18 @@ namespace rules {
 [[noreturn]] inline void recompute_modules_need_selective_recomputation() {
   throw input_error(
       "--recompute-modules names the submodules selective recomputation runs again (core_attn, mlp, moe, "
-      "shared_experts, layernorm, moe_act, mla_up_proj); give --recompute selective with one or more of "
-      "them, "
-      "or drop --recompute-modules");
+      "shared_experts, layernorm, moe_act, mla_up_proj) or torchtitan's per-op policy (op); give "
+      "--recompute selective with one or more of them, or drop --recompute-modules");
+}
+[[noreturn]] inline void op_policy_stands_alone() {
+  throw input_error(
+      "--recompute-modules op is torchtitan's per-op policy over the whole block and takes no Megatron-Core "
+      "submodule beside it; give op alone, or drop it");
+}
+[[noreturn]] inline void op_policy_needs(std::string_view what) {
+  std::string message{"--recompute-modules op (torchtitan's per-op selective checkpointing) is modelled "};
+  message.append(what).append("; drop --recompute-modules op, or use Megatron-Core's submodules");
+  throw input_error(message);
 }
 [[noreturn]] inline void recompute_method_needs_full_recomputation() {
   throw input_error(
@@ -665,6 +674,15 @@ struct validate_fn {
         (k.recompute_modules != model::recompute_module::core_attn &&
          k.recompute != model::recompute::selective))
       rules::recompute_modules_need_selective_recomputation();
+    if ((k.recompute_modules & model::recompute_module::op) != 0) {
+      if (k.recompute_modules != model::recompute_module::op) rules::op_policy_stands_alone();
+      if (m.config.experts > 0 || m.config.latent_attention())
+        rules::op_policy_needs(
+            "for dense blocks with standard attention only (no experts, no latent attention)");
+      if (!k.fused_attention) rules::op_policy_needs("with fused attention only (give --attention fused)");
+      if (k.precision == hw::precision::fp8)
+        rules::op_policy_needs("without FP8 training (torchtitan's float8 GEMMs are not aten.mm)");
+    }
     const std::int64_t blocks = model::body_nodes(m);
     if (p.pp > blocks) rules::pipeline_stages_must_not_exceed_transformer_blocks();
     if (k.virtual_stages <= 0) rules::virtual_stages_must_be_positive();

@@ -48,7 +48,8 @@ struct layer_times {
 
 namespace detail {
 /// The forward ops of the submodules selective recomputation runs again (the attention core by default;
-/// layer_shape::recompute_modules) as their own problem.
+/// layer_shape::recompute_modules) as their own problem, each for the share of it that runs again
+/// (model::recomputed_share: a matmul part-kept under torchtitan's per-op policy runs for the rest).
 inline sched::problem recomputed_ops_problem(const model::layer& l, const hw::device& d,
                                              const cluster::route& tp) {
   sched::problem full = sched::layer_problem(l, d, tp, sched::pass::forward);
@@ -57,8 +58,11 @@ inline sched::problem recomputed_ops_problem(const model::layer& l, const hw::de
   core.vector_cores = full.vector_cores;
   std::vector<int> index_in_core(l.ops.size(), -1);
   for (std::size_t i = 0; i < l.ops.size(); ++i) {
-    if ((l.ops[i].modules & l.shape.recompute_modules) == 0) continue;
+    const double share = model::recomputed_share(l, l.ops[i]);
+    if (share <= 0.0) continue;
     sched::task t = full.tasks[i];
+    t.one_core *= share;
+    t.all_cores *= share;
     std::vector<int> preds;
     for (int q : t.preds)
       if (index_in_core[static_cast<std::size_t>(q)] >= 0)

@@ -448,10 +448,25 @@ constexpr bytes stage_activations_per_microbatch(const model::model& m, const bu
 /// recomputed, its full activations (as without recomputation), one block at a time (Megatron's default
 /// --recompute-num-layers 1 granularity): the largest block of `r`; under the uniform method with groups of
 /// `group` blocks, the group's activations at once (`group` times the largest block, at most the stage's
-/// blocks); nothing without full recomputation.
+/// blocks). Under torchtitan's per-op selective policy (model::recompute_module::op) what a block's
+/// recomputation brings back: the largest block's activations less what the policy keeps. Nothing
+/// otherwise.
 constexpr bytes recompute_working_set(const model::model& m, const built_layers& l, node_range r,
                                       model::recompute mode, int group = 1) {
   bytes most{0.0};
+  if (mode == model::recompute::selective) {
+    // torchtitan's per-op policy runs a block's forward again whole in its backward pass, holding what it
+    // did not keep until that backward pass has used it: one block at a time.
+    for (std::size_t v = r.first; v < r.last; ++v) {
+      const model::layer& b = l.at(m, v);
+      if (m.role_at(v) != model::layer_role::block ||
+          (b.shape.recompute_modules & model::recompute_module::op) == 0)
+        continue;
+      most = std::max(most, model::activation_bytes(b, model::recompute::none) -
+                                model::activation_bytes(b, model::recompute::selective));
+    }
+    return most;
+  }
   if (mode != model::recompute::full) return most;
   for (std::size_t v = r.first; v < r.last; ++v) {
     if (m.role_at(v) != model::layer_role::block) continue;
