@@ -149,6 +149,7 @@ struct step_options {
   bool grad_reduce_in_bf16 = false;
   bool fp8_param_gather = false;
   bool fsdp = false;
+  bool shard_gradients = false;
   int fsdp_shard = 0;  // 0: every data-parallel rank
   std::string fsdp_reshard = "default";
   std::string optimizer_dtype = "fp32";
@@ -238,6 +239,10 @@ inline void add_step_options(CLI::App& app, step_options& o) {
       "weights before its forward (and backward: --fsdp-reshard-after-forward) and reduce-scatters its "
       "gradients, prefetched under the neighbouring layers; under pipeline parallelism the gradients are "
       "reduce-scattered once, after the last microbatch (PyTorch's pipeline schedules)");
+  app.add_flag("--shard-gradients", o.shard_gradients,
+               "with --distributed-optimizer: shard the gradients too (ZeRO stage 2, DeepSpeed's "
+               "zero_optimization.stage 2): each rank keeps its shard of the gradients, reduce-scattered in "
+               "every microbatch's backward pass, the weights whole; without pipeline parallelism");
   app.add_option(
          "--fsdp-shard", o.fsdp_shard,
          "with --fsdp: shard over groups of N consecutive data-parallel ranks and replicate across the "
@@ -409,6 +414,7 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
+  k.shard_gradients = o.shard_gradients;
   k.fsdp_shard = o.fsdp_shard;
   k.fsdp_reshard_after_forward = train::parse_fsdp_reshard(o.fsdp_reshard);
   k.optimizer_dtype = train::parse_optimizer_dtype(o.optimizer_dtype);

@@ -180,6 +180,9 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.fsdp && k.fsdp_shard > 0)
     return "its states are sharded over groups of data-parallel ranks (--fsdp-shard), and Megatron-LM "
            "core_r0.11.0's --use-torch-fsdp2 shards over all of them";
+  if (k.shard_gradients)
+    return "its gradients are sharded (--shard-gradients, ZeRO stage 2), and Megatron-LM core_r0.11.0's "
+           "distributed optimizer keeps them whole";
   // core_r0.11.0's TorchFullyShardedDataParallel calls fully_shard on each layer with FSDP2's default
   // resharding after forward, and runs without pipeline parallelism.
   if (k.fsdp && k.fsdp_reshard_after_forward == train::fsdp_reshard::never)

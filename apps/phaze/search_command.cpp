@@ -600,8 +600,8 @@ command add_search_command(CLI::App& root) {
           for (const char* name :
                {"--attention", "--attention-kernel", "--cross-entropy", "--vector-kernels", "--overlap",
                 "--memory-headroom", "--host-overhead", "--vocab-padding", "--grad-reduce-in-bf16",
-                "--fp8-param-gather", "--fsdp", "--fsdp-shard", "--fsdp-reshard-after-forward",
-                "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
+                "--fp8-param-gather", "--fsdp", "--fsdp-shard", "--shard-gradients",
+                "--fsdp-reshard-after-forward", "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
             if (parser->get_option(name)->count() > 0) {
               throw input_error(fmt::format(
                   "{} applies to GPU clusters (--cluster-space); a design search's training step is "

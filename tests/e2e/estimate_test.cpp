@@ -254,6 +254,51 @@ TEST_CASE(
   CHECK(contains(moe.err, "no experts"));
 }
 
+TEST_CASE("phaze estimate --shard-gradients: ZeRO-2 in less memory, stated, misuse exit 2",
+          "[e2e][estimate]") {
+  const std::string plan =
+      "estimate llama3-8b --device h100-sxm --devices 64 --tp 1 --pp 1 --global-batch 256 --microbatch 1 "
+      "--seq 4096 --distributed-optimizer";
+  const auto zero1 = run_json(plan);
+  const auto zero2 = run_json(plan + " --shard-gradients");
+  CHECK(zero2.at("plan").at("shard_gradients") == true);
+  CHECK(zero1.at("plan").at("shard_gradients") == false);
+  CHECK(zero2.at("peak_memory_bytes").get<double>() < zero1.at("peak_memory_bytes").get<double>());
+  CHECK(zero2.at("breakdown").at("dp_comm_s").get<double>() >
+        zero1.at("breakdown").at("dp_comm_s").get<double>());
+  CHECK(contains(run_phaze(plan + " --shard-gradients").out, "sharded gradients (ZeRO-2)"));
+  const auto bare = run_phaze(
+      "estimate llama3-8b --device h100-sxm --devices 64 --tp 1 --pp 1 --global-batch 256 --microbatch 1 "
+      "--shard-gradients");
+  CHECK(bare.status == 2);
+  CHECK(contains(bare.err, "give --distributed-optimizer"));
+  const auto piped = run_phaze(
+      "estimate llama3-8b --device h100-sxm --devices 64 --tp 1 --pp 2 --global-batch 256 --microbatch 1 "
+      "--distributed-optimizer --shard-gradients");
+  CHECK(piped.status == 2);
+  CHECK(contains(piped.err, "--pp 1"));
+  // plan keeps ZeRO-2 plans on one stage, and says why a fixed pipeline cannot be one.
+  for (const char* placer : {"", " --placer uniform"}) {
+    INFO(placer);
+    const auto planned = run_json(
+        std::string{
+            "plan llama3-70b --device h100-sxm --devices 64 --global-batch 256 --distributed-optimizer "
+            "--shard-gradients --recompute full --memory-headroom 0"} +
+        placer);
+    CHECK(planned.at("plan").at("pp") == 1);
+  }
+  const auto fixed = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 64 --global-batch 256 --distributed-optimizer "
+      "--shard-gradients --pp 2");
+  CHECK(fixed.status == 2);
+  CHECK(contains(fixed.err, "--pp 1"));
+  const auto emitted = run_phaze(
+      "plan llama3-8b --device h100-sxm --devices 64 --global-batch 256 --distributed-optimizer "
+      "--shard-gradients --emit megatron");
+  CHECK(emitted.status == 2);
+  CHECK(contains(emitted.err, "ZeRO stage 2"));
+}
+
 TEST_CASE(
     "phaze estimate --fsdp-reshard-after-forward: one gather per microbatch, more memory, stated, misuse "
     "exit 2",

@@ -229,6 +229,55 @@ TEST_CASE("fsdp: memory with the weights kept gathered, and under a pipeline wit
                     Catch::Contains("'default', 'always' or 'never'"));
 }
 
+TEST_CASE("ZeRO-2: gradients sharded like the optimizer state, reduce-scattered in every microbatch",
+          "[train][fsdp][zero2]") {
+  const model::model m = fsdp_test::small_llama();
+  const train::parallelism p{1, 1, 8};
+  const auto zero1 = fsdp_test::knobs(false);
+  auto zero2 = zero1;
+  zero2.shard_gradients = true;
+  const auto one = train::device_memory(m, p, zero1, 0);
+  const auto two = train::device_memory(m, p, zero2, 0);
+  const auto params = static_cast<double>(train::stage_parameters(m, train::uniform_stage(m, 1, 0), 1));
+  // bf16 weights whole, fp32 gradients and the optimizer state over 8 ranks (Rajbhandari et al. 2020,
+  // section 5.2: 2 psi + (2 + K) psi / Nd), and one layer's unsharded gradients before their reduce-scatter.
+  CHECK(two.weights == one.weights);
+  CHECK(two.gradients.value() == Approx(params * 4.0 / 8.0).epsilon(1e-12));
+  CHECK(two.optimizer == one.optimizer);
+  const auto built = train::detail::build_layers(m, train::layer_shape_of(m, p, zero2));
+  const auto largest = static_cast<double>(train::detail::largest_layer_parameters(m, built));
+  CHECK(two.activations.value() == Approx(one.activations.value() + largest * 4.0).epsilon(1e-12));
+
+  // Communication: ZeRO-1's reduce-scatter once per iteration becomes one per microbatch; the gather of the
+  // updated weights stays once per iteration.
+  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 64);
+  const double big = 8e10;
+  const std::int64_t microbatches = 4;
+  const train::plan_shape s{1, 1, 64, microbatches};
+  const train::step_model first{c, zero1};
+  const train::step_model second{c, zero2};
+  const double reduce = 0.5 * first.gradient_sync(big, s).value();
+  CHECK(second.exposed_gradient_reduction(big, s, seconds{0.0}).value() ==
+        Approx(reduce * static_cast<double>(microbatches)).epsilon(1e-9));
+  CHECK(first.exposed_gradient_reduction(big, s, seconds{0.0}).value() == Approx(reduce).epsilon(1e-9));
+  CHECK(second.exposed_parameter_gather(big, s, seconds{0.0}) ==
+        first.exposed_parameter_gather(big, s, seconds{0.0}));
+  // Overlapped with every backward pass, each leaves its last unit.
+  const double units = train::step_model::gradient_buckets(big, s);
+  CHECK(second.exposed_gradient_reduction(big, s, seconds{1e6}).value() ==
+        Approx((reduce / units + (reduce - reduce / units) * second.overlap_slowdown()) *
+               static_cast<double>(microbatches))
+            .epsilon(1e-9));
+  // The optimizer step reads and writes this rank's gradient shard only.
+  CHECK(second.optimizer_step(big, s, c.device_at(0)) < first.optimizer_step(big, s, c.device_at(0)));
+
+  // The rules: with the distributed optimizer, without fsdp, without a pipeline.
+  auto alone = zero2;
+  alone.distributed_optimizer = false;
+  CHECK_THROWS_WITH(train::validate(m, p, alone, 8), Catch::Contains("give --distributed-optimizer"));
+  CHECK_THROWS_WITH(train::validate(m, train::parallelism{1, 2, 4}, zero2, 8), Catch::Contains("--pp 1"));
+}
+
 TEST_CASE("fsdp: more exposed communication than ZeRO-1, a smaller optimizer step, equal on one rank",
           "[train][fsdp]") {
   const model::model m = fsdp_test::small_llama();

@@ -157,6 +157,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"optimizer", std::string{train::to_string(k.opt)}},
             {"distributed_optimizer", k.distributed_optimizer},
             {"fsdp", k.fsdp},
+            {"shard_gradients", k.shard_gradients},
             {"fsdp_shard", k.fsdp ? train::shard_ranks(k, p.dp * p.cp) : 0},
             {"fsdp_reshard_after_forward", std::string{train::to_string(k.fsdp_reshard_after_forward)}},
             {"fsdp_keeps_weights", train::fsdp_keeps_weights(k, p.pp)},
@@ -210,12 +211,13 @@ inline std::string step_summary(const model::model& m, const train::training_kno
     out += fmt::format(", hybrid sharded (HSDP over groups of {}, gathers prefetched)", k.fsdp_shard);
   } else if (k.fsdp) {
     out += ", fully sharded (FSDP, gathers prefetched)";
+  } else if (k.distributed_optimizer && k.shard_gradients) {
+    out += ", distributed optimizer and sharded gradients (ZeRO-2)";
+  } else if (k.distributed_optimizer) {
+    out += ", distributed optimizer";
   }
   if (k.fsdp && k.fsdp_reshard_after_forward != train::fsdp_reshard::by_pipeline)
     out += fmt::format(", reshard after forward {}", train::to_string(k.fsdp_reshard_after_forward));
-  else if (k.distributed_optimizer) {
-    out += ", distributed optimizer";
-  }
   const auto overlap = overlap_names(k);
   out += overlap.empty() ? ", nothing overlapped" : ", overlap " + fmt::format("{}", fmt::join(overlap, "+"));
   return out;

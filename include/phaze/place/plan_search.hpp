@@ -145,6 +145,7 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
     placement_request f;
     f.pp = fixed.pp.value_or(0);
     f.dp = fixed.dp.value_or(0);
+    if (item.knobs.shard_gradients) f.max_pp = 1;  // ZeRO-2 runs without a pipeline (train::validate)
     model_placement placed;
     try {
       placed = place_model(m, c, item.knobs, {item.parallel.tp}, cache, f, fixed.placer, item.parallel.cp);
@@ -194,6 +195,7 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         "the embedding or loss counted as a pipeline layer sets Megatron-Core's even split; use the uniform "
         "placement (--placer uniform), or leave them out to search uneven splits");
   }
+  if (base.shard_gradients && fixed.pp && *fixed.pp > 1) train::rules::gradient_sharding_without_pipeline();
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.
   auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {

@@ -203,7 +203,7 @@ inline std::optional<placed_setting> place_setting(const model::model& run, cons
                                                    const options& o, double cutoff) {
   const place::model_problem mp = place::model_tables(run, c, st.knobs, st.widths, cache);
   place::placement_request request;
-  request.max_pp = static_cast<int>(model::body_nodes(run));
+  request.max_pp = st.knobs.shard_gradients ? 1 : static_cast<int>(model::body_nodes(run));  // ZeRO-2: pp 1
   request.use_all_devices = true;
   request.cutoff_s = cutoff;
   try {

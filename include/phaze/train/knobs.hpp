@@ -171,6 +171,12 @@ struct training_knobs {
   bool sequence_parallel = false;
   /// ZeRO-1 / Megatron's distributed optimizer: optimizer state sharded over data-parallel ranks.
   bool distributed_optimizer = false;
+  /// ZeRO stage 2 (Rajbhandari et al. 2020, section 5.2; DeepSpeed's zero_optimization.stage 2), with the
+  /// distributed optimizer: the gradients sharded too. Each rank keeps only its shard of the gradients, so
+  /// every microbatch's backward pass reduce-scatters them (DeepSpeed refuses no_sync under gradient
+  /// partitioning: engine.py, DeepSpeedEngine.no_sync), and the weights stay whole on every rank
+  /// (step_model::exposed_gradient_reduction).
+  bool shard_gradients = false;
   /// Fully sharded data parallelism (ZeRO-3; PyTorch FSDP2, Megatron-FSDP): weights, gradients and optimizer
   /// state all sharded over the data-parallel ranks. Each layer's weights are all-gathered before its
   /// forward pass and, unless they stay gathered (fsdp_reshard_after_forward), again before its backward
@@ -502,6 +508,17 @@ namespace rules {
       "--fsdp-shard must divide the data-parallel ranks (dp x cp): each group of that many ranks shards the "
       "states and the groups replicate them; choose a divisor of dp x cp");
 }
+[[noreturn]] inline void gradient_sharding_needs_the_distributed_optimizer() {
+  throw input_error(
+      "--shard-gradients is ZeRO stage 2: the optimizer state sharded and the gradients with it; give "
+      "--distributed-optimizer with it (and not --fsdp, which shards the weights as well), or drop "
+      "--shard-gradients");
+}
+[[noreturn]] inline void gradient_sharding_without_pipeline() {
+  throw input_error(
+      "--shard-gradients (ZeRO stage 2) runs without pipeline parallelism: DeepSpeed's pipeline engine "
+      "takes ZeRO stage 1 at most; give --pp 1, or drop --shard-gradients");
+}
 [[noreturn]] inline void fsdp_reshard_needs_fsdp() {
   throw input_error(
       "--fsdp-reshard-after-forward says when fully sharded data parallelism frees gathered weights; give "
@@ -663,6 +680,9 @@ struct validate_fn {
     if (k.fsdp_shard > 0 && k.fsdp_shard != p.dp * p.cp && p.ep > 1) rules::hybrid_sharding_with_experts();
     if (k.fsdp_reshard_after_forward != fsdp_reshard::by_pipeline && !k.fsdp)
       rules::fsdp_reshard_needs_fsdp();
+    if (k.shard_gradients && (!k.distributed_optimizer || k.fsdp))
+      rules::gradient_sharding_needs_the_distributed_optimizer();
+    if (k.shard_gradients && p.pp > 1) rules::gradient_sharding_without_pipeline();
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
     if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
       rules::fp8_param_gather_needs_the_distributed_optimizer();

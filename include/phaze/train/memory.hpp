@@ -303,7 +303,9 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
 /// unsharded gradients of one, in `working_set` (detail::fully_sharded_working_set), or all of the stage's,
 /// with their FP8 copies, where the weights stay gathered from the forward to the backward pass or across
 /// the microbatches of a pipeline (fsdp_keeps_weights, fsdp_reduces_once), and under pipeline parallelism
-/// the stage's unsharded gradients too, accumulated over its microbatches.
+/// the stage's unsharded gradients too, accumulated over its microbatches. With the gradients sharded and
+/// the weights whole (ZeRO-2, training_knobs::shard_gradients) the gradients are divided like the optimizer
+/// state, one layer's unsharded gradients in the working set.
 constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activations, bytes working_set,
                                                 int stage, int stages, int dp, std::int64_t microbatches,
                                                 const training_knobs& k, double expert = 0.0, int ep = 1,
@@ -325,7 +327,9 @@ constexpr memory_breakdown stage_memory_of_load(double parameters, bytes activat
     if (once) r.gradients += bytes{parameters * per.gradients};
   } else {
     r.weights = bytes{parameters * (per.weights + per.fp8_copies)};
-    r.gradients = bytes{parameters * per.gradients};
+    r.gradients =
+        bytes{k.shard_gradients ? sharded_bytes(parameters, expert, per.gradients, true, dp, expert_ranks)
+                                : parameters * per.gradients};
   }
   r.optimizer = bytes{
       optimizer_state_bytes(parameters, expert, per, k.distributed_optimizer || k.fsdp, shard, expert_shard)};
@@ -493,10 +497,12 @@ constexpr std::int64_t largest_layer_parameters(const model::model& m, const bui
 ///   under FP8 training, and the unsharded gradients of one layer before its reduce-scatter;
 /// - weights kept gathered (fsdp_keeps_weights), no pipeline: the unsharded gradients of one layer;
 /// - under pipeline parallelism (fsdp_reduces_once): nothing more.
-/// Nothing without fsdp.
+/// With the gradients sharded without fsdp (ZeRO-2, training_knobs::shard_gradients) the unsharded gradients
+/// of one layer before its reduce-scatter. Nothing otherwise.
 constexpr bytes fully_sharded_working_set(double largest, const training_knobs& k, int pp) {
-  if (!k.fsdp || fsdp_reduces_once(k, pp)) return bytes{0.0};
   const bytes_per_parameter per = state_bytes_of(k);
+  if (k.shard_gradients && !k.fsdp) return bytes{largest * per.gradients};
+  if (!k.fsdp || fsdp_reduces_once(k, pp)) return bytes{0.0};
   const double gathered = fsdp_keeps_weights(k, pp) ? 0.0 : 2.0 * (per.weights + per.fp8_copies);
   return bytes{largest * (gathered + per.gradients)};
 }

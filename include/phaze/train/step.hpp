@@ -429,11 +429,20 @@ class step_model {
   /// iteration: gradient_sync (with the distributed optimizer its reduce-scatter half), all of it, or with
   /// overlap_grad_reduce only what the backward pass of the last microbatch (`stage_time` per microbatch, the
   /// mean stage; the chunks' last steps under the interleaved schedule, exposed_over_chunks) does not hide,
-  /// plus the computation it slows while it runs (with_overlap_cost).
+  /// plus the computation it slows while it runs (with_overlap_cost). With the gradients sharded (ZeRO-2,
+  /// training_knobs::shard_gradients) in every microbatch: the reduce-scatter after each backward pass,
+  /// overlapped with it as with the last (DeepSpeed's overlap_comm) or not.
   [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s, seconds stage_time,
                                                    double expert = 0.0) const {
     if (knobs_.fsdp) return seconds{0.0};  // every microbatch's: exposed_fully_sharded
     const seconds all = gradient_sync(parameters, s, expert) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
+    if (knobs_.shard_gradients) {
+      const double microbatches = static_cast<double>(std::max<std::int64_t>(s.microbatches, 1));
+      if (!knobs_.overlap_grad_reduce) return all * microbatches;
+      return with_overlap_cost(all, exposed_after(all, gradient_buckets(parameters, s),
+                                                  overlap_windows(stage_time).second)) *
+             microbatches;
+    }
     if (!knobs_.overlap_grad_reduce) return all;
     return with_overlap_cost(all, exposed_over_chunks(all, gradient_buckets(parameters, s),
                                                       overlap_windows(stage_time).second, s));
@@ -542,7 +551,9 @@ class step_model {
     const int ranks = knobs_.fsdp ? shard_ranks(knobs_, s.gradient_ranks()) : s.gradient_ranks();
     const int expert_ranks = knobs_.fsdp && ranks != s.gradient_ranks() ? ranks : s.expert_gradient_ranks();
     const double state_bytes =
-        sharded_bytes(parameters, expert, per.weights + per.gradients, knobs_.fsdp, ranks, expert_ranks) +
+        sharded_bytes(parameters, expert, per.weights, knobs_.fsdp, ranks, expert_ranks) +
+        sharded_bytes(parameters, expert, per.gradients, knobs_.fsdp || knobs_.shard_gradients, ranks,
+                      expert_ranks) +
         optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer || knobs_.fsdp, ranks,
                               expert_ranks);
     // A calibrated memory factor scales it as every memory-bound kernel, never past the peak bandwidth.
