@@ -596,12 +596,19 @@ command add_search_command(CLI::App& root) {
                 name));
           }
         }
+        if (parser->get_option("--shard-gradients")->count() > 0) {
+          throw input_error(
+              "--shard-gradients shards the distributed optimizer's gradients, and `phaze search` plans "
+              "without "
+              "the distributed optimizer; plan a cluster with ZeRO-2 through `phaze plan "
+              "--distributed-optimizer --shard-gradients`");
+        }
         if (o->cluster_space.empty()) {
           for (const char* name :
                {"--attention", "--attention-kernel", "--cross-entropy", "--vector-kernels", "--overlap",
                 "--memory-headroom", "--host-overhead", "--vocab-padding", "--grad-reduce-in-bf16",
-                "--fp8-param-gather", "--fsdp", "--fsdp-shard", "--shard-gradients",
-                "--fsdp-reshard-after-forward", "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
+                "--fp8-param-gather", "--fsdp", "--fsdp-shard", "--fsdp-reshard-after-forward",
+                "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
             if (parser->get_option(name)->count() > 0) {
               throw input_error(fmt::format(
                   "{} applies to GPU clusters (--cluster-space); a design search's training step is "

@@ -623,3 +623,57 @@ TEST_CASE("a sliding window shortens fused attention only: the kernel skips the 
     CHECK(share == Approx(expected).epsilon(1e-3));  // the model leaves out the diagonal's half
   }
 }
+
+TEST_CASE("Llama 4 imports from its text_config: experts every N-th block, a shared expert, one chunk",
+          "[hf][moe]") {
+  // Llama 4 Maverick (128 experts in every other block) and Scout (16 experts in every block): 5120 wide, 48
+  // blocks, 40 query heads and 8 key/value heads of 128, experts and the shared expert of 8192, dense blocks
+  // of 16384, a 202,048-token vocabulary, untied. Per block: attention 2 x 5120^2 + 2 x 5120 x 1024, two
+  // norms; per expert block 3 x 5120 x 8192 per expert and for the shared expert, and a 5120 x E router;
+  // per dense block 3 x 5120 x 16384; Scout's query/key norms 2 x 128 weights per block.
+  const double attention = 2.0 * 5120 * 5120 + 2.0 * 5120 * 1024 + 2.0 * 5120;
+  const double expert = 3.0 * 5120 * 8192;
+  const double embeddings = 2.0 * 202048 * 5120 + 5120;
+  const phaze::model::model maverick =
+      from_hf_config(read_config("llama-4-maverick-17b-128e.json"), "maverick");
+  CHECK(static_cast<double>(parameter_count(maverick)) ==
+        48 * attention + 24 * (129 * expert + 5120.0 * 128) + 24 * 3.0 * 5120 * 16384 + embeddings);
+  CHECK(parameter_count(maverick) == 400'711'848'960);  // the model card's 400B
+  const phaze::model::model scout = from_hf_config(read_config("llama-4-scout-17b-16e.json"), "scout");
+  CHECK(static_cast<double>(parameter_count(scout)) ==
+        48 * (attention + 17 * expert + 5120.0 * 16 + 2 * 128) + embeddings);
+  // Maverick's blocks 1, 3, ..., 47 carry the experts (interleave_moe_layer_step 2, transformers'
+  // Llama4TextConfig.moe_layers default), the others a dense MLP.
+  for (std::size_t v = 1; v + 1 < maverick.size(); ++v) CHECK(maverick.kind_at(v).dense_mlp == (v % 2 == 1));
+  CHECK(maverick.config.sigmoid_router);
+  CHECK(maverick.config.shared_expert_ffn == 8192);
+  // Trained at one chunk of 8192 tokens, where chunked attention is causal attention; a longer sequence
+  // is refused, naming the chunk.
+  CHECK(maverick.config.sequence == 8192);
+  CHECK(maverick.config.attention_chunk == 8192);
+  CHECK(phaze::model::with_sequence(maverick, 4096).config.sequence == 4096);
+  CHECK_THAT(input_error_of([&] { (void)phaze::model::with_sequence(maverick, 16384); }),
+             Catch::Contains("chunks of 8192") && Catch::Contains("--seq 8192"));
+  // The text model alone (model_type llama4_text) and a config without model_type import alike.
+  const auto whole = read_config("llama-4-maverick-17b-128e.json");
+  CHECK(from_hf_config(whole.at("text_config"), "maverick") == maverick);
+  auto unnamed = whole;
+  unnamed.erase("model_type");
+  CHECK(from_hf_config(unnamed, "maverick") == maverick);
+  auto text_only = whole.at("text_config");
+  text_only.erase("model_type");
+  text_only["architectures"] = nlohmann::json::array({"Llama4ForCausalLM"});
+  CHECK(from_hf_config(text_only, "maverick") == maverick);
+  // A multimodal config without its text_config, and expert blocks listed off the interleave, are refused.
+  auto bare = whole;
+  bare.erase("text_config");
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(bare, "x"); }), Catch::Contains("'text_config'"));
+  auto listed = whole;
+  listed["text_config"]["moe_layers"] = nlohmann::json::array({0, 2});
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(listed, "x"); }), Catch::Contains("'moe_layers'"));
+  auto matching = whole;
+  auto odd = nlohmann::json::array();
+  for (int i = 1; i < 48; i += 2) odd.push_back(i);
+  matching["text_config"]["moe_layers"] = odd;
+  CHECK(from_hf_config(matching, "maverick") == maverick);
+}

@@ -324,6 +324,18 @@ TEST_CASE("torchtitan's per-op policy keeps every second bias-free matmul's outp
     if (o.kind == op_kind::rmsnorm || o.kind == op_kind::swiglu || o.kind == op_kind::rotary)
       CHECK(recomputed_share(l, o) == 1.0);
   }
+  // torchtitan checkpoints the blocks only: the embedding and the head keep what they keep without
+  // recomputation (the head its logits and their fp32 softmax), and run nothing again.
+  const auto lone = [&](auto build) {
+    layer_shape none_shape = shape;
+    none_shape.recompute_modules = recompute_module::core_attn;
+    return std::pair{build(shape), build(none_shape)};
+  };
+  for (const auto& [policy, plain] : {lone([&](const layer_shape& s) { return embedding_layer(c, s); }),
+                                      lone([&](const layer_shape& s) { return head_layer(c, s); })}) {
+    CHECK(activation_bytes(policy, recompute::selective) == activation_bytes(plain, recompute::none));
+    for (const op& o : policy.ops) CHECK(recomputed_share(policy, o) == 0.0);
+  }
   // Between full recomputation (the input only) and none.
   CHECK(activation_bytes(l, recompute::full) < activation_bytes(l, recompute::selective));
   CHECK(activation_bytes(l, recompute::selective) < activation_bytes(l, recompute::none));

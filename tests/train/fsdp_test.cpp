@@ -165,8 +165,10 @@ TEST_CASE("fsdp: weights kept gathered from forward to backward; under a pipelin
         Approx(2.0 * pass * m).epsilon(1e-9));
 
   // Two stages: one reduce-scatter per iteration, after the last backward pass, exposed whole; the weights
-  // gathered once when they stay gathered (the default under a pipeline), else in every backward pass and
-  // in the first stage's min(pp, m) = 2 warm-up forwards.
+  // gathered once when they stay gathered (the default under a pipeline). Freed after each forward and kept
+  // after each backward, they are gathered by every pass that follows a forward: under 1F1B the first
+  // stage's min(pp, m) = 2 warm-up forwards and m - 2 + 1 = 5 backward passes (F F B F B F B F B F B B B
+  // over m = 6), under GPipe the 6 forwards and the first backward: 7 either way.
   const train::plan_shape piped{1, 2, 32, microbatches};
   const double ring = always.gradient_sync(params, piped).value();
   const double gather = 0.5 * ring;
@@ -176,7 +178,21 @@ TEST_CASE("fsdp: weights kept gathered from forward to backward; under a pipelin
   CHECK(by_pipeline.exposed_fully_sharded(params, piped, seconds{0.0}).value() ==
         never.exposed_fully_sharded(params, piped, seconds{0.0}).value());
   CHECK(always.exposed_fully_sharded(params, piped, seconds{0.0}).value() ==
-        Approx(gather * (2.0 + m) + reduce).epsilon(1e-9));
+        Approx(gather * (m + 1.0) + reduce).epsilon(1e-9));
+  auto gpipe = k;
+  gpipe.fsdp_reshard_after_forward = train::fsdp_reshard::always;
+  gpipe.schedule = train::pipeline_schedule::gpipe;
+  CHECK(train::step_model{c, gpipe}.exposed_fully_sharded(params, piped, seconds{0.0}).value() ==
+        Approx(gather * (m + 1.0) + reduce).epsilon(1e-9));
+  // With plenty to hide under, 1F1B's forward gathers hide under forward passes and its backward gathers
+  // under backward passes, GPipe's mostly under forward passes: each leaves its last unit.
+  const double piped_units_always = train::step_model::gradient_buckets(params, piped);
+  const auto [fw, bw] = always.overlap_windows(seconds{1e6});
+  CHECK(fw < bw);
+  const double hidden_gather =
+      gather / piped_units_always + (gather - gather / piped_units_always) * always.overlap_slowdown();
+  CHECK(always.exposed_fully_sharded(params, piped, seconds{1e6}).value() ==
+        Approx(hidden_gather * (m + 1.0) + reduce).epsilon(1e-9));
   const double piped_units = train::step_model::gradient_buckets(params, piped);
   CHECK(never.exposed_fully_sharded(params, piped, seconds{1e6}).value() ==
         Approx(gather / piped_units + (gather - gather / piped_units) * never.overlap_slowdown() + reduce)

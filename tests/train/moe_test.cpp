@@ -193,20 +193,54 @@ TEST_CASE("HuggingFace MoE configs phaze would cost wrong are refused, naming th
   CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(latent_llama, "x"); }),
              Catch::Contains("'kv_lora_rank'") && Catch::Contains("latent attention"));
   auto qw = hf("qwen1.5-moe-a2.7b.json");
-  qw["decoder_sparse_step"] = 2;
-  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
-             Catch::Contains("'decoder_sparse_step'"));
-  qw = hf("qwen1.5-moe-a2.7b.json");
   qw["mlp_only_layers"] = nlohmann::json::array({3});
   CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
              Catch::Contains("'mlp_only_layers'"));
-  auto ds = hf("deepseek-moe-16b-base.json");
-  ds["moe_layer_freq"] = 2;
-  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(ds, "x"); }),
-             Catch::Contains("'moe_layer_freq'"));
   auto mx = hf("mixtral-8x7b-v0.1.json");
   mx["num_experts_per_tok"] = 9;
   CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(mx, "x"); }), Catch::Contains("top_k"));
+}
+
+TEST_CASE("experts every N-th block: Qwen-MoE's decoder_sparse_step and DeepSeekMoE's moe_layer_freq",
+          "[moe][hf]") {
+  // Qwen1.5-MoE-A2.7B (24 blocks) with decoder_sparse_step 2: blocks 1, 3, ..., 23 carry the experts
+  // ((i + 1) % 2 == 0, transformers' Qwen2MoeDecoderLayer), the others Qwen2MoeMLP of intermediate_size.
+  const model::model every = model::from_hf_config(hf("qwen1.5-moe-a2.7b.json"), "x");
+  auto alternate_config = hf("qwen1.5-moe-a2.7b.json");
+  alternate_config["decoder_sparse_step"] = 2;
+  const model::model alternate = model::from_hf_config(alternate_config, "x");
+  int dense = 0;
+  for (std::size_t v = 1; v + 1 < alternate.size(); ++v) {
+    const bool moe = v % 2 == 0;  // block i = v - 1 carries experts when (i + 1) % 2 == 0
+    CHECK(alternate.kind_at(v).dense_mlp == !moe);
+    dense += alternate.kind_at(v).dense_mlp ? 1 : 0;
+  }
+  CHECK(dense == 12);
+  // Twelve expert blocks exchanged for dense ones: the parameter count moves by twelve times their
+  // difference, each block's parameters as built.
+  const model::layer_shape shape{1, 4096, 1, false, 2};
+  const auto moe_block = model::block_layer(every.config, shape);
+  const auto dense_block = model::block_layer(every.config.without_experts(), shape);
+  CHECK(static_cast<std::int64_t>(model::parameter_count(every)) -
+            static_cast<std::int64_t>(model::parameter_count(alternate)) ==
+        12 * (model::layer_params(moe_block, true) - model::layer_params(dense_block, true)));
+  // DeepSeekMoE 16B (28 blocks, the first dense) with moe_layer_freq 2: blocks i >= 1 with i % 2 == 0
+  // (transformers' DeepseekV3DecoderLayer): 2, 4, ..., 26, thirteen expert blocks.
+  auto ds = hf("deepseek-moe-16b-base.json");
+  ds["moe_layer_freq"] = 2;
+  const model::model freq = model::from_hf_config(ds, "x");
+  int experts = 0;
+  for (std::size_t v = 1; v + 1 < freq.size(); ++v) {
+    const auto i = static_cast<std::int64_t>(v - 1);
+    CHECK(freq.kind_at(v).dense_mlp == !(i >= 1 && i % 2 == 0));
+    experts += freq.kind_at(v).dense_mlp ? 0 : 1;
+  }
+  CHECK(experts == 13);
+  // An interleave with no expert block left, or an offset outside the step, is refused.
+  model::transformer_config c = every.config;
+  c.moe_every = 2;
+  c.moe_offset = 2;
+  CHECK_THROWS_WITH(model::make_model(c), Catch::Contains("moe_offset < N"));
 }
 
 TEST_CASE("a rank computes top_k of the experts' work per token at every expert-parallel size", "[moe]") {

@@ -21,10 +21,10 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 21> hf_model_types{
-    "gpt2",      "opt",       "bloom",    "llama",       "mistral",     "qwen2",    "qwen3",
-    "phi3",      "gemma",     "nemotron", "falcon",      "bert",        "gpt_neox", "mixtral",
-    "qwen2_moe", "qwen3_moe", "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss",  "gemma2"};
+inline constexpr std::array<std::string_view, 23> hf_model_types{
+    "gpt2",     "opt",         "bloom",       "llama",   "mistral",  "qwen2",   "qwen3",      "phi3",
+    "gemma",    "nemotron",    "falcon",      "bert",    "gpt_neox", "mixtral", "qwen2_moe",  "qwen3_moe",
+    "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2",   "llama4",  "llama4_text"};
 
 /// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 /// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
@@ -166,17 +166,29 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 20> prefixes{
-      {{"GPTNeoX", "gpt_neox"},  {"Bloom", "bloom"},
-       {"GPT2", "gpt2"},         {"OPT", "opt"},
-       {"Llama", "llama"},       {"Mixtral", "mixtral"},
-       {"Mistral", "mistral"},   {"Qwen2Moe", "qwen2_moe"},
-       {"Qwen2", "qwen2"},       {"Qwen3Moe", "qwen3_moe"},
-       {"Qwen3", "qwen3"},       {"Phi3", "phi3"},
-       {"Nemotron", "nemotron"}, {"DeepseekV", "deepseek_v"},
-       {"Deepseek", "deepseek"}, {"Gemma2", "gemma2"},
-       {"Gemma", "gemma"},       {"GptOss", "gpt_oss"},
-       {"Falcon", "falcon"},     {"Bert", "bert"}}};
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 22> prefixes{
+      {{"Llama4ForCausalLM", "llama4_text"},
+       {"Llama4", "llama4"},
+       {"GPTNeoX", "gpt_neox"},
+       {"Bloom", "bloom"},
+       {"GPT2", "gpt2"},
+       {"OPT", "opt"},
+       {"Llama", "llama"},
+       {"Mixtral", "mixtral"},
+       {"Mistral", "mistral"},
+       {"Qwen2Moe", "qwen2_moe"},
+       {"Qwen2", "qwen2"},
+       {"Qwen3Moe", "qwen3_moe"},
+       {"Qwen3", "qwen3"},
+       {"Phi3", "phi3"},
+       {"Nemotron", "nemotron"},
+       {"DeepseekV", "deepseek_v"},
+       {"Deepseek", "deepseek"},
+       {"Gemma2", "gemma2"},
+       {"Gemma", "gemma"},
+       {"GptOss", "gpt_oss"},
+       {"Falcon", "falcon"},
+       {"Bert", "bert"}}};
   if (const auto it = config.find("architectures"); it != config.end() && it->is_array()) {
     for (const auto& a : *it) {
       if (!a.is_string()) continue;
@@ -190,10 +202,11 @@ inline std::string model_type_of(const nlohmann::json& config) {
       }
     }
   }
-  field_error("model_type",
-              "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
-              "bloom, llama, mistral, qwen2, qwen3, phi3, gemma, nemotron, falcon, bert, gpt_neox, mixtral, "
-              "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3, gpt_oss, gemma2");
+  field_error(
+      "model_type",
+      "is missing and cannot be inferred from 'architectures'; add \"model_type\": one of gpt2, opt, "
+      "bloom, llama, mistral, qwen2, qwen3, phi3, gemma, nemotron, falcon, bert, gpt_neox, mixtral, "
+      "qwen2_moe, qwen3_moe, deepseek, deepseek_v2, deepseek_v3, gpt_oss, gemma2, llama4, llama4_text");
 }
 
 inline transformer_config gpt2(const reader& r) {
@@ -272,7 +285,7 @@ inline bool latent_attention_type(std::string_view model_type) {
 /// DeepSeekMoE (with DeepSeek-V2 and V3).
 inline bool carries_experts(std::string_view model_type) {
   return model_type == "mixtral" || model_type == "qwen2_moe" || model_type == "qwen3_moe" ||
-         deepseek_type(model_type) || model_type == "gpt_oss";
+         deepseek_type(model_type) || model_type == "gpt_oss" || model_type == "llama4_text";
 }
 
 /// The Qwen generations' model types.
@@ -317,7 +330,7 @@ inline void refuse_unmodelled(const reader& r) {
         !moe_type && v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
       field_error(experts, "is " + shown(*v) + ": a mixture of experts in a model_type '" + r.model_type() +
                                "' config; phaze imports experts from model_type mixtral, qwen2_moe, "
-                               "qwen3_moe and deepseek (DeepSeekMoE) configs");
+                               "qwen3_moe, deepseek (DeepSeekMoE, V2, V3), gpt_oss and llama4 configs");
     }
   }
   if (r.model_type() != "gemma2") {
@@ -499,6 +512,46 @@ inline transformer_config nemotron(const reader& r) {
   return c;
 }
 
+/// Llama 4's language model (Meta 2025, Llama 4 Scout and Maverick model cards; transformers'
+/// Llama4TextConfig, the `text_config` of a Llama4Config): the Llama block with grouped key/value heads, a
+/// head_dim of its own and query/key norms (use_qk_norm: weightless L2 norms, costed as the RMSNorm kernels
+/// phaze's qk_norm runs, 2 x head_dim weights per block more), and experts (num_local_experts of
+/// intermediate_size, top num_experts_per_tok, a sigmoid over the chosen scores, a shared expert of
+/// intermediate_size) in every interleave_moe_layer_step-th block (Llama4TextDecoderLayer: the N-th, 2N-th,
+/// ...; the others a dense MLP of intermediate_size_mlp). Chunked local attention (attention_chunk_size) on
+/// the blocks with rotary positions; phaze trains at most one chunk (transformer_config::attention_chunk),
+/// where every block attends causally over the sequence, and costs the rotary embedding on every block (the
+/// NoPE blocks, no_rope_layers, skip it). The vision encoder of a multimodal Llama4Config is not costed.
+inline void llama4(const reader& r, transformer_config& c) {
+  c.experts = r.required_size("num_local_experts");
+  c.top_k = r.required_size("num_experts_per_tok");
+  c.expert_ffn = r.required_size("intermediate_size");
+  c.shared_expert_ffn = c.expert_ffn;
+  c.ffn = r.size("intermediate_size_mlp").value_or(16384);  // Llama4TextConfig's default
+  c.sigmoid_router = true;
+  c.qk_norm = r.flag("use_qk_norm", true);
+  const std::int64_t step = r.size("interleave_moe_layer_step").value_or(1);
+  if (step > 1) {
+    c.moe_every = step;
+    c.moe_offset = step - 1;
+  }
+  if (const auto* listed = r.get("moe_layers"); listed != nullptr && !listed->is_null()) {
+    bool matches = listed->is_array();
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; matches && i < c.layers; ++i) {
+      if (!c.moe_block(i)) continue;
+      matches = count < static_cast<std::int64_t>(listed->size()) && (*listed)[count].is_number_integer() &&
+                (*listed)[count].get<std::int64_t>() == i;
+      ++count;
+    }
+    if (!matches || count != static_cast<std::int64_t>(listed->size()))
+      field_error("moe_layers", "lists expert blocks other than every interleave_moe_layer_step-th (" +
+                                    std::to_string(step) + "), which phaze does not build");
+  }
+  c.attention_chunk = r.size("attention_chunk_size").value_or(8192);
+  if (c.sequence > c.attention_chunk) c.sequence = c.attention_chunk;
+}
+
 /// The experts of a mixture-of-experts config (Mixtral: num_local_experts x intermediate_size; Qwen2-MoE:
 /// num_experts x moe_intermediate_size plus a shared expert; DeepSeekMoE: n_routed_experts x
 /// moe_intermediate_size plus n_shared_experts of it, the first first_k_dense_replace blocks dense of
@@ -506,6 +559,10 @@ inline transformer_config nemotron(const reader& r) {
 /// index) are refused naming the field.
 inline void experts(const reader& r, transformer_config& c) {
   const std::string& type = r.model_type();
+  if (type == "llama4_text") {
+    llama4(r, c);
+    return;
+  }
   if (type == "mixtral" || type == "gpt_oss") {
     c.experts = r.required_size("num_local_experts");
     c.top_k = r.required_size("num_experts_per_tok");
@@ -515,10 +572,13 @@ inline void experts(const reader& r, transformer_config& c) {
   c.top_k = r.required_size("num_experts_per_tok");
   c.expert_ffn = r.required_size("moe_intermediate_size");
   // Qwen3-MoE: Qwen2-MoE's layout without the shared expert (Qwen3MoeSparseMoeBlock).
+  // Experts every N-th block: Qwen-MoE's layer i when (i + 1) % N == 0 (Qwen2MoeDecoderLayer), DeepSeekMoE's
+  // when i % N == 0 past the first dense blocks (DeepseekV3DecoderLayer).
   const std::string_view every = deepseek_type(type) ? "moe_layer_freq" : "decoder_sparse_step";
-  if (const auto step = r.size(every); step && *step != 1)
-    field_error(every, "is " + std::to_string(*step) +
-                           ": experts only every few blocks, which phaze does not build (it needs 1)");
+  if (const auto step = r.size(every); step && *step > 1) {
+    c.moe_every = *step;
+    c.moe_offset = deepseek_type(type) ? 0 : *step - 1;
+  }
   if (type == "qwen2_moe" || type == "qwen3_moe") {
     if (const auto* only = r.get("mlp_only_layers");
         only != nullptr && !only->is_null() && !(only->is_array() && only->empty()))
@@ -641,8 +701,18 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     if (!config.is_object()) {
       throw input_error(std::string{"config.json must hold a JSON object, got "} + config.type_name());
     }
-    const std::string type = hf::model_type_of(config);
-    const hf::reader r{config, type};
+    const std::string outer = hf::model_type_of(config);
+    // A multimodal Llama 4 config holds its language model in text_config.
+    const nlohmann::json* body = &config;
+    if (outer == "llama4") {
+      const auto text = config.find("text_config");
+      if (text == config.end() || !text->is_object())
+        hf::field_error("text_config",
+                        "is missing or not an object: a Llama 4 config holds its language model there");
+      body = &*text;
+    }
+    const std::string type = outer == "llama4" ? "llama4_text" : outer;
+    const hf::reader r{*body, type};
     if (std::find(hf_model_types.begin(), hf_model_types.end(), type) == hf_model_types.end()) {
       hf::refuse_latent_attention(r);  // DeepSeek-V2/V3: the feature named, not only the type
       std::string supported;
@@ -679,7 +749,7 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
     }
     hf::check_attention(r, c);
 
-    const auto name_or_path = r.text("_name_or_path");
+    const auto name_or_path = hf::reader{config, outer}.text("_name_or_path");
     if (name_or_path && !name_or_path->empty()) {
       c.name = std::string_view{*name_or_path};
     } else if (!fallback_name.empty()) {

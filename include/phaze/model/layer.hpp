@@ -573,9 +573,11 @@ constexpr double kept_by_op_policy(const op& o) {
 
 /// The share of op `o`'s forward pass that selective recomputation runs again in layer `l`: all of it for
 /// an op of the submodules the shape names (layer_shape::recompute_modules), none for the others; under
-/// torchtitan's per-op policy what the policy does not keep (kept_by_op_policy).
+/// torchtitan's per-op policy what the policy does not keep of a block's (kept_by_op_policy), and nothing of
+/// the other layers, which torchtitan does not checkpoint.
 constexpr double recomputed_share(const layer& l, const op& o) {
-  if ((l.shape.recompute_modules & recompute_module::op) != 0) return 1.0 - kept_by_op_policy(o);
+  if ((l.shape.recompute_modules & recompute_module::op) != 0)
+    return l.role == layer_role::block ? 1.0 - kept_by_op_policy(o) : 0.0;
   return (o.modules & l.shape.recompute_modules) != 0 ? 1.0 : 0.0;
 }
 
@@ -589,7 +591,8 @@ constexpr double recomputed_share(const layer& l, const op& o) {
 inline constexpr auto activation_bytes = [](const layer& l, recompute mode) constexpr -> bytes {
   const double eb = static_cast<double>(l.shape.elem_bytes);
   if (mode == recompute::full) return bytes{static_cast<double>(l.input_elements) * eb};
-  if (mode == recompute::selective && (l.shape.recompute_modules & recompute_module::op) != 0) {
+  if (mode == recompute::selective && l.role == layer_role::block &&
+      (l.shape.recompute_modules & recompute_module::op) != 0) {
     // torchtitan's per-op policy: the block's input (the checkpoint keeps it) and what the policy keeps of
     // each op's output (kept_by_op_policy), with fused attention's fp32 log-sum-exp per row of each head.
     double total = static_cast<double>(l.input_elements) * eb;

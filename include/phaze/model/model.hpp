@@ -127,7 +127,8 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
   m.kinds.push_back({.name = "embedding", .role = layer_role::embedding});
   m.kinds.push_back({.name = "block", .role = layer_role::block});
   m.kinds.push_back({.name = "head", .role = layer_role::head});
-  // The kind of every variant a block can be: with a dense MLP (the first dense_layers blocks), with full
+  // The kind of every variant a block can be: with a dense MLP (the first dense_layers blocks and, with
+  // moe_every, those between the expert blocks), with full
   // attention among windowed blocks (every full_attention_every-th), or both.
   const auto kind_of = [&](bool dense, bool full) -> std::uint8_t {
     if (!dense && !full) return 1;
@@ -145,7 +146,7 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
   m.nodes.push_back(0);
   for (std::int64_t i = 0; i < c.layers; ++i) {
     const bool full = c.full_attention_every > 1 && i % c.full_attention_every == c.full_attention_every - 1;
-    m.nodes.push_back(kind_of(i < c.dense_layers, full));
+    m.nodes.push_back(kind_of(c.experts > 0 && !c.moe_block(i), full));
   }
   m.nodes.push_back(2);
   for (std::size_t i = 0; i + 1 < m.nodes.size(); ++i) {

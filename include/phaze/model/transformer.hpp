@@ -141,6 +141,16 @@ struct transformer_config {
   bool sigmoid_router = false;
   /// The first blocks keep a dense MLP of width ffn (DeepSeekMoE's first_k_dense_replace).
   std::int64_t dense_layers = 0;
+  /// Experts only every moe_every-th block (0 or 1: every block): block i (0-based) past the dense_layers
+  /// carries them when i % moe_every == moe_offset, the others a dense MLP of width ffn (moe_blocks).
+  /// Qwen2-MoE's decoder_sparse_step N and Llama 4's interleave_moe_layer_step N are (N, N - 1): the N-th,
+  /// 2N-th, ... block; DeepSeekMoE's moe_layer_freq N is (N, 0).
+  std::int64_t moe_every = 0;
+  std::int64_t moe_offset = 0;
+  /// Chunked local attention (Llama 4's attention_chunk_size): each query sees the keys of its own chunk of
+  /// this many tokens; 0: none. phaze models training sequences of at most one chunk, where it is the
+  /// causal attention over the whole sequence (validate refuses longer ones).
+  std::int64_t attention_chunk = 0;
   /// Megatron-Core's --moe-expert-capacity-factor with padding: every expert processes capacity_factor x
   /// its balanced share of tokens; 0: dropless, costed at the balanced share (imbalance not modelled).
   double capacity_factor = 0.0;
@@ -177,8 +187,13 @@ struct transformer_config {
   /// The same architecture with a dense MLP of ffn in every block (DeepSeekMoE's first blocks).
   [[nodiscard]] constexpr transformer_config without_experts() const {
     transformer_config c = *this;
-    c.experts = c.top_k = c.shared_expert_ffn = c.dense_layers = 0;
+    c.experts = c.top_k = c.shared_expert_ffn = c.dense_layers = c.moe_every = c.moe_offset = 0;
     return c;
+  }
+  /// Whether block `i` (0-based) carries the experts (dense_layers, moe_every): false without experts.
+  [[nodiscard]] constexpr bool moe_block(std::int64_t i) const {
+    if (experts == 0 || i < dense_layers) return false;
+    return moe_every <= 1 || i % moe_every == moe_offset;
   }
   /// The factor token slots are padded by: capacity_factor, or 1 when dropless (0).
   [[nodiscard]] constexpr double capacity_factor_or_one() const {
@@ -294,6 +309,19 @@ namespace rules {
   throw input_error(
       "experts, expert_ffn, shared_expert_ffn, dense_layers and capacity_factor must not be negative");
 }
+[[noreturn]] inline void chunked_attention_beyond_one_chunk(std::int64_t chunk) {
+  throw input_error(
+      "the model attends within chunks of " + std::to_string(chunk) +
+      " tokens (Llama 4's attention_chunk_size), and phaze models a training sequence of at most "
+      "one chunk, where that is causal attention over the whole sequence; give --seq " +
+      std::to_string(chunk) + " or less");
+}
+[[noreturn]] inline void moe_every_needs_an_offset_below_it() {
+  throw input_error(
+      "moe_every N (experts only every N-th block) needs experts > 0 and an offset 0 <= moe_offset < N "
+      "(HuggingFace: decoder_sparse_step, interleave_moe_layer_step or moe_layer_freq), and at least one "
+      "block with experts");
+}
 [[noreturn]] inline void dense_layers_must_leave_a_moe_block() {
   throw input_error(
       "dense_layers (DeepSeek's first_k_dense_replace) must be smaller than the number of layers, and needs "
@@ -366,6 +394,18 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::experts_need_top_k_between_1_and_experts();
   if (c.dense_layers > 0 && (c.experts == 0 || c.dense_layers >= c.layers))
     rules::dense_layers_must_leave_a_moe_block();
+  if (c.moe_every < 0 || c.moe_offset < 0 || (c.moe_every <= 1 && c.moe_offset != 0) ||
+      (c.moe_every > 1 && (c.experts == 0 || c.moe_offset >= c.moe_every))) {
+    rules::moe_every_needs_an_offset_below_it();
+  }
+  if (c.attention_chunk < 0) rules::expert_sizes_must_not_be_negative();
+  if (c.attention_chunk > 0 && c.sequence > c.attention_chunk)
+    rules::chunked_attention_beyond_one_chunk(c.attention_chunk);
+  if (c.moe_every > 1) {
+    bool any = false;
+    for (std::int64_t i = 0; i < c.layers && !any; ++i) any = c.moe_block(i);
+    if (!any) rules::moe_every_needs_an_offset_below_it();
+  }
   if (c.mtp_layers < 0 || c.mtp_layers > 1 || (c.mtp_layers > 0 && (!c.causal || c.bert_heads)))
     rules::mtp_layers_out_of_range();
   if (c.kv_lora_rank < 0 || c.q_lora_rank < 0 || c.rope_head_dim < 0 || c.v_head_dim < 0)

@@ -361,7 +361,9 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
                       "stage; use --placer chain (or brute), not " +
                       std::string{placer.name()});
   }
-  fixed.max_pp = static_cast<int>(model::body_nodes(m));
+  // ZeRO-2 runs without a pipeline (train::validate); a deeper limit the caller asked for stays.
+  const int deepest = k.shard_gradients ? 1 : static_cast<int>(model::body_nodes(m));
+  fixed.max_pp = fixed.max_pp > 0 ? std::min(fixed.max_pp, deepest) : deepest;
   fixed.use_all_devices = true;
   model_placement out;
   out.placed = placer.place(mp.problem, mp.policy, fixed);

@@ -195,6 +195,11 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         "the embedding or loss counted as a pipeline layer sets Megatron-Core's even split; use the uniform "
         "placement (--placer uniform), or leave them out to search uneven splits");
   }
+  // Rules of the base knobs alone, said here rather than lost in every item's refusal.
+  if (base.shard_gradients && (!base.distributed_optimizer || base.fsdp))
+    train::rules::gradient_sharding_needs_the_distributed_optimizer();
+  if (base.fsdp_reshard_after_forward != train::fsdp_reshard::by_pipeline && !base.fsdp)
+    train::rules::fsdp_reshard_needs_fsdp();
   if (base.shard_gradients && fixed.pp && *fixed.pp > 1) train::rules::gradient_sharding_without_pipeline();
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.

@@ -699,7 +699,10 @@ struct validate_fn {
       if (m.config.experts > 0 || m.config.latent_attention())
         rules::op_policy_needs(
             "for dense blocks with standard attention only (no experts, no latent attention)");
-      if (!k.fused_attention) rules::op_policy_needs("with fused attention only (give --attention fused)");
+      if (!k.fused_attention || m.config.score_bias > 0 || model::composite(m))
+        rules::op_policy_needs(
+            "with fused attention only (give --attention fused; a transformer without "
+            "score biases)");
       if (k.precision == hw::precision::fp8)
         rules::op_policy_needs("without FP8 training (torchtitan's float8 GEMMs are not aten.mm)");
     }

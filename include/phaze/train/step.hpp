@@ -491,9 +491,10 @@ class step_model {
   /// Under pipeline parallelism PyTorch's schedules keep the weights gathered and the gradients unsharded
   /// after every backward pass but the last, and reduce-scatter them once after it (train::
   /// fsdp_reduces_once): exposed whole, as the schedule runs it after that pass. The weights are gathered
-  /// once, under the first forward pass, when they stay gathered; otherwise each forward frees them, so every
-  /// backward pass gathers them again and so does every forward pass of the first stage's warm-up, min(pp, m)
-  /// of them, that runs before a backward pass left them gathered.
+  /// once, under the first forward pass, when they stay gathered; otherwise each forward frees them and each
+  /// backward keeps them, so a pass gathers whenever a forward pass ran before it: under 1F1B the first
+  /// stage's min(pp, m) = w warm-up forwards and m - w + 1 backward passes, under GPipe m forwards and one
+  /// backward.
   ///
   /// Under hybrid sharding (training_knobs::fsdp_shard: groups of g consecutive data-parallel ranks, tp
   /// apart) the gathers and reduce-scatters run inside the group, and each backward pass then all-reduces
@@ -519,9 +520,17 @@ class step_model {
     const seconds forward_gather = with_overlap_cost(gather, exposed_after(gather, units, forward));
     if (fsdp_reduces_once(knobs_, s.pp)) {
       if (keeps) return forward_gather + reduce;
-      const double warm_up = std::min(static_cast<double>(s.pp), microbatches);
-      return forward_gather * warm_up +
-             with_overlap_cost(gather, exposed_after(gather, units, backward)) * microbatches + reduce;
+      // Freed after each forward and kept after each backward: a pass gathers when a forward pass ran last.
+      // GPipe runs every forward, then every backward: m forward gathers, one backward gather. 1F1B runs
+      // min(pp, m) warm-up forwards (the first stage's, the most), each gathering, then alternates a backward
+      // after a forward (each gathering) and ends with backwards in a row (the first of them gathering):
+      // w forward gathers and m - w + 1 backward ones; the interleaved schedule is counted as 1F1B.
+      const double w = knobs_.schedule == pipeline_schedule::gpipe
+                           ? microbatches
+                           : std::min(static_cast<double>(s.pp), microbatches);
+      return forward_gather * w +
+             with_overlap_cost(gather, exposed_after(gather, units, backward)) * (microbatches - w + 1.0) +
+             reduce;
     }
     const seconds backward_moved = keeps ? reduce : gather + reduce;
     return (forward_gather +
