@@ -280,7 +280,8 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (!c.dropout) out += " --attention-dropout 0.0 --hidden-dropout 0.0";
   if (c.experts > 0) {
     // Megatron-Core's MoE as phaze costs it: the all-to-all dispatcher, grouped expert GEMMs, the experts
-    // split over tp like the dense layers; the dense first blocks as a --moe-layer-freq pattern.
+    // split over tp like the dense layers; the dense blocks (the first ones, or those between the expert
+    // blocks) as a --moe-layer-freq pattern.
     out += fmt::format(
         " --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {} --moe-token-dispatcher-type "
         "alltoall "
@@ -291,8 +292,15 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
     if (c.shared_expert_ffn > 0)
       out += fmt::format(" --moe-shared-expert-intermediate-size {}", c.shared_expert_ffn);
     if (c.sigmoid_router) out += " --moe-router-score-function sigmoid";
-    if (c.dense_layers > 0)
+    if (c.moe_every > 1) {
+      // Experts every N-th block: the pattern block by block (Megatron-Core reads a list of 0 and 1).
+      std::string pattern;
+      for (std::int64_t i = 0; i < c.layers; ++i)
+        pattern += (i > 0 ? "," : "") + std::string{c.moe_block(i) ? "1" : "0"};
+      out += " --moe-layer-freq '[" + pattern + "]'";
+    } else if (c.dense_layers > 0) {
       out += fmt::format(" --moe-layer-freq '([0]*{}+[1]*{})'", c.dense_layers, c.layers - c.dense_layers);
+    }
     if (c.capacity_factor > 0.0)
       out += fmt::format(" --moe-expert-capacity-factor {} --moe-pad-expert-input-to-capacity",
                          c.capacity_factor);

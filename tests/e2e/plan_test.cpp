@@ -182,6 +182,24 @@ TEST_CASE("phaze plan plans DeepSeek-V3's config and emits its latent attention"
   CHECK_FALSE(contains(r.out, "--expert-model-parallel-size 1 "));
 }
 
+TEST_CASE("phaze plan --emit megatron writes Llama 4's expert blocks as a --moe-layer-freq pattern",
+          "[e2e][plan][moe]") {
+  const std::string maverick = std::string{PHAZE_TEST_DATA_DIR} + "/hf/llama-4-maverick-17b-128e.json";
+  const auto r = run_phaze("plan " + maverick +
+                           " --device h100-sxm --devices 128 --global-batch 256 --ep 8 --precision fp8 "
+                           "--distributed-optimizer --emit megatron");
+  REQUIRE(r.status == 0);
+  std::string pattern;
+  for (int i = 0; i < 48; ++i) pattern += std::string{i > 0 ? "," : ""} + (i % 2 == 1 ? "1" : "0");
+  for (const std::string& flag : std::vector<std::string>{
+           "--num-experts 128", "--moe-router-topk 1", "--moe-ffn-hidden-size 8192",
+           "--ffn-hidden-size 16384", "--moe-shared-expert-intermediate-size 8192",
+           "--moe-router-score-function sigmoid", "--moe-layer-freq '[" + pattern + "]'"}) {
+    INFO(flag);
+    CHECK(contains(r.out, flag));
+  }
+}
+
 TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM arguments", "[e2e][plan]") {
   const auto j = run_json(
       "plan llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --recompute none --top 3");
