@@ -130,7 +130,7 @@ TEST_CASE("fsdp: per microbatch two weight gathers and a gradient reduce-scatter
         Approx((2.0 * 0.25 + 0.5) * fp32_all_reduce * static_cast<double>(microbatches)).epsilon(1e-9));
 }
 
-TEST_CASE("fsdp: weights kept gathered from forward to backward; under a pipeline, gradients reduced once",
+TEST_CASE("fsdp: weights kept gathered from forward to backward, and under a pipeline gradients reduced once",
           "[train][fsdp][reshard]") {
   const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 64);
   auto k = fsdp_test::knobs(true);
