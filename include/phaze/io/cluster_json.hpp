@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -92,7 +93,8 @@ inline device_and_node group_device(const section& g, const std::filesystem::pat
     if (hw::find_preset(text)) {
       j = nlohmann::json{{"base", text}};
       named = text;
-    } else if (device_file::looks_like_path(text) || std::filesystem::exists(dir / text)) {
+    } else if (std::error_code ignored;
+               device_file::looks_like_path(text) || std::filesystem::exists(dir / text, ignored)) {
       const std::filesystem::path path =
           std::filesystem::path{text}.is_absolute() ? std::filesystem::path{text} : dir / text;
       // A device file named by a cluster file is held to the cluster file's limits.

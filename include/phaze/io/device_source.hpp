@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,10 +36,11 @@ inline std::vector<std::string> closest_preset_names(std::string_view name, std:
 
 namespace detail::device_file {
 /// True when the argument names a file rather than a preset (a path separator, a .json suffix, or an
-/// existing file of that name).
+/// existing file of that name; a name the file system cannot look up, too long say, names no file).
 inline bool looks_like_path(std::string_view arg) {
+  std::error_code ignored;
   return arg.find('/') != std::string_view::npos || arg.ends_with(".json") ||
-         std::filesystem::exists(std::filesystem::path{std::string{arg}});
+         std::filesystem::exists(std::filesystem::path{std::string{arg}}, ignored);
 }
 
 [[noreturn]] inline void unknown_device(std::string_view name) {

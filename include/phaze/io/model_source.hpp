@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -17,10 +18,12 @@
 namespace phaze::io {
 
 /// True when the argument names a file rather than a zoo entry (it has a path separator or a .json suffix,
-/// or a file of that name exists).
+/// or a file of that name exists). A name the file system cannot even look up (too long, say) names no
+/// file.
 inline bool looks_like_path(std::string_view arg) {
+  std::error_code ignored;
   return arg.find('/') != std::string_view::npos || arg.ends_with(".json") ||
-         std::filesystem::exists(std::filesystem::path{std::string{arg}});
+         std::filesystem::exists(std::filesystem::path{std::string{arg}}, ignored);
 }
 
 /// The model named by a command-line argument: a zoo name, or a path to a HuggingFace config.json.
