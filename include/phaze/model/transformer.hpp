@@ -310,6 +310,8 @@ namespace rules {
       "experts, expert_ffn, shared_expert_ffn, dense_layers and capacity_factor must not be negative");
 }
 [[noreturn]] inline void chunked_attention_beyond_one_chunk(std::int64_t chunk) {
+  if (chunk < 0)
+    throw input_error("attention_chunk (Llama 4's attention_chunk_size) must not be negative; 0: no chunks");
   throw input_error(
       "the model attends within chunks of " + std::to_string(chunk) +
       " tokens (Llama 4's attention_chunk_size), and phaze models a training sequence of at most "
@@ -398,8 +400,7 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
       (c.moe_every > 1 && (c.experts == 0 || c.moe_offset >= c.moe_every))) {
     rules::moe_every_needs_an_offset_below_it();
   }
-  if (c.attention_chunk < 0) rules::expert_sizes_must_not_be_negative();
-  if (c.attention_chunk > 0 && c.sequence > c.attention_chunk)
+  if (c.attention_chunk < 0 || (c.attention_chunk > 0 && c.sequence > c.attention_chunk))
     rules::chunked_attention_beyond_one_chunk(c.attention_chunk);
   if (c.moe_every > 1) {
     bool any = false;
