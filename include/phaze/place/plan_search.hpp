@@ -145,7 +145,6 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
     placement_request f;
     f.pp = fixed.pp.value_or(0);
     f.dp = fixed.dp.value_or(0);
-    if (item.knobs.shard_gradients) f.max_pp = 1;  // ZeRO-2 runs without a pipeline (train::validate)
     model_placement placed;
     try {
       placed = place_model(m, c, item.knobs, {item.parallel.tp}, cache, f, fixed.placer, item.parallel.cp);
