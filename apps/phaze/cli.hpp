@@ -159,6 +159,8 @@ struct step_options {
   bool loss_in_pipeline_split = false;
   double capacity_factor = 0.0;  // 0: dropless routing
   int mtp_layers = -1;           // multi-token prediction modules; -1: the model's own
+  std::string moe_dispatcher = "alltoall";
+  std::string moe_permutation = "fused";
 };
 
 /// Adds `--attention fused|unfused`, `--attention-kernel`, `--cross-entropy`, `--vector-kernels`, `--overlap
@@ -204,7 +206,9 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "--overlap", o.overlap,
          "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
          "reduction), param (the distributed optimizer's parameter gather), tp (tensor-parallel "
-         "collectives, with sequence parallelism), pp (pipeline sends, interleaved schedule), or none")
+         "collectives, with sequence parallelism), pp (pipeline sends, interleaved schedule), ep (expert "
+         "parallelism's all-to-alls beside the other microbatch's pass: Megatron-Core's "
+         "--overlap-moe-expert-parallel-comm), or none")
       ->default_str("grad,param,pp");
   app.add_option("--memory-headroom", o.memory_headroom,
                  "share of each device's memory a plan leaves free for the allocator's cache, the CUDA "
@@ -287,6 +291,21 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "expert to it (Megatron-Core's --moe-expert-capacity-factor F with "
          "--moe-pad-expert-input-to-capacity; token-dropping recipes use 1.0); default: dropless")
       ->check(number_up_to(64.0, "a multiple of each expert's balanced share of tokens"));
+  app.add_option(
+         "--moe-dispatcher", o.moe_dispatcher,
+         "mixture of experts: how tokens reach their experts' ranks: alltoall (NCCL's all-to-all, one "
+         "copy per routed expert: Megatron-Core's default) or flex (DeepEP's or HybridEP's kernels: a "
+         "token crosses the network once per node holding any of its experts and is handed on over "
+         "NVLink; Megatron-Core's --moe-token-dispatcher-type flex)")
+      ->check(CLI::IsMember({"alltoall", "flex"}))
+      ->default_str("alltoall");
+  app.add_option("--moe-permutation", o.moe_permutation,
+                 "mixture of experts: the token permutation and unpermutation as fused kernels (Transformer "
+                 "Engine's: Megatron-Core's --moe-permute-fusion, which Megatron-Bridge's recipes set) or "
+                 "unfused (Megatron-Core's default: a gather by index, then a scale and an atomic add by "
+                 "index at PyTorch's measured rate)")
+      ->check(CLI::IsMember({"fused", "unfused"}))
+      ->default_str("fused");
   app.add_option("--mtp-layers", o.mtp_layers,
                  "multi-token prediction modules after the output layer, one more block and loss "
                  "(DeepSeek-V3; Megatron-Core's --mtp-num-layers); default: the model's own "
@@ -422,6 +441,9 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.loss_in_pipeline_split = o.loss_in_pipeline_split;
   if (!o.calibration.empty()) k = train::calibrated(k, calibration_of(o));
   k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
+  k.overlap_expert_comm = false;
+  k.dispatcher = train::parse_moe_dispatcher(o.moe_dispatcher);
+  k.unfused_permutation = o.moe_permutation == "unfused";
   std::string_view rest = o.overlap;
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -434,9 +456,11 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
       k.tp_comm_overlap = true;
     } else if (item == "pp") {
       k.overlap_p2p = true;
+    } else if (item == "ep") {
+      k.overlap_expert_comm = true;
     } else if (item != "none") {
       throw input_error(fmt::format(
-          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param, tp and pp, or none",
+          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param, tp, pp and ep, or none",
           item));
     }
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);

@@ -279,14 +279,16 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (!c.tied_embeddings) out += " --untie-embeddings-and-output-weights";
   if (!c.dropout) out += " --attention-dropout 0.0 --hidden-dropout 0.0";
   if (c.experts > 0) {
-    // Megatron-Core's MoE as phaze costs it: the all-to-all dispatcher, grouped expert GEMMs, the experts
-    // split over tp like the dense layers; the dense blocks (the first ones, or those between the expert
-    // blocks) as a --moe-layer-freq pattern.
+    // Megatron-Core's MoE as phaze costs it: the plan's token dispatcher (flex: DeepEP's kernels, Megatron-
+    // Core's default backend), grouped expert GEMMs, the experts split over tp like the dense layers; the
+    // dense blocks (the first ones, or those between the expert blocks) as a --moe-layer-freq pattern.
     out += fmt::format(
-        " --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {} --moe-token-dispatcher-type "
-        "alltoall "
-        "--moe-grouped-gemm --expert-model-parallel-size {}",
-        c.experts, c.top_k, c.expert_ffn_or_default(), r.parallel.ep);
+        " --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {} --moe-token-dispatcher-type {}"
+        " --moe-grouped-gemm --expert-model-parallel-size {}",
+        c.experts, c.top_k, c.expert_ffn_or_default(), train::to_string(k.dispatcher), r.parallel.ep);
+    if (k.dispatcher == train::moe_dispatcher::flex) out += " --moe-flex-dispatcher-backend deepep";
+    if (k.overlap_expert_comm && r.parallel.ep > 1) out += " --overlap-moe-expert-parallel-comm";
+    if (!k.unfused_permutation) out += " --moe-permute-fusion";
     if (r.parallel.expert_tp() != r.parallel.tp)
       out += fmt::format(" --expert-tensor-parallel-size {}", r.parallel.expert_tp());
     if (c.shared_expert_ffn > 0)

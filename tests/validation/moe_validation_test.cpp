@@ -150,6 +150,15 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
       k.schedule = train::pipeline_schedule::interleaved;
       k.virtual_stages = vp;
     }
+    // The token dispatcher and EP overlap each release's performance scripts set (Megatron-Bridge
+    // scripts/performance/configs/qwen/qwen3_workload_base_configs.py and qwen3_llm_pretrain.py at 53f4c398f,
+    // 2026-04-19, and b8475660c, 2026-02-20; configs/qwen3/ at 455483003, 2025-11-20): the 30B on one stage
+    // (26.04 on) runs HybridEP's flex dispatcher without EP overlap; the 30B over two stages (26.02) and the
+    // 235B (26.02 on) run the all-to-all dispatcher with moe_a2a_overlap (--overlap-moe-expert-parallel-comm
+    // and delayed weight gradients); 25.11 set neither. Fused permutation throughout (moe_permute_fusion).
+    const bool release_25 = r.at("release").rfind("25.", 0) == 0;
+    if (r.at("model") == "Qwen3_30B_a3B" && pp == 1) k.dispatcher = train::moe_dispatcher::flex;
+    if ((large || (r.at("model") == "Qwen3_30B_a3B" && pp > 1)) && !release_25) k.overlap_expert_comm = true;
     INFO(r.at("model") << " " << r.at("release"));
     // DeepSeek-V3's recipe lays its 32 chunks out as "Et|(tt|)*30mL" (the file's header): the embedding with
     // one block, thirty chunks of two, the multi-token prediction module with the loss; it recomputes the
@@ -169,7 +178,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     const double measured = std::stod(r.at("tokens_per_s_per_gpu"));
     const double error = (predicted - measured) / measured;
     // The 30B's runs that interleave over two stages with ep 8 are shown but kept out of the bounds: phaze
-    // puts them 64-191% too fast (the three releases' published numbers for them differ by 77% among
+    // puts them 91-238% too fast (the three releases' published numbers for them differ by 77% among
     // themselves), an open failure of the mixture-of-experts model (docs/step-time.md). The 235B's runs
     // (eight stages, four chunks each, etp 1) have a bound of their own.
     // DeepSeek-V3's one run (its precision not published, FP8 taken) is shown
@@ -218,14 +227,17 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
   // GPT-OSS 120B: measured when its import came in, 52.8-69.6% more tokens per second than published (mean
   // +64.2%); an open failure of the mixture-of-experts step (docs/validation.md), shown with no bound.
   CHECK(oss_compared == 5);
-  // Measured when expert tensor parallelism came in: 5 runs (releases 25.11-26.04.01), 7.1-13.6% too slow,
-  // mean 10.1%. Regression guard.
+  // Measured when each run got its recipe's dispatcher and EP overlap: 5 runs (releases 25.11-26.04.01);
+  // the four with EP overlap 24.3-32.1% too fast, 25.11's (without) 9.2% too slow; mean 24.4%, max 32.1%.
+  // Before, every run was costed with its all-to-alls exposed and came out 7.1-13.6% too slow. Regression
+  // guard.
   CHECK(large_compared == 5);
-  CHECK(large_mean <= 0.11);
-  CHECK(large_worst <= 0.14);
-  // Measured at this commit: 3 runs (one configuration, three releases), mean 4.5%, max 5.2%, too slow
-  // (docs/step-time.md; 4.0% / 4.7% before Qwen3's query/key norms were costed, 0.7% / 1.4% before the FP8
-  // quantization passes were costed at their measured bandwidth). Regression guard.
-  CHECK(mean <= 0.05);
-  CHECK(worst <= 0.06);
+  CHECK(large_mean <= 0.25);
+  CHECK(large_worst <= 0.33);
+  // Measured when each run got its recipe's dispatcher: 3 runs (one configuration, three releases, HybridEP's
+  // flex dispatcher), mean 59.4%, max 60.7%, all too fast. Costed with NCCL's all-to-all instead (what the
+  // recipe did not run) they came out within 5.2%: the two-node all-to-all, charged whole, stood in for about
+  // 11 s per step of the experts' layers that phaze does not model (docs/step-time.md). Regression guard.
+  CHECK(mean <= 0.60);
+  CHECK(worst <= 0.61);
 }

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
@@ -21,7 +23,8 @@ inline constexpr auto all_reduce_time =
     [](bytes message, int n, const cluster::route& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
-  return 2.0 * (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.all_reduce))) +
+  return 2.0 * (members - 1.0) / members *
+             (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.all_reduce))) +
          2.0 * (members - 1.0) * r.hop.latency;
 };
 
@@ -31,7 +34,8 @@ inline constexpr auto reduce_scatter_time =
     [](bytes message, int n, const cluster::route& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
-  return (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.reduce_scatter))) +
+  return (members - 1.0) / members *
+             (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.reduce_scatter))) +
          (members - 1.0) * r.hop.latency;
 };
 
@@ -41,7 +45,8 @@ inline constexpr auto all_gather_time =
     [](bytes message, int n, const cluster::route& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
-  return (members - 1.0) / members * (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.all_gather))) +
+  return (members - 1.0) / members *
+             (message / (r.hop.bandwidth * r.efficiency.reached(r.efficiency.all_gather))) +
          (members - 1.0) * r.hop.latency;
 };
 
@@ -53,11 +58,44 @@ inline constexpr auto point_to_point_time = [](bytes message, const cluster::rou
 
 /// The links of an all-to-all group: `local` of its members share a node (route `inside` among them); the
 /// others are reached over `across` (a node's interfaces).
+/// `inside_scale` and `across_scale` scale the bytes each set carries relative to NCCL's all-to-all, for a
+/// dispatcher that sends fewer copies (train::moe_dispatcher::flex; expert_copies).
 struct all_to_all_routes {
   int local = 1;
   cluster::route inside{};
   cluster::route across{};
+  double inside_scale = 1.0;
+  double across_scale = 1.0;
 };
+
+/// The expected number of the `groups` equal groups of `experts` experts that a token's top_k distinct
+/// experts fall in, the experts drawn uniformly (balanced routing): groups x (1 - C(E - E/g, k) / C(E, k)).
+constexpr double expected_groups_hit(std::int64_t experts, std::int64_t top_k, std::int64_t groups) {
+  if (groups <= 1) return 1.0;
+  const auto e = static_cast<double>(experts);
+  const double outside = e - e / static_cast<double>(groups);
+  double miss = 1.0;
+  for (std::int64_t i = 0; i < top_k; ++i)
+    miss *= std::max(0.0, outside - static_cast<double>(i)) / (e - static_cast<double>(i));
+  return static_cast<double>(groups) * (1.0 - miss);
+}
+
+/// The copies of one token a rank of an expert-parallel group of n ranks, `local` of them per node, sends in
+/// a dispatch that deduplicates (DeepEP's and HybridEP's kernels): over the network, one per other node
+/// holding any of its top_k experts; over NVLink, one per other rank of its own node holding any, plus, for
+/// each token it receives from another node, one per other rank of its node holding any of that token's
+/// experts (the forwarding), given that the node holds one. Returns {inside, across} copies per token.
+/// NCCL's all-to-all sends top_k x (local - 1) / n and top_k x (n - local) / n.
+constexpr std::pair<double, double> deduplicated_copies(std::int64_t experts, std::int64_t top_k, int n,
+                                                        int local) {
+  const int nodes = n / std::max(local, 1);
+  const double rank_hit = expected_groups_hit(experts, top_k, n) / static_cast<double>(n);
+  const double node_hit = expected_groups_hit(experts, top_k, nodes) / static_cast<double>(nodes);
+  const double across = static_cast<double>(nodes - 1) * node_hit;
+  const double others = static_cast<double>(local - 1) * rank_hit;
+  const double inside = others + (node_hit > 0.0 ? across * others / node_hit : 0.0);
+  return {inside, across};
+}
 
 /// An all-to-all in which each of n devices sends `message` bytes split evenly over the group (expert
 /// parallelism's token dispatch and combine; NCCL's alltoall runs the n - 1 sends and receives of a device
@@ -76,11 +114,13 @@ inline constexpr auto all_to_all_time =
   seconds out{0.0};
   seconds latency{0.0};
   if (local > 1) {
-    in = message * in_share / (r.inside.hop.bandwidth * r.inside.efficiency.reached(r.inside.efficiency.send_recv));
+    in = message * (in_share * r.inside_scale) /
+         (r.inside.hop.bandwidth * r.inside.efficiency.reached(r.inside.efficiency.send_recv));
     latency = r.inside.hop.latency;
   }
   if (local < n) {
-    out = message * out_share / (r.across.hop.bandwidth * r.across.efficiency.reached(r.across.efficiency.send_recv));
+    out = message * (out_share * r.across_scale) /
+          (r.across.hop.bandwidth * r.across.efficiency.reached(r.across.efficiency.send_recv));
     latency = std::max(latency, r.across.hop.latency);
   }
   return std::max(in, out) + latency * (members - 1.0);

@@ -208,6 +208,21 @@ inline constexpr eager_kernel eager_rotary{(0.136 + 0.107) / 2.0, 0.0, (9.61e-6 
 inline constexpr eager_kernel eager_dropout{(0.735 + 0.620) / 2.0, eager_add.share, eager_add.fixed_s};
 inline constexpr eager_kernel eager_softmax{(0.563 + 0.408) / 2.0, 0.0, eager_add.fixed_s};
 
+/// The share of the HBM peak PyTorch's add by index (index_add_, the atomic scatter-add an unfused mixture-
+/// of-experts permutation runs: model::index_kernel) reached on one H100 SXM, on the rows it reads and the
+/// tokens it writes: 391 and 432 GB/s of 3.35 TB/s at Qwen3-30B-A3B's and Mixtral 8x7B's shapes
+/// (tools/gpu/measure_moe.py; tests/data/gpu/h100-sxm-moe-permute.csv; docs/gpu-measurements.md), their mean.
+/// Not measured on other cards: their adds by index take the same share of their peak.
+inline constexpr double index_add_share = (390.8 / 3350.0 + 431.5 / 3350.0) / 2.0;
+
+/// Whether op `o` is the add by index of an unfused permutation: an unpermutation's forward pass, or the
+/// backward pass of a permutation's gather.
+constexpr bool adds_by_index(const model::op& o) {
+  const bool forward = o.phase == model::op_phase::forward;
+  return (o.permutation == model::index_kernel::scatter_add && forward) ||
+         (o.permutation == model::index_kernel::select && !forward);
+}
+
 /// The eager kernel of an op kind (eager_kernel); none for the cross-entropy and the embedding.
 constexpr eager_kernel eager_kernel_of(model::op_kind k) {
   using model::op_kind;
@@ -253,7 +268,9 @@ inline constexpr auto datasheet_vector_time =
   const eager_kernel e = o.eager ? eager_kernel_of(o.kind) : eager_kernel{};
   const double kernel_share =
       o.phase != model::op_phase::forward && e.backward_share > 0.0 ? e.backward_share : e.share;
-  const double share = kernel_share > 0.0 ? kernel_share : d.sheet.memory_efficiency;
+  const double share = adds_by_index(o)     ? index_add_share
+                       : kernel_share > 0.0 ? kernel_share
+                                            : d.sheet.memory_efficiency;
   const seconds memory =
       std::max(moved / (d.hbm_bandwidth * share) * d.sheet.calibrated.memory, moved / d.hbm_bandwidth);
   return std::max(compute, memory) + seconds{e.fixed_s};

@@ -34,6 +34,7 @@ inline std::vector<std::string> overlap_names(const train::training_knobs& k) {
   if (k.overlap_param_gather && k.distributed_optimizer && !k.fsdp) out.emplace_back("param");
   if (k.tp_comm_overlap && k.sequence_parallel) out.emplace_back("tp");
   if (k.overlap_p2p && k.schedule == train::pipeline_schedule::interleaved) out.emplace_back("pp");
+  if (k.overlap_expert_comm) out.emplace_back("ep");
   return out;
 }
 
@@ -174,6 +175,8 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"vector_kernels", k.eager_vector ? "eager" : "fused"},
             {"host_overhead_us", std::round(k.host_overhead * 1e9) / 1e3},  // to the nanosecond
             {"overlap", overlap_names(k)},
+            {"moe_dispatcher", std::string{train::to_string(k.dispatcher)}},
+            {"moe_permutation", k.unfused_permutation ? "unfused" : "fused"},
             {"stages", stages}}},
           {"breakdown",
            {{"compute_s", b.compute.value()},
@@ -218,6 +221,9 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   }
   if (k.fsdp && k.fsdp_reshard_after_forward != train::fsdp_reshard::by_pipeline)
     out += fmt::format(", reshard after forward {}", train::to_string(k.fsdp_reshard_after_forward));
+  if (k.dispatcher != train::moe_dispatcher::all_to_all)
+    out += fmt::format(", {} token dispatcher", train::to_string(k.dispatcher));
+  if (k.unfused_permutation) out += ", unfused permutation";
   const auto overlap = overlap_names(k);
   out += overlap.empty() ? ", nothing overlapped" : ", overlap " + fmt::format("{}", fmt::join(overlap, "+"));
   return out;

@@ -466,6 +466,9 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
   if (k.fp8_param_gather) cmd += " --fp8-param-gather";
   if (k.fused_loss) cmd += " --cross-entropy fused";
   if (k.eager_vector) cmd += " --vector-kernels eager";
+  if (k.dispatcher != train::moe_dispatcher::all_to_all)
+    cmd += " --moe-dispatcher " + std::string{train::to_string(k.dispatcher)};
+  if (k.unfused_permutation) cmd += " --moe-permutation unfused";
   if (!b.split.empty()) {
     std::string blocks;
     for (const auto& st : b.split) blocks += (blocks.empty() ? "" : ",") + std::to_string(st.blocks);

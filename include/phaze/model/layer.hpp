@@ -102,6 +102,12 @@ struct layer_shape {
   /// its own kernels, at the rates and fixed times measured on Hopper (cost::eager_kernel_of). Off: fused
   /// kernels at the device's copy rate (Transformer Engine, Megatron-Core's fusions, a compiler).
   bool eager_vector = false;
+  /// A mixture of experts' permutation and unpermutation as Megatron-Core runs them without
+  /// --moe-permute-fusion (index_kernel); off: Transformer Engine's fused kernels.
+  bool unfused_permutation = false;
+  /// Expert parallelism's dispatch hands each rank its tokens already grouped by expert (DeepEP's and
+  /// HybridEP's kernels, train::moe_dispatcher::flex): no sort of the received chunks by local expert.
+  bool grouped_dispatch = false;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -254,6 +260,9 @@ class layer_builder {
     check_positive(o.out_elements);
     return add(o, {x});
   }
+
+  /// Marks the op added last as a permutation by index run unfused (op::permutation).
+  constexpr void mark_permutation(index_kernel k) { layer_.ops.back().permutation = k; }
 
   /// Two tensors joined along their features (torch.cat, with parts broadcast): one memory-bound copy that
   /// reads both and writes `out_elements`.

@@ -165,6 +165,13 @@ constexpr std::uint8_t bit_of(std::string_view name) {
 }
 }  // namespace recompute_module
 
+/// How an unfused mixture-of-experts permutation moves token rows by index (Megatron-Core's permute and
+/// unpermute without --moe-permute-fusion, moe_utils.py): `select` gathers them (torch.index_select; its
+/// backward pass adds them back by index), `scatter_add` adds them to their tokens by index
+/// (torch.scatter_add_; its backward pass gathers). The adds by index run at PyTorch's measured rate
+/// (cost::index_add_share); none: a fused kernel (Transformer Engine's) at the device's copy rate.
+enum class index_kernel : std::uint8_t { none, select, scatter_add };
+
 /// Index of the layer's input tensor among an op's inputs.
 inline constexpr std::int16_t layer_input = -1;
 
@@ -208,6 +215,8 @@ struct op {
   /// A vector op run as eager PyTorch runs it, one or more unfused kernels at their measured rate
   /// (layer_shape::eager_vector; cost::eager_kernel_of); matrix ops and collectives ignore it.
   bool eager = false;
+  /// A permutation of token rows by index run unfused (index_kernel); none otherwise.
+  index_kernel permutation = index_kernel::none;
   /// matmul of a block under torchtitan's per-op selective checkpointing (recompute_module::op): the share
   /// of its output the policy keeps (model::keep_by_op_policy); the rest of its forward runs again.
   double op_policy_saved = 0.0;

@@ -690,8 +690,13 @@ constexpr std::int64_t tokens_per_expert(const transformer_config& c, const spli
 /// parallelism (sequence-parallel) an all-gather of them over the expert tensor-parallel ranks (etp: tp
 /// unless MoE parallel folding gives another); each rank's experts / ep experts as grouped GEMMs (up/gate,
 /// activation, down; split over etp like a dense MLP over tp); the reduce-scatter back;
-/// the all-to-all back (combine); the weighted sum of each token's top_k outputs (unpermute). Shared experts
-/// (DeepSeekMoE, Qwen-MoE) run beside it as a dense MLP and are added.
+/// the all-to-all back (combine); the weighted sum of each token's top_k outputs (unpermute). With more than
+/// one expert per rank the received rows come grouped by the rank that sent them, and the all-to-all
+/// dispatcher sorts them by local expert after the dispatch and back before the combine (sort_chunks_by_idxs:
+/// a copy each way); DeepEP's and HybridEP's dispatch hands them over grouped (layer_shape::
+/// grouped_dispatch). Unfused (layer_shape::unfused_permutation), the permutation gathers rows by index, and
+/// the unpermutation scales each row by its gate and adds the rows to their tokens by index (op::
+/// permutation). Shared experts (DeepSeekMoE, Qwen-MoE) run beside it as a dense MLP and are added.
 constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   const std::int64_t k = c.top_k;
   const std::int64_t f = c.expert_ffn_or_default() / z.et;
@@ -704,9 +709,14 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   const tensor logits =
       b.matmul("router", x, {1, z.local_tokens, z.h, c.experts}, split, c.bias, false, /*bf16_only=*/true);
   const tensor gates = b.vector(op_kind::softmax, "router_topk", logits, saves::output, split);
+  const bool unfused = b.shape().unfused_permutation;
   tensor routed = b.vector(op_kind::copy, "permute", x, saves::nothing, split, 0, sent * z.h);
+  if (unfused) b.mark_permutation(index_kernel::select);
+  // Received rows grouped by sending rank, sorted by local expert (the all-to-all dispatcher's).
+  const bool sorts = z.ep > 1 && local_experts > 1 && !b.shape().grouped_dispatch;
   if (z.ep > 1)
     routed = b.collective(op_kind::all_to_all, "dispatch", routed, static_cast<int>(z.ep), routed.elements);
+  if (sorts) routed = b.vector(op_kind::copy, "sort_chunks", routed, saves::nothing, split);
   // Into the experts' tensor-parallel region: the etp ranks' token shards gathered (sequence parallelism,
   // which Megatron-Core requires with MoE; train::validate), or, with the tokens replicated, the identity.
   // With etp 1 each rank's experts work on its own tokens.
@@ -736,10 +746,14 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
         z.sp ? b.collective(op_kind::reduce_scatter, "experts_exit", down, static_cast<int>(z.et), sent * z.h)
              : b.collective(op_kind::all_reduce, "experts_exit", down, static_cast<int>(z.et), down.elements);
   }
+  if (sorts) down = b.vector(op_kind::copy, "unsort_chunks", down, saves::nothing, split, 0, sent * z.h);
   if (z.ep > 1) down = b.collective(op_kind::all_to_all, "combine", down, static_cast<int>(z.ep), sent * z.h);
+  // Unfused: each row scaled by its gate (a pass over the rows), then added to its token by index.
+  if (unfused) down = b.vector(op_kind::residual_add, "unpermute_scale", down, saves::nothing, split);
   // The weighted sum of each token's top_k expert outputs, by the router's gates.
   tensor out =
       b.vector(op_kind::residual_add, "unpermute", down, saves::nothing, split, 0, z.local_tokens * z.h);
+  if (unfused) b.mark_permutation(index_kernel::scatter_add);
   out = b.add_residual("gate_weights", out, gates, split);
   if (c.shared_expert_ffn > 0) {
     const std::uint8_t outside = b.enter_module(recompute_module::shared_experts);

@@ -55,6 +55,20 @@ constexpr std::string_view to_string(fsdp_reshard r) {
   return r == fsdp_reshard::by_pipeline ? "default" : r == fsdp_reshard::always ? "always" : "never";
 }
 
+/// How a mixture of experts' token copies travel between the expert-parallel ranks (Megatron-Core's
+/// --moe-token-dispatcher-type):
+/// - all_to_all: each rank sends each of its tokens' top_k copies to the rank of its expert, over NCCL's
+///   all-to-all: a copy bound for another node crosses the network once per expert (Megatron-Core's default);
+/// - flex: DeepEP's or HybridEP's kernels (--moe-token-dispatcher-type flex with
+///   --moe-flex-dispatcher-backend deepep|hybridep): a token crosses the network once per destination node,
+///   which hands the copies to its ranks over NVLink, and the combine adds a node's copies before they
+///   cross back (DeepSeek-AI, "DeepSeek-V3 Technical Report", 2024, section 3.2.2; DeepEP's README).
+enum class moe_dispatcher : std::uint8_t { all_to_all, flex };
+
+constexpr std::string_view to_string(moe_dispatcher d) {
+  return d == moe_dispatcher::all_to_all ? "alltoall" : "flex";
+}
+
 constexpr std::string_view to_string(optimizer o) {
   return o == optimizer::adam ? "adam" : "sgd";
 }
@@ -111,6 +125,9 @@ inline constexpr std::array training_precisions{hw::precision::bf16, hw::precisi
 inline constexpr std::array all_fsdp_reshards{fsdp_reshard::by_pipeline, fsdp_reshard::always,
                                               fsdp_reshard::never};
 
+/// Every token dispatcher of a mixture of experts, Megatron-Core's default first.
+inline constexpr std::array all_moe_dispatchers{moe_dispatcher::all_to_all, moe_dispatcher::flex};
+
 /// Every fused attention kernel, `auto` (the device's own) first.
 inline constexpr std::array all_attention_kernels{
     model::attention_kernel::standard, model::attention_kernel::cudnn,  model::attention_kernel::flash3,
@@ -147,6 +164,10 @@ inline model::attention_kernel parse_attention_kernel(std::string_view name) {
 /// Parses `default` / `always` / `never` (training_knobs::fsdp_reshard_after_forward).
 inline fsdp_reshard parse_fsdp_reshard(std::string_view name) {
   return detail::parse_enum(name, "FSDP resharding policy", all_fsdp_reshards);
+}
+/// Parses `alltoall` / `flex` (training_knobs::dispatcher).
+inline moe_dispatcher parse_moe_dispatcher(std::string_view name) {
+  return detail::parse_enum(name, "token dispatcher", all_moe_dispatchers);
 }
 /// Parses `fp32` / `bf16` / `fp16`, the formats of an optimizer's state (training_knobs::optimizer_dtype).
 inline hw::precision parse_optimizer_dtype(std::string_view name) {
@@ -217,6 +238,17 @@ struct training_knobs {
   /// pipeline sends and receives run under the model chunks' computation (step_model::pipeline_sends); it
   /// also lets the interleaved schedule run on two pipeline stages.
   bool overlap_p2p = false;
+  /// Megatron-Core's --overlap-moe-expert-parallel-comm (expert parallelism): the forward pass of one
+  /// microbatch and the backward pass of the one before run together, layer by layer, each all-to-all of
+  /// one beside the computation of the other (detail::expert_overlap_saving); the first forward and the last
+  /// backward of each model chunk's turn run alone.
+  bool overlap_expert_comm = false;
+  /// The token dispatcher of the experts' all-to-alls (moe_dispatcher).
+  moe_dispatcher dispatcher = moe_dispatcher::all_to_all;
+  /// A mixture of experts' token permutation and unpermutation unfused, as Megatron-Core runs them without
+  /// --moe-permute-fusion (its default; model::layer_shape::unfused_permutation). Off: Transformer Engine's
+  /// fused kernels, which Megatron-Bridge's recipes turn on.
+  bool unfused_permutation = false;
   /// Megatron-Core's --fp8-param-gather (FP8 training): the weights the GEMMs read are kept in FP8 only (1
   /// byte, plus the transposed copy Hopper's FP8 GEMMs need) instead of bf16 plus FP8 copies, and the
   /// distributed optimizer all-gathers them in FP8 (Megatron-Bridge's FP8 recipes turn it on).
@@ -345,7 +377,9 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.recompute_modules,
                             k.host_overhead,
                             k.fused_loss,
-                            k.eager_vector};
+                            k.eager_vector,
+                            k.unfused_permutation,
+                            k.dispatcher == moe_dispatcher::flex};
 }
 
 namespace rules {
@@ -519,6 +553,11 @@ namespace rules {
       "--shard-gradients (ZeRO stage 2) runs without pipeline parallelism: DeepSpeed's pipeline engine "
       "takes ZeRO stage 1 at most; give --pp 1, or drop --shard-gradients");
 }
+[[noreturn]] inline void expert_overlap_needs(std::string_view what) {
+  std::string message{"--overlap ep (Megatron-Core's --overlap-moe-expert-parallel-comm) runs "};
+  message.append(what).append("; drop ep from --overlap, or change the plan");
+  throw input_error(message);
+}
 [[noreturn]] inline void fsdp_reshard_needs_fsdp() {
   throw input_error(
       "--fsdp-reshard-after-forward says when fully sharded data parallelism frees gathered weights; give "
@@ -683,6 +722,17 @@ struct validate_fn {
     if (k.shard_gradients && (!k.distributed_optimizer || k.fsdp))
       rules::gradient_sharding_needs_the_distributed_optimizer();
     if (k.shard_gradients && p.pp > 1) rules::gradient_sharding_without_pipeline();
+    // Megatron-Core's TransformerConfig checks of --overlap-moe-expert-parallel-comm, for a plan with
+    // expert parallelism (without it there is no all-to-all to overlap, and the knob does nothing).
+    if (k.overlap_expert_comm && p.ep > 1) {
+      if (p.pp > 1 && k.schedule != pipeline_schedule::interleaved)
+        rules::expert_overlap_needs("under pipeline parallelism with the interleaved schedule only (--vp)");
+      if (k.recompute == model::recompute::full) rules::expert_overlap_needs("without full recomputation");
+      if (k.recompute == model::recompute::selective &&
+          (k.recompute_modules & model::recompute_module::moe) != 0)
+        rules::expert_overlap_needs("without moe among the recomputed modules");
+      if (k.precision == hw::precision::fp32) rules::expert_overlap_needs("with bf16 or fp16 weights only");
+    }
     if (k.fp8_param_gather && k.precision != hw::precision::fp8) rules::fp8_param_gather_needs_fp8_training();
     if (k.fp8_param_gather && !k.distributed_optimizer && !k.fsdp)
       rules::fp8_param_gather_needs_the_distributed_optimizer();

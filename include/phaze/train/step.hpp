@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -148,8 +149,11 @@ class step_model {
   /// apart).
   /// `local` of a group's ranks share a node (the largest divisor of ep whose ranks fit in one); `inside` is
   /// the route among them, `across` the route a rank's transfers to the other nodes take (cluster::pairs
-  /// between ranks a node's worth apart: its own interface, or its share of a shared one).
-  [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s) const {
+  /// between ranks a node's worth apart: its own interface, or its share of a shared one). Under the flex
+  /// dispatcher (moe_dispatcher::flex) the routes carry the deduplicated copies of a model of `experts`
+  /// routed experts, `top_k` per token (cost::deduplicated_copies), as scales of NCCL's all-to-all traffic.
+  [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s, std::int64_t experts = 0,
+                                                               std::int64_t top_k = 0) const {
     const int n = std::max(s.ep, 1);
     const int stride = std::max(s.expert_tp(), 1);
     int local = std::max(1, std::min(n, largest_node() / stride));
@@ -158,6 +162,13 @@ class step_model {
     r.local = local;
     if (local > 1) r.inside = cluster_.ring({local, stride}, s.devices());
     if (local < n) r.across = cluster_.pairs(local * stride, s.devices());
+    if (knobs_.dispatcher == moe_dispatcher::flex && experts > 0 && top_k > 0 && n > 1) {
+      const auto [inside, across] = cost::deduplicated_copies(experts, top_k, n, local);
+      const double k = static_cast<double>(top_k);
+      const double members = static_cast<double>(n);
+      if (local > 1) r.inside_scale = inside / (k * static_cast<double>(local - 1) / members);
+      if (local < n) r.across_scale = across / (k * static_cast<double>(n - local) / members);
+    }
     return r;
   }
 
@@ -753,6 +764,67 @@ inline std::pair<seconds, seconds> expert_parallel_exposed(const model::layer& l
   return t;
 }
 
+/// A pass of a mixture-of-experts layer split where Megatron-Core's EP overlap cuts it: `experts` the share
+/// of the pass's op time between its two all-to-alls (the experts' GEMMs; in the backward pass, between the
+/// combine's gradient and the dispatch's) plus the shared experts, which run in the same node; the rest
+/// (attention, norms, router, permutation, unpermutation) is the pre-dispatch part.
+template <class Ops, class Costs>
+double expert_share(const Ops& ops, const Costs& costs) {
+  double inside = 0.0;
+  double all = 0.0;
+  int exchanges = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == model::op_kind::all_to_all) {
+      ++exchanges;
+      continue;
+    }
+    const double t = costs[i].all_cores.value();
+    all += t;
+    if (exchanges == 1 || (ops[i].modules & model::recompute_module::shared_experts) != 0) inside += t;
+  }
+  return all > 0.0 ? inside / all : 0.0;
+}
+
+/// What Megatron-Core's EP overlap (--overlap-moe-expert-parallel-comm) hides of a layer's all-to-alls per
+/// microbatch once the schedule pairs a forward pass with the backward pass of the microbatch before
+/// (combined_1f1b.py; TransformerLayerSchedulePlan.run in model_chunk_schedule_plan.py, Megatron-Core at
+/// d98e8a6): layer by layer, the communication stream runs the combine's backward, the dispatch forward then
+/// backward, the combine forward, while the computation stream runs beside them the forward's pre-dispatch
+/// part, the experts' backward then forward, the backward's pre-dispatch part. Each of the three steps waits
+/// for the longer side: max(pre_f, c_b) + max(mlp_b, d_f) + max(mlp_f, d_b) + max(c_f, pre_b), against all
+/// of them one after the other. `forward` and `backward` are the layer's GPU times per pass; returns the
+/// saving, half of it credited to each pass.
+inline seconds expert_overlap_saving(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                                     const cost::all_to_all_routes& ep, seconds forward, seconds backward) {
+  std::array<seconds, 2> exchange{seconds{0.0}, seconds{0.0}};  // dispatch, combine
+  int found = 0;
+  for (const model::op& o : l.ops) {
+    if (o.kind != model::op_kind::all_to_all || found == 2) continue;
+    exchange[static_cast<std::size_t>(found++)] = cost::all_to_all_time(model::output_bytes(o), o.group, ep);
+  }
+  if (found != 2) return seconds{0.0};
+  const auto table = cost::layer_costs(l, d, tp);
+  const double forward_experts = expert_share(l.ops, table.forward);
+  const double backward_experts = expert_share(model::backward(l), table.backward);
+  const seconds mlp_f = forward * forward_experts;
+  const seconds pre_f = forward - mlp_f;
+  const seconds mlp_b = backward * backward_experts;
+  const seconds pre_b = backward - mlp_b;
+  const seconds dispatch = exchange[0];
+  const seconds combine = exchange[1];
+  const seconds serial = forward + backward + (dispatch + combine) * 2.0;
+  const seconds paired = std::max(pre_f, combine) + std::max(mlp_b, dispatch) + std::max(mlp_f, dispatch) +
+                         std::max(combine, pre_b);
+  return std::max(seconds{0.0}, serial - paired);
+}
+
+/// How the layers of a run overlap expert parallelism's all-to-alls: `on` (training_knobs::
+/// overlap_expert_comm), and the share of the passes the schedule runs unpaired (expert_overlap_unpaired).
+struct expert_overlap {
+  bool on = false;
+  double unpaired = 0.0;
+};
+
 /// One layer's costs plus its collective shares.
 struct timed_layer {
   layer_times t;
@@ -847,7 +919,7 @@ seconds tp_overlap_sm_cost(const Ops& ops, const hw::device& d, const cluster::r
 inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, const cluster::route& tp,
                                     const sched::schedule_cache& cache, model::recompute mode,
                                     bool tp_overlap = false, const cluster::route& cp = {},
-                                    const cost::all_to_all_routes& ep = {}) {
+                                    const cost::all_to_all_routes& ep = {}, const expert_overlap& eo = {}) {
   timed_layer r{time_layer(l, d, tp, cache), collective_share(l, d, tp, false),
                 collective_share(l, d, tp, true),
                 mode == model::recompute::full ? collective_share(l, d, tp, false) : seconds{0.0}};
@@ -881,7 +953,13 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   r.tp_backward += regather;
   // Context parallelism's ring and expert parallelism's all-to-alls, each outside the layer's op costs.
   const auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
-  const auto [exchange_forward, exchange_backward] = expert_parallel_exposed(l, ep);
+  auto [exchange_forward, exchange_backward] = expert_parallel_exposed(l, ep);
+  if (eo.on && exchange_forward.value() > 0.0) {
+    const seconds hidden =
+        expert_overlap_saving(l, d, tp, ep, r.t.gpu_forward, r.t.gpu_backward) * (1.0 - eo.unpaired) / 2.0;
+    exchange_forward -= std::min(exchange_forward, hidden);
+    exchange_backward -= std::min(exchange_backward, hidden);
+  }
   const seconds exposed_forward = ring_forward + exchange_forward;
   const seconds exposed_backward = ring_backward + exchange_backward;
   r.t.forward += exposed_forward;
@@ -893,6 +971,17 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
     r.tp_recompute += exposed_forward;
   }
   return r;
+}
+
+/// The share of a rank's passes that Megatron-Core's EP overlap leaves unpaired, `m` microbatches per
+/// replica: without a pipeline the first forward and the last backward (1 / m); under the interleaved
+/// schedule the first stage's warm-up forwards, (pp - 1) x 2 + (vp - 1) x pp plus the one more the overlap
+/// schedules, and as many cool-down backwards, of its m x vp (schedules.py,
+/// get_pp_rank_microbatches, Megatron-Core at d98e8a6).
+inline double expert_overlap_unpaired(int pp, int vp, std::int64_t m) {
+  const double passes = static_cast<double>(std::max<std::int64_t>(m, 1)) * std::max(vp, 1);
+  const double alone = pp <= 1 ? 1.0 : 2.0 * (pp - 1) + static_cast<double>((vp - 1) * pp) + 1.0;
+  return std::min(1.0, alone / passes);
 }
 
 /// The distinct layers of a run (one per kind of the model), timed on one device.
@@ -936,8 +1025,13 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const step_model model{c, k};
   const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep, p.etp};
   const cluster::route cp_route = model.context_parallel_route(where);
-  const cost::all_to_all_routes ep_route = model.expert_parallel_routes(where);
+  const cost::all_to_all_routes ep_route =
+      model.expert_parallel_routes(where, run.config.experts, run.config.top_k);
   const cluster::route tp_route = model.tensor_parallel_route(p.tp);
+  const detail::expert_overlap ep_overlap{
+      k.overlap_expert_comm,
+      detail::expert_overlap_unpaired(
+          p.pp, k.schedule == pipeline_schedule::interleaved ? k.virtual_stages : 1, mb)};
   const auto built = detail::build_layers(run, shape);
   // Every distinct layer timed once per device type the stages run on; blocks under the knobs'
   // recomputation, the other layers without.
@@ -950,7 +1044,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
       const bool block = run.kinds[i].role == model::layer_role::block;
       t.kinds.push_back(detail::time_with_shares(built.kinds[i], d, tp_route, cache,
                                                  block ? k.recompute : model::recompute::none,
-                                                 k.tp_comm_overlap, cp_route, ep_route));
+                                                 k.tp_comm_overlap, cp_route, ep_route, ep_overlap));
     }
     for (std::size_t v = 0; v < run.size(); ++v) {
       const detail::timed_layer& l = t.kinds[run.nodes[v]];
