@@ -180,6 +180,14 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
   if (k.fsdp && k.fsdp_shard > 0)
     return "its states are sharded over groups of data-parallel ranks (--fsdp-shard), and Megatron-LM "
            "core_r0.11.0's --use-torch-fsdp2 shards over all of them";
+  if (c.experts > 0 && k.dispatcher == train::moe_dispatcher::flex)
+    return "its tokens go through DeepEP's or HybridEP's dispatcher (--moe-dispatcher flex), which came "
+           "after "
+           "Megatron-LM core_r0.11.0 (later releases: --moe-token-dispatcher-type flex "
+           "--moe-flex-dispatcher-backend deepep|hybridep)";
+  if (c.experts > 0 && k.overlap_expert_comm)
+    return "its all-to-alls run beside the other microbatch's pass (--overlap ep), which came after "
+           "Megatron-LM core_r0.11.0 (later releases: --overlap-moe-expert-parallel-comm)";
   if (k.shard_gradients)
     return "its gradients are sharded (--shard-gradients, ZeRO stage 2), and Megatron-LM core_r0.11.0's "
            "distributed optimizer keeps them whole";
@@ -279,16 +287,14 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
   if (!c.tied_embeddings) out += " --untie-embeddings-and-output-weights";
   if (!c.dropout) out += " --attention-dropout 0.0 --hidden-dropout 0.0";
   if (c.experts > 0) {
-    // Megatron-Core's MoE as phaze costs it: the plan's token dispatcher (flex: DeepEP's kernels, Megatron-
-    // Core's default backend), grouped expert GEMMs, the experts split over tp like the dense layers; the
-    // dense blocks (the first ones, or those between the expert blocks) as a --moe-layer-freq pattern.
+    // Megatron-Core's MoE as phaze costs it: the all-to-all dispatcher (megatron_cannot_run refuses the
+    // others), grouped expert GEMMs, the permutation fused unless costed unfused, the experts split over tp
+    // like the dense layers; the dense blocks (the first ones, or those between the expert blocks) as a
+    // --moe-layer-freq pattern.
     out += fmt::format(
-        " --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {} --moe-token-dispatcher-type {}"
-        " --moe-grouped-gemm --expert-model-parallel-size {}",
-        c.experts, c.top_k, c.expert_ffn_or_default(), train::to_string(k.dispatcher), r.parallel.ep);
-    if (k.dispatcher == train::moe_dispatcher::flex) out += " --moe-flex-dispatcher-backend deepep";
-    if (k.overlap_expert_comm && r.parallel.ep > 1) out += " --overlap-moe-expert-parallel-comm";
-    if (!k.unfused_permutation) out += " --moe-permute-fusion";
+        " --num-experts {} --moe-router-topk {} --moe-ffn-hidden-size {} --moe-token-dispatcher-type "
+        "alltoall --moe-grouped-gemm --expert-model-parallel-size {}",
+        c.experts, c.top_k, c.expert_ffn_or_default(), r.parallel.ep);
     if (r.parallel.expert_tp() != r.parallel.tp)
       out += fmt::format(" --expert-tensor-parallel-size {}", r.parallel.expert_tp());
     if (c.shared_expert_ffn > 0)
@@ -306,6 +312,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
     if (c.capacity_factor > 0.0)
       out += fmt::format(" --moe-expert-capacity-factor {} --moe-pad-expert-input-to-capacity",
                          c.capacity_factor);
+    if (!k.unfused_permutation) out += " --moe-permute-fusion";
   }
   const auto& split = r.split;
   const bool uniform = std::all_of(split.begin(), split.end(), [&](const train::stage_layers& s) {

@@ -515,3 +515,49 @@ TEST_CASE("phaze estimate --vector-kernels eager: plain PyTorch's memory-bound k
     CHECK(contains(on_design.err, "accelerator design"));
   }
 }
+
+TEST_CASE(
+    "phaze estimate of a mixture of experts: dispatcher, EP overlap and permutation, stated and refused",
+    "[e2e][estimate][moe]") {
+  const std::string plan =
+      "estimate qwen3-30b-a3b --device h100-sxm --devices 16 --tp 1 --pp 1 --ep 16 --global-batch 1024 "
+      "--microbatch 1 --seq 4096 --distributed-optimizer";
+  const auto nccl = run_json(plan);
+  CHECK(nccl.at("plan").at("moe_dispatcher") == "alltoall");
+  CHECK(nccl.at("plan").at("moe_permutation") == "fused");
+  const auto flex = run_json(plan + " --moe-dispatcher flex");
+  CHECK(flex.at("plan").at("moe_dispatcher") == "flex");
+  CHECK(flex.at("breakdown").at("tp_comm_s").get<double>() <
+        nccl.at("breakdown").at("tp_comm_s").get<double>() / 2.0);
+  const auto overlapped = run_json(plan + " --overlap grad,param,ep");
+  CHECK(overlapped.at("plan").at("overlap").dump() == R"(["grad","param","ep"])");
+  CHECK(overlapped.at("time_per_batch_s").get<double>() < nccl.at("time_per_batch_s").get<double>());
+  const auto unfused = run_json(plan + " --moe-permutation unfused");
+  CHECK(unfused.at("plan").at("moe_permutation") == "unfused");
+  CHECK(unfused.at("breakdown").at("compute_s").get<double>() >
+        nccl.at("breakdown").at("compute_s").get<double>());
+  const auto text = run_phaze(plan + " --moe-dispatcher flex --moe-permutation unfused --overlap ep").out;
+  CHECK(contains(text, "flex token dispatcher, unfused permutation"));
+  CHECK(contains(text, "overlap ep"));
+  // Megatron-Core's rules of --overlap-moe-expert-parallel-comm: exit 2 with the reason.
+  const auto piped = run_phaze(
+      "estimate qwen3-30b-a3b --device h100-sxm --devices 16 --tp 1 --pp 2 --ep 8 --global-batch 1024 "
+      "--microbatch 1 --overlap ep");
+  CHECK(piped.status == 2);
+  CHECK(contains(piped.err, "interleaved schedule"));
+  const auto unknown = run_phaze(plan + " --moe-dispatcher deepep");
+  CHECK(unknown.status == 2);
+  // Megatron-LM core_r0.11.0 has neither the flex dispatcher nor EP overlap: --emit megatron says so.
+  const std::string planned =
+      "plan qwen3-30b-a3b --device h100-sxm --devices 16 --global-batch 64 --tp 1 --pp 1 --ep 16 "
+      "--placer uniform --emit megatron";
+  for (const char* extra : {" --moe-dispatcher flex", " --overlap ep"}) {
+    INFO(extra);
+    const auto refused = run_phaze(planned + extra);
+    CHECK(refused.status == 2);
+    CHECK(contains(refused.err, "core_r0.11.0"));
+  }
+  const auto unfused_line = run_phaze(planned + " --moe-permutation unfused");
+  REQUIRE(unfused_line.status == 0);
+  CHECK_FALSE(contains(unfused_line.out, "--moe-permute-fusion"));
+}

@@ -422,7 +422,7 @@ TEST_CASE("phaze plan --emit megatron: every flag is one Megatron-LM's parser de
            "/hf/deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
        {"--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-token-dispatcher-type",
         "--moe-grouped-gemm", "--expert-model-parallel-size", "--moe-shared-expert-intermediate-size",
-        "--moe-layer-freq"}},
+        "--moe-layer-freq", "--moe-permute-fusion"}},
   };
   for (const auto& c : cases) {
     INFO(c.args);
