@@ -294,7 +294,8 @@ inline void add_step_options(CLI::App& app, step_options& o) {
   app.add_option(
          "--moe-dispatcher", o.moe_dispatcher,
          "mixture of experts: how tokens reach their experts' ranks: alltoall (NCCL's all-to-all, one "
-         "copy per routed expert: Megatron-Core's default) or flex (DeepEP's or HybridEP's kernels: a "
+         "copy per routed expert: what Megatron-Core's recipes run) or flex (DeepEP's or HybridEP's kernels: "
+         "a "
          "token crosses the network once per node holding any of its experts and is handed on over "
          "NVLink; Megatron-Core's --moe-token-dispatcher-type flex)")
       ->check(CLI::IsMember({"alltoall", "flex"}))
@@ -377,8 +378,8 @@ inline std::vector<hw::device> device_types(const cluster::cluster& c) {
 }
 
 /// Sets the knobs `o` names on `k` for a run on devices of the types `devices` (--attention auto fuses
-/// attention when every one of them runs fused kernels); an --overlap entry other than grad, param, tp or
-/// none is an input_error.
+/// attention when every one of them runs fused kernels); an --overlap entry other than grad, param, tp, pp,
+/// ep or none is an input_error.
 inline void apply_step_options(const step_options& o, train::training_knobs& k,
                                const std::vector<hw::device>& devices) {
   if (k.precision == hw::precision::fp8) {

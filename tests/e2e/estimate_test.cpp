@@ -403,7 +403,8 @@ TEST_CASE("phaze estimate --pipeline-model-parallel-layout lays chunks out as Me
   const std::string plan =
       "estimate " + v3 +
       " --device h100-sxm --devices 1024 --tp 2 --pp 8 --ep 64 --global-batch 8192 --microbatch 1 --seq 4096 "
-      "--precision fp8 --distributed-optimizer --grad-reduce-in-bf16 --fp8-param-gather --sequence-parallel";
+      "--precision fp8 --distributed-optimizer --grad-reduce-in-bf16 --fp8-param-gather --sequence-parallel "
+      "--recompute selective --recompute-modules mla_up_proj,mlp";
   const auto j = run_json(plan + " --pipeline-model-parallel-layout 'Et|(tt|)*30mL'");
   std::vector<int> blocks;
   for (const auto& stage : j.at("plan").at("stages")) blocks.push_back(stage.at("blocks").get<int>());

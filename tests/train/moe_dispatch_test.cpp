@@ -134,6 +134,18 @@ TEST_CASE("the all-to-all dispatcher sorts received chunks by local expert, flex
   shape.grouped_dispatch = false;
   shape.ep = 128;
   CHECK(op_named(model::layer_at(m, 1, shape), "sort_chunks") == nullptr);
+  // Without expert parallelism the dispatcher still sorts a rank's 128 experts' rows.
+  shape.ep = 1;
+  CHECK(op_named(model::layer_at(m, 1, shape), "sort_chunks") != nullptr);
+  // Under expert tensor parallelism (tp 2, sequence parallel) it sorts the gathered rows, before the
+  // reduce-scatter back.
+  auto k2 = moe_run_knobs();
+  k2.sequence_parallel = true;
+  const auto gathered = model::layer_at(m, 1, train::layer_shape_of(m, {2, 1, 8, 1, 8}, k2));
+  REQUIRE(op_named(gathered, "experts_enter") != nullptr);
+  CHECK(op_named(gathered, "sort_chunks")->out_elements == op_named(gathered, "experts_enter")->out_elements);
+  CHECK(op_named(gathered, "sort_chunks")->out_elements == 2 * op_named(gathered, "permute")->out_elements);
+  CHECK(op_named(gathered, "unsort_chunks")->out_elements == op_named(gathered, "experts_exit")->in_elements);
 }
 
 TEST_CASE("the unfused permutation adds rows by index at PyTorch's measured rate", "[moe][dispatch]") {
@@ -241,10 +253,67 @@ TEST_CASE("EP overlap refuses what Megatron-Core refuses, and does nothing witho
   interleaved.virtual_stages = 12;
   interleaved.overlap_p2p = true;
   train::validate(m, {1, 2, 8, 1, 8}, interleaved, 16);
-  // ep 1: no all-to-all, the same step.
-  const sched::schedule_cache cache;
-  const auto c = phaze::test::cluster_of(*hw::find_preset("h100-sxm"), 16);
+  // ep 1: no all-to-all to overlap, and no rule to break.
   train::validate(m, {1, 1, 16, 1, 1}, k, 16);
-  CHECK(train::estimate_step(m, c, {1, 1, 16, 1, 1}, k, cache).time_per_batch ==
-        train::estimate_step(m, c, {1, 1, 16, 1, 1}, moe_run_knobs(), cache).time_per_batch);
+  // The flex dispatcher: dropless, and with expert tensor parallelism 1.
+  auto flex = moe_run_knobs();
+  flex.dispatcher = train::moe_dispatcher::flex;
+  flex.sequence_parallel = true;
+  CHECK(input_error_of([&] {
+          train::validate(m, {2, 1, 8, 1, 8}, flex, 16);
+        }).find("--etp 1") != std::string::npos);
+  train::validate(m, {2, 1, 8, 1, 16, 1}, flex, 16);
+  auto padded = m;
+  padded.config.capacity_factor = 1.0;
+  CHECK(input_error_of([&] {
+          train::validate(padded, {1, 1, 16, 1, 16}, flex, 16);
+        }).find("capacity") != std::string::npos);
+}
+
+TEST_CASE("EP overlap's pairs: each waits for its longer side, in Megatron-Core's order", "[moe][dispatch]") {
+  using phaze::seconds;
+  // pre_f 2, mlp_f 3, pre_b 5, mlp_b 7; dispatch 4, combine 1: max(2, 1) + max(7, 4) + max(3, 4) +
+  // max(1, 5) = 2 + 7 + 4 + 5.
+  CHECK(train::detail::paired_passes(seconds{2}, seconds{3}, seconds{5}, seconds{7}, seconds{4}, seconds{1})
+            .value() == 18.0);
+  // The combine beside the forward's pre-dispatch part and the backward's, the dispatch beside the experts.
+  CHECK(train::detail::paired_passes(seconds{1}, seconds{1}, seconds{1}, seconds{1}, seconds{0}, seconds{6})
+            .value() == 14.0);
+  CHECK(train::detail::paired_passes(seconds{1}, seconds{1}, seconds{1}, seconds{1}, seconds{6}, seconds{0})
+            .value() == 14.0);
+  CHECK(train::detail::paired_passes(seconds{6}, seconds{0}, seconds{0}, seconds{0}, seconds{0}, seconds{6})
+            .value() == 12.0);
+}
+
+TEST_CASE("EP overlap splits a pass at its all-to-alls: the experts between them, the rest before",
+          "[moe][dispatch]") {
+  // Qwen3-30B-A3B at ep 16: the share of the pass's op time of the ops named as the experts' part (the sort,
+  // the expert GEMMs and activation, the sort back), summed here by name, forward and backward.
+  const model::model m = zoo::get("qwen3-30b-a3b");
+  const train::parallelism p{1, 1, 16, 1, 16};
+  const auto l = model::layer_at(m, 1, train::layer_shape_of(m, p, moe_run_knobs()));
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  const auto table = cost::layer_costs(l, h100, {});
+  auto expert_part = [](std::string_view name) {
+    for (const char* e : {"sort_chunks", "expert_up", "expert_swiglu", "expert_down", "unsort_chunks"})
+      if (name.starts_with(e)) return true;
+    return false;
+  };
+  double inside = 0.0;
+  double all = 0.0;
+  for (std::size_t i = 0; i < l.ops.size(); ++i) {
+    all += table.forward[i].all_cores.value();
+    if (expert_part(l.ops[i].name.view())) inside += table.forward[i].all_cores.value();
+  }
+  const double forward = train::detail::expert_share(l.ops, table.forward);
+  CHECK(forward == Approx(inside / all));
+  CHECK(forward > 0.2);
+  CHECK(forward < 0.8);
+  const auto back = model::backward(l);
+  inside = all = 0.0;
+  for (std::size_t i = 0; i < back.size(); ++i) {
+    all += table.backward[i].all_cores.value();
+    if (expert_part(back[i].name.view())) inside += table.backward[i].all_cores.value();
+  }
+  CHECK(train::detail::expert_share(back, table.backward) == Approx(inside / all));
 }

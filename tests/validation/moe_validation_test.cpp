@@ -182,7 +182,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     // themselves), an open failure of the mixture-of-experts model (docs/step-time.md). The 235B's runs
     // (eight stages, four chunks each, etp 1) have a bound of their own.
     // DeepSeek-V3's one run (its precision not published, FP8 taken) is shown
-    // too: phaze has it 33% slow, exposing all of its 64-wide expert all-to-alls where the recipe overlaps
+    // too: phaze has it 37% slow, exposing all of its 64-wide expert all-to-alls where the recipe overlaps
     // them (docs/validation.md).
     const bool shown_only = pp == 2 || v3;
     std::printf("%-16s %-9s %5d %3d %3d %3d %3d %3lld %10.0f %10.0f %+7.1f%%%s%s\n", r.at("model").c_str(),

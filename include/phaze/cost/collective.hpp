@@ -59,7 +59,7 @@ inline constexpr auto point_to_point_time = [](bytes message, const cluster::rou
 /// The links of an all-to-all group: `local` of its members share a node (route `inside` among them); the
 /// others are reached over `across` (a node's interfaces).
 /// `inside_scale` and `across_scale` scale the bytes each set carries relative to NCCL's all-to-all, for a
-/// dispatcher that sends fewer copies (train::moe_dispatcher::flex; expert_copies).
+/// dispatcher that sends fewer copies (train::moe_dispatcher::flex; deduplicated_copies).
 struct all_to_all_routes {
   int local = 1;
   cluster::route inside{};

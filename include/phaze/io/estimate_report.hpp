@@ -26,15 +26,16 @@ inline std::int64_t bf16_block_count(const model::model& m) {
   return n;
 }
 
-/// The communication a plan overlaps with computation, as `--overlap` names it (empty: none).
-inline std::vector<std::string> overlap_names(const train::training_knobs& k) {
+/// The communication a plan of expert-parallel size `ep` overlaps with computation, as `--overlap` names it
+/// (empty: none).
+inline std::vector<std::string> overlap_names(const train::training_knobs& k, int ep) {
   std::vector<std::string> out;
   // Under fsdp the data-parallel collectives are always prefetched (step_model::exposed_fully_sharded).
   if (k.overlap_grad_reduce && !k.fsdp) out.emplace_back("grad");
   if (k.overlap_param_gather && k.distributed_optimizer && !k.fsdp) out.emplace_back("param");
   if (k.tp_comm_overlap && k.sequence_parallel) out.emplace_back("tp");
   if (k.overlap_p2p && k.schedule == train::pipeline_schedule::interleaved) out.emplace_back("pp");
-  if (k.overlap_expert_comm) out.emplace_back("ep");
+  if (k.overlap_expert_comm && ep > 1) out.emplace_back("ep");
   return out;
 }
 
@@ -174,7 +175,7 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"cross_entropy", k.fused_loss ? "fused" : "megatron"},
             {"vector_kernels", k.eager_vector ? "eager" : "fused"},
             {"host_overhead_us", std::round(k.host_overhead * 1e9) / 1e3},  // to the nanosecond
-            {"overlap", overlap_names(k)},
+            {"overlap", overlap_names(k, p.ep)},
             {"moe_dispatcher", std::string{train::to_string(k.dispatcher)}},
             {"moe_permutation", k.unfused_permutation ? "unfused" : "fused"},
             {"stages", stages}}},
@@ -190,10 +191,12 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
 }
 
 /// How the step runs, for a report's headline: sequence, vocabulary (and the rows Megatron-LM pads it to at
-/// tensor-parallel width `tp`), precision, attention, distributed optimizer and the overlapped communication
+/// tensor-parallel width `tp`; `ep` the expert-parallel size, whose exchange EP overlap hides), precision,
+/// attention, distributed optimizer and the overlapped communication
 /// ("sequence 2048, vocabulary 50257 (padded to 50304), bf16, fused attention, distributed optimizer, overlap
 /// grad+param"). A model without a vocabulary (a composite one) says so.
-inline std::string step_summary(const model::model& m, const train::training_knobs& k, int tp = 1) {
+inline std::string step_summary(const model::model& m, const train::training_knobs& k, int tp = 1,
+                                int ep = 1) {
   const std::int64_t vocab = m.config.vocab;
   const std::int64_t multiple = static_cast<std::int64_t>(std::max(k.vocab_padding, 1)) * std::max(tp, 1);
   const std::int64_t padded = vocab > 0 ? (vocab + multiple - 1) / multiple * multiple : 0;
@@ -224,7 +227,7 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (k.dispatcher != train::moe_dispatcher::all_to_all)
     out += fmt::format(", {} token dispatcher", train::to_string(k.dispatcher));
   if (k.unfused_permutation) out += ", unfused permutation";
-  const auto overlap = overlap_names(k);
+  const auto overlap = overlap_names(k, ep);
   out += overlap.empty() ? ", nothing overlapped" : ", overlap " + fmt::format("{}", fmt::join(overlap, "+"));
   return out;
 }
@@ -241,7 +244,7 @@ inline std::string estimate_table(const model::model& m, const cluster::cluster&
           (p.ep > 1 ? fmt::format(", ep {}", p.ep) : std::string{}) +
           (p.expert_tp() != p.tp ? fmt::format(", etp {}", p.expert_tp()) : std::string{}),
       k.virtual_stages, k.microbatch, e.microbatches, recompute_text(k), train::to_string(k.schedule),
-      k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k, p.tp));
+      k.sequence_parallel ? ", sequence parallel" : "", step_summary(m, k, p.tp, p.ep));
   text_table summary{{}, {align::left, align::right}};
   summary.add_row({"time per batch", fmt::format("{:.4g} s", e.time_per_batch.value())});
   summary.add_row({"throughput", fmt::format("{:.4g} samples/s", e.samples_per_s)});

@@ -135,7 +135,7 @@ inline report::document build(const plan_report_input& in) {
       {"Devices", in.cluster, "cluster"},
       {"Global batch", fmt::format("{} sequences of {} tokens", k.global_batch, train::sequence_of(m, k)),
        ""},
-      {"Step", step_summary(m, k, best.parallel.tp), "step"},
+      {"Step", step_summary(m, k, best.parallel.tp, best.parallel.ep), "step"},
       {"Stages", in.placement, ""},
       {"Plans evaluated", std::to_string(in.evaluated), ""},
       {"Plans that fit", std::to_string(in.plans.size()), ""},

@@ -454,7 +454,7 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
   cmd += " --precision " + std::string{hw::to_string(k.precision)} + " --attention " +
          (k.fused_attention ? "fused" : "unfused");
   std::string overlap;
-  for (const auto& name : overlap_names(k)) overlap += (overlap.empty() ? "" : ",") + name;
+  for (const auto& name : overlap_names(k, b.parallel.ep)) overlap += (overlap.empty() ? "" : ",") + name;
   cmd += " --overlap " + (overlap.empty() ? std::string{"none"} : overlap);
   std::array<char, 32> headroom{};
   std::snprintf(headroom.data(), headroom.size(), "%g", k.memory_headroom);

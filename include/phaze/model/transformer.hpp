@@ -692,11 +692,12 @@ constexpr std::int64_t tokens_per_expert(const transformer_config& c, const spli
 /// activation, down; split over etp like a dense MLP over tp); the reduce-scatter back;
 /// the all-to-all back (combine); the weighted sum of each token's top_k outputs (unpermute). With more than
 /// one expert per rank the received rows come grouped by the rank that sent them, and the all-to-all
-/// dispatcher sorts them by local expert after the dispatch and back before the combine (sort_chunks_by_idxs:
-/// a copy each way); DeepEP's and HybridEP's dispatch hands them over grouped (layer_shape::
-/// grouped_dispatch). Unfused (layer_shape::unfused_permutation), the permutation gathers rows by index, and
-/// the unpermutation scales each row by its gate and adds the rows to their tokens by index (op::
-/// permutation). Shared experts (DeepSeekMoE, Qwen-MoE) run beside it as a dense MLP and are added.
+/// dispatcher sorts them by local expert after the dispatch and its gather, and back before the
+/// reduce-scatter and the combine (sort_chunks_by_idxs: a copy each way); DeepEP's and HybridEP's dispatch
+/// hands them over grouped (layer_shape::grouped_dispatch). Unfused (layer_shape::unfused_permutation), the
+/// permutation gathers rows by index, and the unpermutation scales each row by its gate and adds the rows to
+/// their tokens by index (op:: permutation). Shared experts (DeepSeekMoE, Qwen-MoE) run beside it as a dense
+/// MLP and are added.
 constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   const std::int64_t k = c.top_k;
   const std::int64_t f = c.expert_ffn_or_default() / z.et;
@@ -712,11 +713,12 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   const bool unfused = b.shape().unfused_permutation;
   tensor routed = b.vector(op_kind::copy, "permute", x, saves::nothing, split, 0, sent * z.h);
   if (unfused) b.mark_permutation(index_kernel::select);
-  // Received rows grouped by sending rank, sorted by local expert (the all-to-all dispatcher's).
-  const bool sorts = z.ep > 1 && local_experts > 1 && !b.shape().grouped_dispatch;
+  // The received (and gathered) rows, grouped by sending rank, sorted by local expert: the all-to-all
+  // dispatcher's dispatch_postprocess whenever a rank holds more than one expert; the flex dispatcher's
+  // exchange hands them over grouped.
+  const bool sorts = local_experts > 1 && !(b.shape().grouped_dispatch && z.ep > 1);
   if (z.ep > 1)
     routed = b.collective(op_kind::all_to_all, "dispatch", routed, static_cast<int>(z.ep), routed.elements);
-  if (sorts) routed = b.vector(op_kind::copy, "sort_chunks", routed, saves::nothing, split);
   // Into the experts' tensor-parallel region: the etp ranks' token shards gathered (sequence parallelism,
   // which Megatron-Core requires with MoE; train::validate), or, with the tokens replicated, the identity.
   // With etp 1 each rank's experts work on its own tokens.
@@ -726,6 +728,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
                   : b.collective(op_kind::tp_copy, "experts_enter", routed, static_cast<int>(z.et),
                                  routed.elements);
   }
+  if (sorts) routed = b.vector(op_kind::copy, "sort_chunks", routed, saves::nothing, split);
   const bool gated = c.mlp == mlp_kind::swiglu || c.mlp == mlp_kind::geglu;
   const tensor up = b.expert_matmul("expert_up", routed, {local_experts, m, z.h, (gated ? 2 : 1) * f},
                                     tp_split::column, c.bias);
@@ -741,12 +744,12 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   }
   b.leave_module(outside_act);
   tensor down = b.expert_matmul("expert_down", act, {local_experts, m, f, z.h}, tp_split::row, c.bias);
+  if (sorts) down = b.vector(op_kind::copy, "unsort_chunks", down, saves::nothing, split);
   if (z.et > 1) {
     down =
         z.sp ? b.collective(op_kind::reduce_scatter, "experts_exit", down, static_cast<int>(z.et), sent * z.h)
              : b.collective(op_kind::all_reduce, "experts_exit", down, static_cast<int>(z.et), down.elements);
   }
-  if (sorts) down = b.vector(op_kind::copy, "unsort_chunks", down, saves::nothing, split, 0, sent * z.h);
   if (z.ep > 1) down = b.collective(op_kind::all_to_all, "combine", down, static_cast<int>(z.ep), sent * z.h);
   // Unfused: each row scaled by its gate (a pass over the rows), then added to its token by index.
   if (unfused) down = b.vector(op_kind::residual_add, "unpermute_scale", down, saves::nothing, split);

@@ -200,6 +200,14 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   if (base.fsdp_reshard_after_forward != train::fsdp_reshard::by_pipeline && !base.fsdp)
     train::rules::fsdp_reshard_needs_fsdp();
   if (base.shard_gradients && fixed.pp && *fixed.pp > 1) train::rules::gradient_sharding_without_pipeline();
+  // EP overlap's rules where every plan with expert parallelism would break them.
+  if (base.overlap_expert_comm && std::any_of(eps.begin(), eps.end(), [](int ep) { return ep > 1; })) {
+    if (fixed.pp && *fixed.pp > 1 && base.schedule != train::pipeline_schedule::interleaved)
+      train::rules::expert_overlap_needs(
+          "under pipeline parallelism with the interleaved schedule only (--vp)");
+    if (fixed.recompute == std::vector<model::recompute>{model::recompute::full})
+      train::rules::expert_overlap_needs("without full recomputation");
+  }
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.
   auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {

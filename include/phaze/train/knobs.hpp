@@ -58,7 +58,8 @@ constexpr std::string_view to_string(fsdp_reshard r) {
 /// How a mixture of experts' token copies travel between the expert-parallel ranks (Megatron-Core's
 /// --moe-token-dispatcher-type):
 /// - all_to_all: each rank sends each of its tokens' top_k copies to the rank of its expert, over NCCL's
-///   all-to-all: a copy bound for another node crosses the network once per expert (Megatron-Core's default);
+///   all-to-all: a copy bound for another node crosses the network once per expert (what Megatron-Core's
+///   recipes run with expert parallelism; its own default, allgather, phaze does not model);
 /// - flex: DeepEP's or HybridEP's kernels (--moe-token-dispatcher-type flex with
 ///   --moe-flex-dispatcher-backend deepep|hybridep): a token crosses the network once per destination node,
 ///   which hands the copies to its ranks over NVLink, and the combine adds a node's copies before they
@@ -558,6 +559,11 @@ namespace rules {
   message.append(what).append("; drop ep from --overlap, or change the plan");
   throw input_error(message);
 }
+[[noreturn]] inline void flex_dispatcher_needs(std::string_view what) {
+  std::string message{"--moe-dispatcher flex (DeepEP's or HybridEP's dispatch) runs "};
+  message.append(what).append("; or give --moe-dispatcher alltoall");
+  throw input_error(message);
+}
 [[noreturn]] inline void fsdp_reshard_needs_fsdp() {
   throw input_error(
       "--fsdp-reshard-after-forward says when fully sharded data parallelism frees gathered weights; give "
@@ -722,6 +728,18 @@ struct validate_fn {
     if (k.shard_gradients && (!k.distributed_optimizer || k.fsdp))
       rules::gradient_sharding_needs_the_distributed_optimizer();
     if (k.shard_gradients && p.pp > 1) rules::gradient_sharding_without_pipeline();
+    // Megatron-Core's flex dispatcher refuses padding to a capacity (MoEFlexTokenDispatcher); phaze models
+    // its exchange over the expert-parallel ranks of expert tensor parallelism 1.
+    if (k.dispatcher == moe_dispatcher::flex && m.config.experts > 0) {
+      if (m.config.capacity_factor > 0.0)
+        rules::flex_dispatcher_needs(
+            "dropless only (Megatron-Core refuses it with padding to a capacity): "
+            "drop --capacity-factor");
+      if (p.ep > 1 && p.expert_tp() > 1)
+        rules::flex_dispatcher_needs(
+            "here with expert tensor parallelism 1 only (phaze models its exchange over the expert-parallel "
+            "ranks): give --etp 1 or --tp 1");
+    }
     // Megatron-Core's TransformerConfig checks of --overlap-moe-expert-parallel-comm, for a plan with
     // expert parallelism (without it there is no all-to-all to overlap, and the knob does nothing).
     if (k.overlap_expert_comm && p.ep > 1) {

@@ -785,12 +785,21 @@ double expert_share(const Ops& ops, const Costs& costs) {
   return all > 0.0 ? inside / all : 0.0;
 }
 
+/// A forward pass and a backward pass of a mixture-of-experts layer run together under EP overlap: the
+/// pre-dispatch and expert parts of each pass beside the all-to-alls of the other, four pairs one after the
+/// other, each as long as its longer side (expert_overlap_saving).
+constexpr seconds paired_passes(seconds pre_f, seconds mlp_f, seconds pre_b, seconds mlp_b, seconds dispatch,
+                                seconds combine) {
+  return std::max(pre_f, combine) + std::max(mlp_b, dispatch) + std::max(mlp_f, dispatch) +
+         std::max(combine, pre_b);
+}
+
 /// What Megatron-Core's EP overlap (--overlap-moe-expert-parallel-comm) hides of a layer's all-to-alls per
 /// microbatch once the schedule pairs a forward pass with the backward pass of the microbatch before
 /// (combined_1f1b.py; TransformerLayerSchedulePlan.run in model_chunk_schedule_plan.py, Megatron-Core at
 /// d98e8a6): layer by layer, the communication stream runs the combine's backward, the dispatch forward then
 /// backward, the combine forward, while the computation stream runs beside them the forward's pre-dispatch
-/// part, the experts' backward then forward, the backward's pre-dispatch part. Each of the three steps waits
+/// part, the experts' backward then forward, the backward's pre-dispatch part. Each of the four pairs waits
 /// for the longer side: max(pre_f, c_b) + max(mlp_b, d_f) + max(mlp_f, d_b) + max(c_f, pre_b), against all
 /// of them one after the other. `forward` and `backward` are the layer's GPU times per pass; returns the
 /// saving, half of it credited to each pass.
@@ -813,8 +822,7 @@ inline seconds expert_overlap_saving(const model::layer& l, const hw::device& d,
   const seconds dispatch = exchange[0];
   const seconds combine = exchange[1];
   const seconds serial = forward + backward + (dispatch + combine) * 2.0;
-  const seconds paired = std::max(pre_f, combine) + std::max(mlp_b, dispatch) + std::max(mlp_f, dispatch) +
-                         std::max(combine, pre_b);
+  const seconds paired = paired_passes(pre_f, mlp_f, pre_b, mlp_b, dispatch, combine);
   return std::max(seconds{0.0}, serial - paired);
 }
 
