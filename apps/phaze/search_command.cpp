@@ -389,7 +389,8 @@ int search_with(const search_options& o, mpi_session& mpi) {
                           "' holds results of a different search (spec.json differs); give another --out or "
                           "drop --resume");
       }
-      if (std::filesystem::exists(results_file))
+      std::error_code lookup;  // an unreadable path is a missing file here; read_results_file names errors
+      if (std::filesystem::exists(results_file, lookup))
         resumed = io::read_results_file(results_file, s, opt, resumed_lines);
       // Rewrite the file with the lines read, dropping a line torn by the kill.
       std::string kept;

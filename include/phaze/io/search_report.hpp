@@ -967,7 +967,8 @@ inline std::string html(const document& doc) {
 inline void make_directory(const std::filesystem::path& dir, std::string_view fix) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir)) {
+  std::error_code kind;  // a path the file system cannot look up (too long) is no directory: never a throw
+  if (ec || !std::filesystem::is_directory(dir, kind)) {
     throw input_error("cannot create the report directory '" + dir.string() +
                       "': " + (ec ? ec.message() : std::string{"not a directory"}) + "; " + std::string{fix});
   }
