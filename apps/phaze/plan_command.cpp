@@ -300,7 +300,7 @@ std::string megatron_arguments(const model::model& m, const place::ranked_plan& 
     if (c.shared_expert_ffn > 0)
       out += fmt::format(" --moe-shared-expert-intermediate-size {}", c.shared_expert_ffn);
     if (c.sigmoid_router) out += " --moe-router-score-function sigmoid";
-    if (c.moe_every > 1) {
+    if (c.moe_every > 1 || c.lists_dense()) {
       // Experts every N-th block: the pattern block by block (Megatron-Core reads a list of 0 and 1).
       std::string pattern;
       for (std::int64_t i = 0; i < c.layers; ++i)

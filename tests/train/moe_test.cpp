@@ -193,9 +193,17 @@ TEST_CASE("HuggingFace MoE configs phaze would cost wrong are refused, naming th
   CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(latent_llama, "x"); }),
              Catch::Contains("'kv_lora_rank'") && Catch::Contains("latent attention"));
   auto qw = hf("qwen1.5-moe-a2.7b.json");
-  qw["mlp_only_layers"] = nlohmann::json::array({3});
+  qw["mlp_only_layers"] = nlohmann::json::array({24});  // past its 24 blocks
   CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
              Catch::Contains("'mlp_only_layers'"));
+  qw["mlp_only_layers"] = "3";
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
+             Catch::Contains("'mlp_only_layers'"));
+  nlohmann::json all = nlohmann::json::array();
+  for (int i = 0; i < 24; ++i) all.push_back(i);
+  qw["mlp_only_layers"] = all;
+  CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(qw, "x"); }),
+             Catch::Contains("at least one block with experts"));
   auto mx = hf("mixtral-8x7b-v0.1.json");
   mx["num_experts_per_tok"] = 9;
   CHECK_THAT(input_error_of([&] { (void)model::from_hf_config(mx, "x"); }), Catch::Contains("top_k"));
@@ -236,6 +244,18 @@ TEST_CASE("experts every N-th block: Qwen-MoE's decoder_sparse_step and DeepSeek
     experts += freq.kind_at(v).dense_mlp ? 0 : 1;
   }
   CHECK(experts == 13);
+  // Qwen-MoE's mlp_only_layers [0, 5, 23]: those three blocks dense, the others (decoder_sparse_step 1) with
+  // experts, whatever the step; the parameters move by three blocks' difference.
+  auto listed_config = hf("qwen1.5-moe-a2.7b.json");
+  listed_config["mlp_only_layers"] = nlohmann::json::array({0, 5, 23});
+  const model::model listed = model::from_hf_config(listed_config, "x");
+  for (std::size_t v = 1; v + 1 < listed.size(); ++v) {
+    const auto i = static_cast<std::int64_t>(v - 1);
+    CHECK(listed.kind_at(v).dense_mlp == (i == 0 || i == 5 || i == 23));
+  }
+  CHECK(static_cast<std::int64_t>(model::parameter_count(every)) -
+            static_cast<std::int64_t>(model::parameter_count(listed)) ==
+        3 * (model::layer_params(moe_block, true) - model::layer_params(dense_block, true)));
   // An interleave with no expert block left, or an offset outside the step, is refused.
   model::transformer_config c = every.config;
   c.moe_every = 2;

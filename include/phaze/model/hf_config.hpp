@@ -580,10 +580,18 @@ inline void experts(const reader& r, transformer_config& c) {
     c.moe_offset = deepseek_type(type) ? 0 : *step - 1;
   }
   if (type == "qwen2_moe" || type == "qwen3_moe") {
-    if (const auto* only = r.get("mlp_only_layers");
-        only != nullptr && !only->is_null() && !(only->is_array() && only->empty()))
-      field_error("mlp_only_layers",
-                  "lists dense blocks among the expert blocks, which phaze does not build");
+    // Dense blocks listed by index (Qwen2MoeDecoderLayer: a dense MLP of intermediate_size in a listed
+    // block).
+    if (const auto* only = r.get("mlp_only_layers"); only != nullptr && !only->is_null()) {
+      if (!only->is_array()) field_error("mlp_only_layers", "must be a list of block indices");
+      for (const auto& v : *only) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= c.layers)
+          field_error("mlp_only_layers", "must list block indices from 0 to num_hidden_layers - 1");
+        if (v.get<std::int64_t>() >= transformer_config::max_listed_blocks)
+          field_error("mlp_only_layers", "lists a block past the 256 phaze can mark dense");
+        c.list_dense(v.get<std::int64_t>());
+      }
+    }
     // transformers' Qwen2MoeConfig defaults the shared expert to 5632 wide (Qwen1.5-MoE-A2.7B's): a config
     // without the field has one.
     if (type == "qwen2_moe") c.shared_expert_ffn = r.size("shared_expert_intermediate_size").value_or(5632);

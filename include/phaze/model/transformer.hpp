@@ -147,6 +147,10 @@ struct transformer_config {
   /// 2N-th, ... block; DeepSeekMoE's moe_layer_freq N is (N, 0).
   std::int64_t moe_every = 0;
   std::int64_t moe_offset = 0;
+  /// Blocks listed by index that keep a dense MLP of width ffn among the expert blocks (Qwen2-MoE's and
+  /// Qwen3-MoE's mlp_only_layers): bit i of the mask marks block i, for the first max_listed_blocks blocks.
+  std::array<std::uint64_t, 4> dense_listed{};
+  static constexpr std::int64_t max_listed_blocks = 256;
   /// Chunked local attention (Llama 4's attention_chunk_size): each query sees the keys of its own chunk of
   /// this many tokens; 0: none. phaze models training sequences of at most one chunk, where it is the
   /// causal attention over the whole sequence (validate refuses longer ones).
@@ -188,11 +192,28 @@ struct transformer_config {
   [[nodiscard]] constexpr transformer_config without_experts() const {
     transformer_config c = *this;
     c.experts = c.top_k = c.shared_expert_ffn = c.dense_layers = c.moe_every = c.moe_offset = 0;
+    c.dense_listed = {};
     return c;
   }
-  /// Whether block `i` (0-based) carries the experts (dense_layers, moe_every): false without experts.
+  /// Whether block `i` is listed as dense (dense_listed).
+  [[nodiscard]] constexpr bool listed_dense(std::int64_t i) const {
+    return i >= 0 && i < max_listed_blocks &&
+           ((dense_listed[static_cast<std::size_t>(i / 64)] >> (i % 64)) & 1U) != 0;
+  }
+  /// Lists block `i` (0 <= i < max_listed_blocks) as dense (dense_listed).
+  constexpr void list_dense(std::int64_t i) {
+    dense_listed[static_cast<std::size_t>(i / 64)] |= std::uint64_t{1} << (i % 64);
+  }
+  /// Whether some block is listed as dense.
+  [[nodiscard]] constexpr bool lists_dense() const {
+    for (const std::uint64_t w : dense_listed)
+      if (w != 0) return true;
+    return false;
+  }
+  /// Whether block `i` (0-based) carries the experts (dense_layers, moe_every, dense_listed): false without
+  /// experts.
   [[nodiscard]] constexpr bool moe_block(std::int64_t i) const {
-    if (experts == 0 || i < dense_layers) return false;
+    if (experts == 0 || i < dense_layers || listed_dense(i)) return false;
     return moe_every <= 1 || i % moe_every == moe_offset;
   }
   /// The factor token slots are padded by: capacity_factor, or 1 when dropless (0).
@@ -324,6 +345,12 @@ namespace rules {
       "(HuggingFace: decoder_sparse_step, interleave_moe_layer_step or moe_layer_freq), and at least one "
       "block with experts");
 }
+[[noreturn]] inline void listed_dense_blocks_must_leave_a_moe_block() {
+  throw input_error(
+      "blocks listed as dense (Qwen-MoE's mlp_only_layers) need experts > 0 and must leave at least one "
+      "block "
+      "with experts");
+}
 [[noreturn]] inline void dense_layers_must_leave_a_moe_block() {
   throw input_error(
       "dense_layers (DeepSeek's first_k_dense_replace) must be smaller than the number of layers, and needs "
@@ -402,9 +429,11 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   }
   if (c.attention_chunk < 0 || (c.attention_chunk > 0 && c.sequence > c.attention_chunk))
     rules::chunked_attention_beyond_one_chunk(c.attention_chunk);
-  if (c.moe_every > 1) {
+  if (c.lists_dense() && c.experts == 0) rules::listed_dense_blocks_must_leave_a_moe_block();
+  if (c.moe_every > 1 || c.lists_dense()) {
     bool any = false;
     for (std::int64_t i = 0; i < c.layers && !any; ++i) any = c.moe_block(i);
+    if (!any && c.lists_dense()) rules::listed_dense_blocks_must_leave_a_moe_block();
     if (!any) rules::moe_every_needs_an_offset_below_it();
   }
   if (c.mtp_layers < 0 || c.mtp_layers > 1 || (c.mtp_layers > 0 && (!c.causal || c.bert_heads)))
