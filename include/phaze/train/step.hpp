@@ -8,7 +8,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -748,20 +747,35 @@ inline std::pair<seconds, seconds> context_parallel_exposed(const model::layer& 
   return exposed;
 }
 
-/// What expert parallelism's token exchange adds to a layer's forward and backward pass: each all-to-all
-/// (dispatch and combine; model::op_kind::all_to_all) of `b` bytes per rank over its `group` ranks on the
-/// expert-parallel links, once forward and once backward (its gradient goes back the same way), not
-/// overlapped (Megatron-Core's default; cost::all_to_all_time).
-inline std::pair<seconds, seconds> expert_parallel_exposed(const model::layer& l,
-                                                           const cost::all_to_all_routes& ep) {
-  std::pair<seconds, seconds> t{seconds{0.0}, seconds{0.0}};
+/// A layer's expert-parallel all-to-alls (model::op_kind::all_to_all), each of `b` bytes per rank over its
+/// `group` ranks on the expert-parallel links (cost::all_to_all_time): their total, and the dispatch's and
+/// the combine's times when the layer runs that one pair (a mixture-of-experts block).
+struct expert_exchanges {
+  seconds total{0.0};
+  seconds dispatch{0.0};
+  seconds combine{0.0};
+  int count = 0;
+};
+inline expert_exchanges expert_exchanges_of(const model::layer& l, const cost::all_to_all_routes& ep) {
+  expert_exchanges x;
   for (const model::op& o : l.ops) {
     if (o.kind != model::op_kind::all_to_all) continue;
     const seconds a = cost::all_to_all_time(model::output_bytes(o), o.group, ep);
-    t.first += a;
-    t.second += a;
+    if (x.count == 0) x.dispatch = a;
+    if (x.count == 1) x.combine = a;
+    x.total += a;
+    ++x.count;
   }
-  return t;
+  return x;
+}
+
+/// What expert parallelism's token exchange adds to a layer's forward and backward pass: each all-to-all
+/// once forward and once backward (its gradient goes back the same way), not overlapped (Megatron-Core's
+/// default; expert_exchanges_of).
+inline std::pair<seconds, seconds> expert_parallel_exposed(const model::layer& l,
+                                                           const cost::all_to_all_routes& ep) {
+  const seconds t = expert_exchanges_of(l, ep).total;
+  return {t, t};
 }
 
 /// A pass of a mixture-of-experts layer split where Megatron-Core's EP overlap cuts it: `experts` the share
@@ -801,17 +815,12 @@ constexpr seconds paired_passes(seconds pre_f, seconds mlp_f, seconds pre_b, sec
 /// backward, the combine forward, while the computation stream runs beside them the forward's pre-dispatch
 /// part, the experts' backward then forward, the backward's pre-dispatch part. Each of the four pairs waits
 /// for the longer side: max(pre_f, c_b) + max(mlp_b, d_f) + max(mlp_f, d_b) + max(c_f, pre_b), against all
-/// of them one after the other. `forward` and `backward` are the layer's GPU times per pass; returns the
-/// saving, half of it credited to each pass.
+/// of them one after the other. `forward` and `backward` are the layer's GPU times per pass, `x` its
+/// exchanges; returns the saving, half of it credited to each pass (none unless the layer runs one dispatch
+/// and one combine).
 inline seconds expert_overlap_saving(const model::layer& l, const hw::device& d, const cluster::route& tp,
-                                     const cost::all_to_all_routes& ep, seconds forward, seconds backward) {
-  std::array<seconds, 2> exchange{seconds{0.0}, seconds{0.0}};  // dispatch, combine
-  int found = 0;
-  for (const model::op& o : l.ops) {
-    if (o.kind != model::op_kind::all_to_all || found == 2) continue;
-    exchange[static_cast<std::size_t>(found++)] = cost::all_to_all_time(model::output_bytes(o), o.group, ep);
-  }
-  if (found != 2) return seconds{0.0};
+                                     const expert_exchanges& x, seconds forward, seconds backward) {
+  if (x.count != 2) return seconds{0.0};
   const auto table = cost::layer_costs(l, d, tp);
   const double forward_experts = expert_share(l.ops, table.forward);
   const double backward_experts = expert_share(model::backward(l), table.backward);
@@ -819,8 +828,8 @@ inline seconds expert_overlap_saving(const model::layer& l, const hw::device& d,
   const seconds pre_f = forward - mlp_f;
   const seconds mlp_b = backward * backward_experts;
   const seconds pre_b = backward - mlp_b;
-  const seconds dispatch = exchange[0];
-  const seconds combine = exchange[1];
+  const seconds dispatch = x.dispatch;
+  const seconds combine = x.combine;
   const seconds serial = forward + backward + (dispatch + combine) * 2.0;
   const seconds paired = paired_passes(pre_f, mlp_f, pre_b, mlp_b, dispatch, combine);
   return std::max(seconds{0.0}, serial - paired);
@@ -961,10 +970,12 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
   r.tp_backward += regather;
   // Context parallelism's ring and expert parallelism's all-to-alls, each outside the layer's op costs.
   const auto [ring_forward, ring_backward] = context_parallel_exposed(l, d, tp, cp);
-  auto [exchange_forward, exchange_backward] = expert_parallel_exposed(l, ep);
-  if (eo.on && exchange_forward.value() > 0.0) {
-    const seconds hidden =
-        expert_overlap_saving(l, d, tp, ep, r.t.gpu_forward, r.t.gpu_backward) * (1.0 - eo.unpaired) / 2.0;
+  const expert_exchanges exchanges = expert_exchanges_of(l, ep);
+  seconds exchange_forward = exchanges.total;
+  seconds exchange_backward = exchanges.total;
+  if (eo.on && exchanges.count > 0) {
+    const seconds hidden = expert_overlap_saving(l, d, tp, exchanges, r.t.gpu_forward, r.t.gpu_backward) *
+                           (1.0 - eo.unpaired) / 2.0;
     exchange_forward -= std::min(exchange_forward, hidden);
     exchange_backward -= std::min(exchange_backward, hidden);
   }
