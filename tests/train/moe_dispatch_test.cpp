@@ -107,12 +107,14 @@ TEST_CASE("Qwen3-30B-A3B over two nodes: the flex dispatcher sends a quarter of 
   const auto nccl = train::step_model{c, k}.expert_parallel_routes(where, 128, 8);
   k.dispatcher = train::moe_dispatcher::flex;
   const auto flex = train::step_model{c, k}.expert_parallel_routes(where, 128, 8);
-  CHECK(nccl.across_scale == 1.0);
-  // A token's 8 experts miss a node of 64 with probability C(64, 8) / C(128, 8): it crosses once unless so.
+  CHECK(!nccl.shares);
+  // A token's 8 experts miss a node of 64 with probability C(64, 8) / C(128, 8): it crosses once unless so,
+  // where NCCL's all-to-all sends 8 x 8 / 16 copies across (each a 1 / 8 share of the message).
   double miss = 1.0;
   for (int i = 0; i < 8; ++i) miss *= (64.0 - i) / (128.0 - i);
-  CHECK(flex.across_scale == Approx((1.0 - miss) / (8.0 * 8.0 / 16.0)));
-  CHECK(flex.across_scale < 0.26);
+  REQUIRE(flex.shares);
+  CHECK(flex.shares->second / (8.0 / 16.0) == Approx((1.0 - miss) / (8.0 * 8.0 / 16.0)));
+  CHECK(flex.shares->second / (8.0 / 16.0) < 0.26);
   const sched::schedule_cache cache;
   const auto a = train::estimate_step(m, c, p, moe_run_knobs(), cache);
   const auto b = train::estimate_step(m, c, p, k, cache);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "phaze/cluster/links.hpp"
@@ -58,14 +59,14 @@ inline constexpr auto point_to_point_time = [](bytes message, const cluster::rou
 
 /// The links of an all-to-all group: `local` of its members share a node (route `inside` among them); the
 /// others are reached over `across` (a node's interfaces).
-/// `inside_scale` and `across_scale` scale the bytes each set carries relative to NCCL's all-to-all, for a
-/// dispatcher that sends fewer copies (train::moe_dispatcher::flex; deduplicated_copies).
+/// `shares`: the parts of a rank's message bound for its own node's ranks and for the other nodes; unset,
+/// NCCL's all-to-all's, (local - 1) / n and (n - local) / n. A dispatcher that sends fewer copies sets them
+/// (train::moe_dispatcher::flex; deduplicated_copies).
 struct all_to_all_routes {
   int local = 1;
   cluster::route inside{};
   cluster::route across{};
-  double inside_scale = 1.0;
-  double across_scale = 1.0;
+  std::optional<std::pair<double, double>> shares;
 };
 
 /// The expected number of the `groups` equal groups of `experts` experts that a token's top_k distinct
@@ -84,8 +85,9 @@ constexpr double expected_groups_hit(std::int64_t experts, std::int64_t top_k, s
 /// a dispatch that deduplicates (DeepEP's and HybridEP's kernels): over the network, one per other node
 /// holding any of its top_k experts; over NVLink, one per other rank of its own node holding any, plus, for
 /// each token it receives from another node, one per other rank of its node holding any of that token's
-/// experts (the forwarding), given that the node holds one. Returns {inside, across} copies per token.
-/// NCCL's all-to-all sends top_k x (local - 1) / n and top_k x (n - local) / n.
+/// experts (the forwarding), given that the node holds one. Returns {inside, across} copies per token;
+/// divided by top_k, the shares of the message (all_to_all_routes::shares). NCCL's all-to-all sends
+/// top_k x (local - 1) / n and top_k x (n - local) / n.
 constexpr std::pair<double, double> deduplicated_copies(std::int64_t experts, std::int64_t top_k, int n,
                                                         int local) {
   const int nodes = n / std::max(local, 1);
@@ -102,24 +104,24 @@ constexpr std::pair<double, double> deduplicated_copies(std::int64_t experts, st
 /// at once): of a device's message, (local - 1) / n goes to the members in its node over `inside` and
 /// (n - local) / n to the others over `across`, at the same time, so the slower of the two sets the time,
 /// plus (n - 1) latencies: max((local - 1) / n m / B_inside, (n - local) / n m / B_across) + (n - 1) latency,
-/// at the routes' send/recv efficiency.
+/// at the routes' send/recv efficiency; the routes' own shares in place of NCCL's where they carry them.
 inline constexpr auto all_to_all_time =
     [](bytes message, int n, const all_to_all_routes& r) constexpr -> seconds {
   if (n <= 1) return seconds{0.0};
   const double members = static_cast<double>(n);
   const int local = r.local < n ? std::max(r.local, 1) : n;
-  const double in_share = static_cast<double>(local - 1) / members;
-  const double out_share = static_cast<double>(n - local) / members;
+  const double in_share = r.shares ? r.shares->first : static_cast<double>(local - 1) / members;
+  const double out_share = r.shares ? r.shares->second : static_cast<double>(n - local) / members;
   seconds in{0.0};
   seconds out{0.0};
   seconds latency{0.0};
   if (local > 1) {
-    in = message * (in_share * r.inside_scale) /
+    in = message * in_share /
          (r.inside.hop.bandwidth * r.inside.efficiency.reached(r.inside.efficiency.send_recv));
     latency = r.inside.hop.latency;
   }
   if (local < n) {
-    out = message * (out_share * r.across_scale) /
+    out = message * out_share /
           (r.across.hop.bandwidth * r.across.efficiency.reached(r.across.efficiency.send_recv));
     latency = std::max(latency, r.across.hop.latency);
   }

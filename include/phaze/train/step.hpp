@@ -149,8 +149,8 @@ class step_model {
   /// `local` of a group's ranks share a node (the largest divisor of ep whose ranks fit in one); `inside` is
   /// the route among them, `across` the route a rank's transfers to the other nodes take (cluster::pairs
   /// between ranks a node's worth apart: its own interface, or its share of a shared one). Under the flex
-  /// dispatcher (moe_dispatcher::flex) the routes carry the deduplicated copies of a model of `experts`
-  /// routed experts, `top_k` per token (cost::deduplicated_copies), as scales of NCCL's all-to-all traffic.
+  /// dispatcher (moe_dispatcher::flex) the routes carry the shares of the deduplicated copies of a model of
+  /// `experts` routed experts, `top_k` per token (cost::deduplicated_copies).
   [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s, std::int64_t experts = 0,
                                                                std::int64_t top_k = 0) const {
     const int n = std::max(s.ep, 1);
@@ -163,10 +163,8 @@ class step_model {
     if (local < n) r.across = cluster_.pairs(local * stride, s.devices());
     if (knobs_.dispatcher == moe_dispatcher::flex && experts > 0 && top_k > 0 && n > 1) {
       const auto [inside, across] = cost::deduplicated_copies(experts, top_k, n, local);
-      const double k = static_cast<double>(top_k);
-      const double members = static_cast<double>(n);
-      if (local > 1) r.inside_scale = inside / (k * static_cast<double>(local - 1) / members);
-      if (local < n) r.across_scale = across / (k * static_cast<double>(n - local) / members);
+      const auto k = static_cast<double>(top_k);
+      r.shares = {inside / k, across / k};
     }
     return r;
   }
