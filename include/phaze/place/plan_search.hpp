@@ -203,10 +203,9 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   // EP overlap's rules where every plan with expert parallelism would break them.
   if (base.overlap_expert_comm && std::any_of(eps.begin(), eps.end(), [](int ep) { return ep > 1; })) {
     if (fixed.pp && *fixed.pp > 1 && base.schedule != train::pipeline_schedule::interleaved)
-      train::rules::expert_overlap_needs(
-          "under pipeline parallelism with the interleaved schedule only (--vp)");
+      train::rules::expert_overlap_needs_interleaving();
     if (fixed.recompute == std::vector<model::recompute>{model::recompute::full})
-      train::rules::expert_overlap_needs("without full recomputation");
+      train::rules::expert_overlap_without_full_recomputation();
   }
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.

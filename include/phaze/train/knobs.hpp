@@ -126,7 +126,7 @@ inline constexpr std::array training_precisions{hw::precision::bf16, hw::precisi
 inline constexpr std::array all_fsdp_reshards{fsdp_reshard::by_pipeline, fsdp_reshard::always,
                                               fsdp_reshard::never};
 
-/// Every token dispatcher of a mixture of experts, Megatron-Core's default first.
+/// Every token dispatcher of a mixture of experts, the command line's default (the all-to-all) first.
 inline constexpr std::array all_moe_dispatchers{moe_dispatcher::all_to_all, moe_dispatcher::flex};
 
 /// Every fused attention kernel, `auto` (the device's own) first.
@@ -559,6 +559,12 @@ namespace rules {
   message.append(what).append("; drop ep from --overlap, or change the plan");
   throw input_error(message);
 }
+[[noreturn]] inline void expert_overlap_needs_interleaving() {
+  expert_overlap_needs("under pipeline parallelism with the interleaved schedule only (--vp)");
+}
+[[noreturn]] inline void expert_overlap_without_full_recomputation() {
+  expert_overlap_needs("without full recomputation");
+}
 [[noreturn]] inline void flex_dispatcher_needs(std::string_view what) {
   std::string message{"--moe-dispatcher flex (DeepEP's or HybridEP's dispatch) runs "};
   message.append(what).append("; or give --moe-dispatcher alltoall");
@@ -744,8 +750,8 @@ struct validate_fn {
     // expert parallelism (without it there is no all-to-all to overlap, and the knob does nothing).
     if (k.overlap_expert_comm && p.ep > 1) {
       if (p.pp > 1 && k.schedule != pipeline_schedule::interleaved)
-        rules::expert_overlap_needs("under pipeline parallelism with the interleaved schedule only (--vp)");
-      if (k.recompute == model::recompute::full) rules::expert_overlap_needs("without full recomputation");
+        rules::expert_overlap_needs_interleaving();
+      if (k.recompute == model::recompute::full) rules::expert_overlap_without_full_recomputation();
       if (k.recompute == model::recompute::selective &&
           (k.recompute_modules & model::recompute_module::moe) != 0)
         rules::expert_overlap_needs("without moe among the recomputed modules");
