@@ -295,8 +295,7 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "--moe-dispatcher", o.moe_dispatcher,
          "mixture of experts: how tokens reach their experts' ranks: alltoall (NCCL's all-to-all, one "
          "copy per routed expert: what Megatron-Core's recipes run) or flex (DeepEP's or HybridEP's kernels: "
-         "a "
-         "token crosses the network once per node holding any of its experts and is handed on over "
+         "a token crosses the network once per node holding any of its experts and is handed on over "
          "NVLink; Megatron-Core's --moe-token-dispatcher-type flex)")
       ->check(CLI::IsMember({"alltoall", "flex"}))
       ->default_str("alltoall");

@@ -182,8 +182,7 @@ std::optional<std::string> megatron_cannot_run(const model::model& m, const trai
            "core_r0.11.0's --use-torch-fsdp2 shards over all of them";
   if (c.experts > 0 && k.dispatcher == train::moe_dispatcher::flex)
     return "its tokens go through DeepEP's or HybridEP's dispatcher (--moe-dispatcher flex), which came "
-           "after "
-           "Megatron-LM core_r0.11.0 (later releases: --moe-token-dispatcher-type flex "
+           "after Megatron-LM core_r0.11.0 (later releases: --moe-token-dispatcher-type flex "
            "--moe-flex-dispatcher-backend deepep|hybridep)";
   if (c.experts > 0 && k.overlap_expert_comm)
     return "its all-to-alls run beside the other microbatch's pass (--overlap ep), which came after "

@@ -600,8 +600,7 @@ command add_search_command(CLI::App& root) {
         if (parser->get_option("--shard-gradients")->count() > 0) {
           throw input_error(
               "--shard-gradients shards the distributed optimizer's gradients, and `phaze search` plans "
-              "without "
-              "the distributed optimizer; plan a cluster with ZeRO-2 through `phaze plan "
+              "without the distributed optimizer; plan a cluster with ZeRO-2 through `phaze plan "
               "--distributed-optimizer --shard-gradients`");
         }
         if (o->cluster_space.empty()) {

@@ -348,8 +348,7 @@ namespace rules {
 [[noreturn]] inline void listed_dense_blocks_must_leave_a_moe_block() {
   throw input_error(
       "blocks listed as dense (Qwen-MoE's mlp_only_layers) need experts > 0 and must leave at least one "
-      "block "
-      "with experts");
+      "block with experts");
 }
 [[noreturn]] inline void dense_layers_must_leave_a_moe_block() {
   throw input_error(
