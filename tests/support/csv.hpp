@@ -1,4 +1,5 @@
-// Reading the measurement CSVs of tests/data (no quoting; a trailing \r from Python's csv module is dropped).
+// Reading the measurement CSVs of tests/data as Python's csv module writes them: a field holding a comma or a
+// quote is quoted ("a, b" and "say ""x""" are read as a, b and say "x"), a trailing \r is dropped.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -12,13 +13,27 @@
 
 namespace phaze::testing {
 
-/// The fields of one CSV line.
+/// The fields of one CSV line (a last empty field, after a trailing comma, is not one).
 inline std::vector<std::string> csv_fields(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
   std::vector<std::string> out;
-  std::stringstream ss(line);
   std::string f;
-  while (std::getline(ss, f, ',')) out.push_back(f);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      f += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.push_back(f);
+      f.clear();
+    } else {
+      f += c;
+    }
+  }
+  if (!f.empty()) out.push_back(f);
   return out;
 }
 

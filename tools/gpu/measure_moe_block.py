@@ -35,6 +35,8 @@ backward (torch.profiler).
 moe-fp8.csv: case, gemm, variant, experts, m, n, k, seconds, tflops: the experts' forward GEMMs in bf16
 (grouped) and FP8 (one torch._scaled_mm per expert, per-tensor scales; torch._scaled_grouped_mm, row-wise
 scales), and the per-expert FP8 quantization of their input rows (fp8_experts below).
+moe-fp8-passes.csv: the experts' GEMMs of all three passes per expert in bf16 and FP8, on one stream and on four
+(fp8_expert_passes below).
 Run: python3 tools/gpu/measure_moe_block.py --out "$OUT"   (about a minute on an H100).
 """
 import argparse
@@ -419,17 +421,76 @@ def fp8_experts(out):
                 wr.writerow([*r[:7], f"{r[7]:.6e}", f"{r[8]:.1f}"])
 
 
+def fp8_expert_passes(out):
+    """The experts' GEMMs of all three passes as Transformer Engine runs them in FP8 (one GEMM per local expert;
+    forward with fast accumulation, data and weight gradients with split accumulation) against bf16 GEMMs of
+    the same shapes, one expert after another on one stream and spread over four streams (TE's GroupedLinear
+    uses a pool of streams). Shapes per local expert (M, N, K): forward up (m, 2f, h) and down (m, h, f); data
+    gradients (m, h, 2f) and (m, f, h); weight gradients (2f, h, m) and (h, f, m). Each in a CUDA graph.
+    moe-fp8-passes.csv: case, gemm, variant, experts, m, n, k, seconds, tflops."""
+    rows_out = []
+    f8 = torch.float8_e4m3fn
+    one = torch.ones((), device=DEV, dtype=torch.float32)
+    streams = [torch.cuda.Stream() for _ in range(4)]
+
+    def spread(calls, multi):
+        if not multi:
+            for c in calls:
+                c()
+            return
+        cur = torch.cuda.current_stream()
+        for st in streams:
+            st.wait_stream(cur)
+        for i, c in enumerate(calls):
+            with torch.cuda.stream(streams[i % len(streams)]):
+                c()
+        for st in streams:
+            cur.wait_stream(st)
+
+    for (name, h, _heads, _kv, _d, _qk, _experts, local, k, f) in CASES:
+        m = TOKENS * k // local
+        for gemm, mm, nn, kk, fast in (("fwd.up", m, 2 * f, h, True), ("fwd.down", m, h, f, True),
+                                       ("dgrad.up", m, h, 2 * f, False), ("dgrad.down", m, f, h, False),
+                                       ("wgrad.up", 2 * f, h, m, False), ("wgrad.down", h, f, m, False)):
+            a = [torch.randn(mm, kk, device=DEV, dtype=DT) for _ in range(local)]
+            b = [torch.randn(nn, kk, device=DEV, dtype=DT) for _ in range(local)]
+            a8 = [t.to(f8) for t in a]
+            b8 = [t.to(f8) for t in b]
+            flops = 2.0 * local * mm * nn * kk
+            bf16 = [lambda e=e: torch.mm(a[e], b[e].t()) for e in range(local)]
+            fp8 = [lambda e=e: torch._scaled_mm(a8[e], b8[e].t(), scale_a=one, scale_b=one, out_dtype=DT,
+                                                use_fast_accum=fast) for e in range(local)]
+            for variant, calls, multi in (("bf16", bf16, False), ("bf16_streams", bf16, True),
+                                          ("fp8", fp8, False), ("fp8_streams", fp8, True)):
+                try:
+                    sec = graph_seconds(lambda: spread(calls, multi), replays=10)
+                except Exception as ex:  # noqa: BLE001
+                    print(f"{name} {gemm} {variant}: {type(ex).__name__}: {ex}"[:300], flush=True)
+                    sec = float("nan")
+                rows_out.append((name, gemm, variant, local, mm, nn, kk, sec, flops / sec / 1e12))
+                print(f"{name:22s} {gemm:10s} {variant:13s} {sec * 1e3:8.3f} ms {flops / sec / 1e12:7.1f} TFLOP/s",
+                      flush=True)
+            del a, b, a8, b8
+        with open(os.path.join(out, "moe-fp8-passes.csv"), "w", newline="") as fh:
+            wr = csv.writer(fh)
+            wr.writerow(["case", "gemm", "variant", "experts", "m", "n", "k", "seconds", "tflops"])
+            for r in rows_out:
+                wr.writerow([*r[:7], f"{r[7]:.6e}", f"{r[8]:.1f}"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu-out"))
-    ap.add_argument("--parts", default="block,fp8,host", help="comma-separated: block, fp8, host")
+    ap.add_argument("--parts", default="block,fp8,host,passes",
+                    help="comma-separated: block, fp8, host, passes")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     env = environment() + [f"torch._grouped_mm available: {hasattr(torch, '_grouped_mm')}",
                            f"cpu: {os.cpu_count()} cores"]
     print("\n".join(env), flush=True)
     steps = {"block": ("moe-block", lambda: run(args.out)), "fp8": ("moe-fp8", lambda: fp8_experts(args.out)),
-             "host": ("moe-host", lambda: host_time(args.out))}
+             "host": ("moe-host", lambda: host_time(args.out)),
+             "passes": ("moe-fp8-passes", lambda: fp8_expert_passes(args.out))}
     run_steps([steps[p] for p in args.parts.split(",")], env,
               os.path.join(args.out, "env-moe-block.txt"))
     return 0

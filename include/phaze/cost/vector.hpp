@@ -209,11 +209,20 @@ inline constexpr eager_kernel eager_dropout{(0.735 + 0.620) / 2.0, eager_add.sha
 inline constexpr eager_kernel eager_softmax{(0.563 + 0.408) / 2.0, 0.0, eager_add.fixed_s};
 
 /// The share of the HBM peak PyTorch's add by index (index_add_, the atomic scatter-add an unfused mixture-
-/// of-experts permutation runs: model::index_kernel) reached on one H100 SXM, on the rows it reads and the
-/// tokens it writes: 391 and 432 GB/s of 3.35 TB/s at Qwen3-30B-A3B's and Mixtral 8x7B's shapes
-/// (tools/gpu/measure_moe.py; tests/data/gpu/h100-sxm-moe-permute.csv; docs/gpu-measurements.md), their mean.
-/// Not measured on other cards: their adds by index take the same share of their peak.
-inline constexpr double index_add_share = (390.8 / 3350.0 + 431.5 / 3350.0) / 2.0;
+/// of-experts permutation runs: model::index_kernel) reaches on the bytes phaze counts for it (the rows it
+/// reads, the rows or tokens it writes: model::bytes_read, bytes_written), the mean of two cards
+/// (docs/gpu-measurements.md):
+/// - one H200, the kernel alone (tools/gpu/measure_moe_block.py's profile, tests/data/gpu/h200-moe-block-
+///   profile.csv): three adds per block, two of top_k rows onto tokens and one of rows onto rows, 570.4 MB in
+///   1.629 ms at Qwen3-30B-A3B's shapes and 424.7 MB in 1.152 ms at GPT-OSS 120B's: 0.073 and 0.077 of 4.8
+///   TB/s;
+/// - one H100 SXM (tools/gpu/measure_moe.py, tests/data/gpu/h100-sxm-moe-permute.csv), timed together with
+///   the gate product before it (2 x rows bytes at the copy rate, 0.9 of 3.35 TB/s, taken off): 151.0 MB in
+///   0.641 ms (Qwen3-30B-A3B) and 100.7 MB in 0.344 ms (Mixtral 8x7B), 0.070 and 0.087.
+/// Cards not measured take the same share of their peak.
+inline constexpr double index_add_share = ((570.4 / 1.629 / 4800.0 + 424.7 / 1.152 / 4800.0) / 2.0 +
+                                           (151.0 / 0.641 / 3350.0 + 100.7 / 0.344 / 3350.0) / 2.0) /
+                                          2.0;
 
 /// Whether op `o` is the add by index of an unfused permutation: an unpermutation's forward pass, or the
 /// backward pass of a permutation's gather.

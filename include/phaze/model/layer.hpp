@@ -506,7 +506,10 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
         // A gradient op reads the output gradient (and what was saved) and writes the input gradient.
         b.in_elements = f.out_elements;
         b.out_elements = f.in_elements > 0 ? f.in_elements : f.out_elements;
-        if (f.kind == op_kind::residual_add) b.out_elements = f.out_elements;
+        // A sum of two tensors passes its output gradient to both inputs unchanged; a one-input sum over
+        // rows (a mixture of experts' unpermutation, top_k rows onto each token) gathers it back to every
+        // row it summed, as its forward read them.
+        if (f.kind == op_kind::residual_add && f.inputs.size() > 1) b.out_elements = f.out_elements;
         const auto index = emit(b);
         for (std::size_t k = 0; k < f.inputs.size(); ++k) grad_of_input[i][k].push_back(index);
         break;
