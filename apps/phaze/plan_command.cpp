@@ -164,6 +164,11 @@ std::string blocks_per_stage(const place::ranked_plan& r) {
 std::optional<std::string> megatron_cannot_run(const model::model& m, const train::training_knobs& k) {
   const auto& c = m.config;
   if (model::composite(m)) return "it is a composite model (layers of its own), not a transformer";
+  if (c.hybrid())
+    return "its blocks are a hybrid of Mamba-2 mixers, attention and MLPs (a layer pattern), which "
+           "Megatron-LM "
+           "builds with pretrain_mamba.py, not pretrain_gpt.py (core_r0.11.0 takes --hybrid-override-pattern "
+           "with the mixer's sizes fixed; expert blocks, 'E', came in core_v0.16.0)";
   if (k.schedule == train::pipeline_schedule::gpipe)
     return "Megatron-LM has no GPipe schedule (all forwards, then all backwards); use --schedule 1f1b or "
            "interleaved";

@@ -543,3 +543,25 @@ TEST_CASE("phaze plan --report writes the best plan's report, misuse exits 2", "
   CHECK(contains(blocked.err, file.string()));
   fs::remove(file);
 }
+
+TEST_CASE("phaze plans hybrid Mamba-2 models from their configs and says why it cannot emit them",
+          "[e2e][plan][hybrid]") {
+  const std::string data = std::string{PHAZE_TEST_DATA_DIR} + "/hf/";
+  // Nemotron-H 8B: Mamba-2, attention and MLP blocks; plan chooses tp and pp over 8 H100s.
+  const auto h8 = run_json("plan '" + data + "nemotron-h-8b-base-8k.json' --device h100-sxm --devices 8 " +
+                           "--global-batch 64 --microbatch 1 --seq 8192");
+  CHECK(h8.at("time_per_batch_s").get<double>() > 0.0);
+  // Nemotron 3 Nano: Mamba-2, attention and expert blocks; plan picks expert parallelism itself.
+  const std::string nano =
+      "plan '" + data + "nemotron-3-nano-30b-a3b.json' --device h100-sxm --devices 16 " +
+      "--global-batch 1024 --microbatch 1 --seq 8192 --precision fp8 --distributed-optimizer";
+  const auto planned = run_json(nano);
+  CHECK(planned.at("plan").at("ep").get<int>() > 1);
+  // tp must divide the mixers' heads and groups: Nano's 2 key/value heads allow tp 1 or 2.
+  const auto bad = run_phaze(nano + " --tp 4");
+  CHECK(bad.status == 2);
+  // Megatron-LM builds hybrids with pretrain_mamba.py: the launch line is refused with the reason.
+  const auto emitted = run_phaze(nano + " --emit megatron");
+  CHECK(emitted.status == 2);
+  CHECK(contains(emitted.err, "pretrain_mamba.py"));
+}

@@ -454,9 +454,13 @@ TEST_CASE("from_hf_config imports Qwen3's query/key norms, Phi-3's block and Nem
   CHECK(from_hf_config(no_head_dim, "x").config.head_dim_or_default() == 128);
   // A model type phaze cannot import is named as such, whatever else the config holds.
   auto hybrid = read_config("qwen3-30b-a3b.json");
+  hybrid["model_type"] = "jamba";  // Mamba-1 mixers: not imported
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(hybrid, "x"); }),
+             Catch::Contains("\"jamba\"") && Catch::Contains("cannot import"));
+  // A nemotron_h type without its layer pattern is refused naming the field.
   hybrid["model_type"] = "nemotron_h";
   CHECK_THAT(input_error_of([&] { (void)from_hf_config(hybrid, "x"); }),
-             Catch::Contains("\"nemotron_h\"") && Catch::Contains("cannot import"));
+             Catch::Contains("hybrid_override_pattern"));
   // Qwen3-MoE: Qwen2-MoE's experts without the shared one, and the same norms.
   const auto moe = from_hf_config(read_config("qwen3-30b-a3b.json"), "x").config;
   CHECK(moe.experts == 128);

@@ -59,6 +59,12 @@ model::model deepseek_v3() {
   return model::from_hf_config(nlohmann::json::parse(in), "deepseek-v3");
 }
 
+model::model nemotron_3_nano() {
+  std::ifstream in(std::string{PHAZE_TEST_DATA_DIR} + "/hf/nemotron-3-nano-30b-a3b.json");
+  REQUIRE(in.good());
+  return model::from_hf_config(nlohmann::json::parse(in), "nemotron-3-nano");
+}
+
 model::model gpt_oss_120b() {
   std::ifstream in(std::string{PHAZE_TEST_DATA_DIR} + "/hf/gpt-oss-120b.json");
   REQUIRE(in.good());
@@ -104,16 +110,18 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     const bool large = r.at("model") == "Qwen3_235B_a22B";
     const bool oss = r.at("model") == "GPT OSS 120B";
     const bool v3 = r.at("model") == "DeepSeekV3 (dropless)";
-    if ((r.at("model") != "Qwen3_30B_a3B" && !large && !oss && !v3) ||
+    const bool nano = r.at("model") == "Nemotron_3_Nano";
+    if ((r.at("model") != "Qwen3_30B_a3B" && !large && !oss && !v3 && !nano) ||
         r.at("tokens_per_s_per_gpu") == "n/a") {
       ++left_out;
       continue;
     }
     // GPT-OSS 120B from its config.json (tests/data/hf/gpt-oss-120b.json: 36 blocks, 128 experts, top 4, a
     // 128-token window on every other block).
-    model::transformer_config c = oss  ? gpt_oss_120b().config
-                                  : v3 ? deepseek_v3().config
-                                       : zoo::get("qwen3-30b-a3b").config;
+    model::transformer_config c = oss    ? gpt_oss_120b().config
+                                  : v3   ? deepseek_v3().config
+                                  : nano ? nemotron_3_nano().config
+                                         : zoo::get("qwen3-30b-a3b").config;
     if (large) {
       // Qwen3MoEModelProvider235B_A22B (the file's header): 94 blocks, hidden 4096, 64 heads, 4 key/value
       // groups of 128, 128 experts of 1536, top 8; the 30B's vocabulary and query/key norms.
@@ -158,6 +166,13 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     // and delayed weight gradients); 25.11 set neither. Fused permutation throughout (moe_permute_fusion).
     const bool release_25 = r.at("release").rfind("25.", 0) == 0;
     if (r.at("model") == "Qwen3_30B_a3B" && pp == 1) k.dispatcher = train::moe_dispatcher::flex;
+    // Nemotron 3 Nano (the file's header: Megatron-Bridge perf_recipes/nemotronh/h100/nemotronh.py at
+    // 067f987df0): HybridEP's flex dispatcher, the norms recomputed (recompute_modules [layernorm]).
+    if (nano) {
+      k.dispatcher = train::moe_dispatcher::flex;
+      k.recompute = model::recompute::selective;
+      k.recompute_modules = model::recompute_module::layernorm;
+    }
     if ((large || (r.at("model") == "Qwen3_30B_a3B" && pp > 1)) && !release_25) k.overlap_expert_comm = true;
     INFO(r.at("model") << " " << r.at("release"));
     // DeepSeek-V3's recipe lays its 32 chunks out as "Et|(tt|)*30mL" (the file's header): the embedding with
@@ -184,7 +199,7 @@ TEST_CASE("Megatron-Bridge MoE runs on DGX-H100: predicted vs published tokens p
     // DeepSeek-V3's one run (its precision not published, FP8 taken) is shown
     // too: phaze has it 37% slow, exposing all of its 64-wide expert all-to-alls where the recipe overlaps
     // them (docs/validation.md).
-    const bool shown_only = pp == 2 || v3;
+    const bool shown_only = pp == 2 || v3 || nano;
     std::printf("%-16s %-9s %5d %3d %3d %3d %3d %3lld %10.0f %10.0f %+7.1f%%%s%s\n", r.at("model").c_str(),
                 r.at("release").c_str(), gpus, tp, pp, vp, ep, static_cast<long long>(k.microbatch),
                 predicted, measured, 100.0 * error, e.fits ? "" : " (no fit)",

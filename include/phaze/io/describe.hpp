@@ -59,6 +59,9 @@ struct model_summary {
   std::string latent_attention;
   /// The sliding window in words ("128 tokens; one block in 2 attends to all keys"); empty without one.
   std::string attention_window;
+  /// A hybrid model's blocks in words ("23 Mamba-2 (64 heads of 64, ...), 23 experts, 6 attention"); empty
+  /// for a model that is not hybrid.
+  std::string hybrid;
   std::int64_t ffn = 0;
   std::int64_t vocab = 0;
   std::int64_t sequence = 0;
@@ -88,11 +91,23 @@ inline bool splits_evenly(const model::transformer_config& c, int tp, std::int64
   return c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0 && sequence % tp == 0;
 }
 
+/// One block's activations; a hybrid model's (whose blocks differ) are the mean over its blocks.
 inline activation_memory block_activations(const model::model& m, const model::layer_shape& shape) {
-  const model::layer block = model::block_layer(m.config, shape);
-  return {model::activation_bytes(block, model::recompute::none),
-          model::activation_bytes(block, model::recompute::selective),
-          model::activation_bytes(block, model::recompute::full)};
+  if (!m.config.hybrid() || model::composite(m)) {
+    const model::layer block = model::block_layer(m.config, shape);
+    return {model::activation_bytes(block, model::recompute::none),
+            model::activation_bytes(block, model::recompute::selective),
+            model::activation_bytes(block, model::recompute::full)};
+  }
+  activation_memory sum{};
+  for (std::size_t i = 1; i + 1 < m.size(); ++i) {
+    const model::layer block = model::layer_at(m, i, shape);
+    sum.none += model::activation_bytes(block, model::recompute::none);
+    sum.selective += model::activation_bytes(block, model::recompute::selective);
+    sum.full += model::activation_bytes(block, model::recompute::full);
+  }
+  const double blocks = static_cast<double>(m.size() - 2);
+  return {sum.none / blocks, sum.selective / blocks, sum.full / blocks};
 }
 }  // namespace detail
 
@@ -124,6 +139,13 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
                              ? fmt::format("{} tokens; one block in {} attends to all keys",
                                            c.attention_window, c.full_attention_every)
                              : fmt::format("{} tokens, every block", c.attention_window);
+  }
+  if (c.hybrid()) {
+    s.hybrid = fmt::format(
+        "{} blocks: {} Mamba-2 ({} heads of {}, state {}, {} groups, chunks of {}), {} attention, "
+        "{} MLP, {} experts",
+        c.layers, c.blocks_of('M'), c.mamba_heads, c.mamba_head_dim, c.mamba_state, c.mamba_groups,
+        c.mamba_chunk, c.blocks_of('*'), c.blocks_of('-'), c.blocks_of('E'));
   }
   s.ffn = c.ffn;
   s.vocab = c.vocab;
@@ -294,6 +316,7 @@ inline std::string to_table(const model_summary& s) {
   arch.add_row({"  key/value heads", fmt::format("{}", s.kv_heads)});
   arch.add_row({"  head dim", fmt::format("{}", s.head_dim)});
   if (!s.latent_attention.empty()) arch.add_row({"  latent attention", s.latent_attention});
+  if (!s.hybrid.empty()) arch.add_row({"  hybrid", s.hybrid});
   if (!s.attention_window.empty()) arch.add_row({"  sliding window", s.attention_window});
   arch.add_row({"  MLP (ffn) size", fmt::format("{}", s.ffn)});
   arch.add_row({"  vocabulary", fmt::format("{}", s.vocab)});

@@ -21,10 +21,10 @@
 namespace phaze::model {
 
 /// The HuggingFace `model_type` values from_hf_config understands.
-inline constexpr std::array<std::string_view, 23> hf_model_types{
-    "gpt2",     "opt",         "bloom",       "llama",   "mistral",  "qwen2",   "qwen3",      "phi3",
-    "gemma",    "nemotron",    "falcon",      "bert",    "gpt_neox", "mixtral", "qwen2_moe",  "qwen3_moe",
-    "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2",   "llama4",  "llama4_text"};
+inline constexpr std::array<std::string_view, 24> hf_model_types{
+    "gpt2",     "opt",         "bloom",       "llama",   "mistral",  "qwen2",   "qwen3",       "phi3",
+    "gemma",    "nemotron",    "falcon",      "bert",    "gpt_neox", "mixtral", "qwen2_moe",   "qwen3_moe",
+    "deepseek", "deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2",   "llama4",  "llama4_text", "nemotron_h"};
 
 /// The sequence BLOOM trained at (BigScience, "BLOOM: A 176B-Parameter Open-Access Multilingual Language
 /// Model", 2022, Table 3: 2048): its config has no position count (ALiBi needs none).
@@ -166,7 +166,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
     return it->get<std::string>();
   }
   // Class-name prefixes of the HuggingFace model classes, longest first where one prefixes another.
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 22> prefixes{
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 23> prefixes{
       {{"Llama4ForCausalLM", "llama4_text"},
        {"Llama4", "llama4"},
        {"GPTNeoX", "gpt_neox"},
@@ -181,6 +181,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
        {"Qwen3Moe", "qwen3_moe"},
        {"Qwen3", "qwen3"},
        {"Phi3", "phi3"},
+       {"NemotronH", "nemotron_h"},
        {"Nemotron", "nemotron"},
        {"DeepseekV", "deepseek_v"},
        {"Deepseek", "deepseek"},
@@ -194,9 +195,7 @@ inline std::string model_type_of(const nlohmann::json& config) {
       if (!a.is_string()) continue;
       const auto name = a.get<std::string>();
       // Different architectures despite the prefix.
-      if (name.starts_with("GPTNeoXJapanese") || name.starts_with("Phi3Small") ||
-          name.starts_with("NemotronH"))
-        continue;
+      if (name.starts_with("GPTNeoXJapanese") || name.starts_with("Phi3Small")) continue;
       for (const auto& [prefix, type] : prefixes) {
         if (name.starts_with(prefix)) return std::string{type};
       }
@@ -324,7 +323,7 @@ inline void latent_attention(const reader& r, transformer_config& c) {
 /// refused naming it, never imported as if it were absent.
 inline void refuse_unmodelled(const reader& r) {
   refuse_latent_attention(r);
-  const bool moe_type = carries_experts(r.model_type());
+  const bool moe_type = carries_experts(r.model_type()) || r.model_type() == "nemotron_h";
   for (const std::string_view experts : {"num_local_experts", "num_experts", "n_routed_experts"}) {
     if (const auto* v = r.get(experts);
         !moe_type && v != nullptr && !(v->is_number() && v->get<double>() <= 1.0)) {
@@ -509,6 +508,65 @@ inline transformer_config nemotron(const reader& r) {
   c.tied_embeddings = r.flag("tie_word_embeddings", false);
   c.dropout = r.any_dropout({"attention_dropout"}, 0.0);
   c.attention_window = sliding_window(r);
+  return c;
+}
+
+/// Nemotron-H and Nemotron 3 (NVIDIA 2025; transformers' NemotronHConfig, model_type "nemotron_h"): a hybrid
+/// whose blocks are each one sublayer, as hybrid_override_pattern lists them ('M' a Mamba-2 mixer of
+/// mamba_num_heads heads of mamba_head_dim, state ssm_state_size, n_groups groups, conv_kernel taps and
+/// chunks of chunk_size; '*' attention with grouped key/value heads of head_dim (attention_head_dim in
+/// Nemotron-H's configs); '-' an MLP of intermediate_size; 'E' n_routed_experts experts of
+/// moe_intermediate_size, top num_experts_per_tok, sigmoid-scored, plus n_shared_experts of
+/// moe_shared_expert_intermediate_size), RMSNorm, squared-ReLU MLPs (mlp_hidden_act relu2), untied
+/// embeddings. Without mamba_num_heads the mixer is expand x hidden wide. Its attention blocks have no
+/// position embedding; phaze costs them with rotary embedding, one memory-bound pass on those few blocks.
+inline transformer_config nemotron_h(const reader& r) {
+  transformer_config c = rotary_decoder(r);
+  if (const auto d = r.size("attention_head_dim"); d && c.head_dim == 0 && *d != c.hidden / c.heads)
+    c.head_dim = *d;
+  const std::string pattern = r.text("hybrid_override_pattern").value_or("");
+  if (pattern.empty())
+    field_error("hybrid_override_pattern", "is missing: a nemotron_h config lists its blocks");
+  if (static_cast<std::int64_t>(pattern.size()) != c.layers)
+    field_error("hybrid_override_pattern", "has " + std::to_string(pattern.size()) +
+                                               " symbols; it needs one per block (num_hidden_layers " +
+                                               std::to_string(c.layers) + ")");
+  if (pattern.size() > max_hybrid_blocks)
+    field_error("hybrid_override_pattern",
+                "lists more than " + std::to_string(max_hybrid_blocks) + " blocks, more than phaze builds");
+  for (const char x : pattern) {
+    if (x != 'M' && x != '*' && x != '-' && x != 'E')
+      field_error("hybrid_override_pattern", "has '" + std::string(1, x) +
+                                                 "'; phaze builds 'M' (Mamba-2), '*' (attention), '-' (MLP) "
+                                                 "and 'E' (experts) blocks");
+  }
+  c.hybrid_pattern = std::string_view{pattern};
+  c.norm = norm_kind::rmsnorm;
+  const std::string act = r.text("mlp_hidden_act").value_or("relu2");
+  if (act != "relu2")
+    field_error("mlp_hidden_act",
+                "is \"" + act + "\"; phaze models nemotron_h's MLPs with \"relu2\" (squared ReLU)");
+  c.mlp = mlp_kind::squared_relu;
+  c.mamba_head_dim = r.required_size("mamba_head_dim");
+  c.mamba_heads = r.size("mamba_num_heads").value_or(0);
+  if (c.mamba_heads == 0)
+    c.mamba_heads =
+        static_cast<std::int64_t>(r.number("expand", 2.0) * static_cast<double>(c.hidden)) / c.mamba_head_dim;
+  c.mamba_state = r.required_size("ssm_state_size");
+  c.mamba_groups = r.size("n_groups").value_or(8);
+  c.mamba_conv = r.size("conv_kernel").value_or(4);
+  c.mamba_chunk = r.size("chunk_size").value_or(128);
+  if (pattern.find('E') != std::string::npos) {
+    c.experts = r.required_size("n_routed_experts");
+    c.top_k = r.required_size("num_experts_per_tok");
+    c.expert_ffn = r.required_size("moe_intermediate_size");
+    const std::int64_t shared = r.size("n_shared_experts").value_or(1);
+    c.shared_expert_ffn = shared * r.size("moe_shared_expert_intermediate_size").value_or(c.expert_ffn);
+    c.sigmoid_router = true;
+  }
+  c.bias = r.flag("use_bias", false);
+  c.tied_embeddings = r.flag("tie_word_embeddings", false);
+  c.dropout = r.any_dropout({"attention_dropout", "hidden_dropout"}, 0.0);
   return c;
 }
 
@@ -741,6 +799,8 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::llama(r);
     } else if (type == "nemotron") {
       c = hf::nemotron(r);
+    } else if (type == "nemotron_h") {
+      c = hf::nemotron_h(r);
     } else if (hf::carries_experts(type)) {
       c = hf::llama(r);
       hf::experts(r, c);

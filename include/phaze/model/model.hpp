@@ -61,6 +61,9 @@ struct layer_spec {
   /// transformer block that attends to every earlier key where the model's others slide a window
   /// (transformer_config::full_attention_every)
   bool full_attention = false;
+  /// transformer block of a hybrid model: its symbol in the layer pattern ('M', '*', '-' or 'E';
+  /// transformer_config::hybrid_pattern); 0: attention and MLP
+  char hybrid = '\0';
   friend constexpr bool operator==(const layer_spec&, const layer_spec&) = default;
 };
 
@@ -143,8 +146,25 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
                        .full_attention = full});
     return static_cast<std::uint8_t>(m.kinds.size() - 1);
   };
+  // A hybrid model's blocks: one kind per symbol of its pattern ('-' blocks keep a dense MLP).
+  const auto hybrid_kind = [&](char symbol) -> std::uint8_t {
+    for (std::size_t k = 3; k < m.kinds.size(); ++k)
+      if (m.kinds[k].hybrid == symbol) return static_cast<std::uint8_t>(k);
+    m.kinds.push_back({.name = symbol == 'M'   ? "mamba_block"
+                               : symbol == '*' ? "attention_block"
+                               : symbol == '-' ? "mlp_block"
+                                               : "moe_block",
+                       .role = layer_role::block,
+                       .dense_mlp = symbol == '-',
+                       .hybrid = symbol});
+    return static_cast<std::uint8_t>(m.kinds.size() - 1);
+  };
   m.nodes.push_back(0);
   for (std::int64_t i = 0; i < c.layers; ++i) {
+    if (c.hybrid()) {
+      m.nodes.push_back(hybrid_kind(c.block_symbol(i)));
+      continue;
+    }
     const bool full = c.full_attention_every > 1 && i % c.full_attention_every == c.full_attention_every - 1;
     m.nodes.push_back(kind_of(c.experts > 0 && !c.moe_block(i), full));
   }
@@ -230,9 +250,9 @@ inline constexpr auto build_kind =
       if (k.dense_mlp) {
         own.ep = 1;  // no experts to spread
         own.etp = 0;
-        return make_layer(arch.without_experts(), k.role, own);
+        return make_layer(arch.without_experts(), k.role, own, k.hybrid);
       }
-      return make_layer(arch, k.role, own);
+      return make_layer(arch, k.role, own, k.hybrid);
     }
     case layer_recipe::dense: {
       layer_builder lb{k.name.view(), k.role, shape, b * k.rows * k.in};

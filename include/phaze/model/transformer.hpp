@@ -67,6 +67,9 @@ constexpr std::string_view to_string(position_kind p) {
 /// The architecture of a transformer language model: everything its layer graphs are built from.
 /// Fields left 0 take their conventional default (kv_heads = heads, head_dim = hidden / heads,
 /// max_positions = sequence).
+/// The longest hybrid layer pattern a transformer_config holds (transformer_config::hybrid_pattern).
+inline constexpr std::size_t max_hybrid_blocks = 254;
+
 struct transformer_config {
   fixed_string<48> name;
   family arch = family::gpt;
@@ -167,6 +170,21 @@ struct transformer_config {
   /// reads is a copy of the input layer's kept there (its gradients summed with the first stage's, as a
   /// tied embedding's are). 0: none.
   std::int64_t mtp_layers = 0;
+  /// A hybrid model's blocks, one symbol each (Megatron-Core's hybrid layer pattern, HuggingFace's
+  /// hybrid_override_pattern; Nemotron-H): 'M' a Mamba-2 mixer, '*' self-attention, '-' a dense MLP of ffn,
+  /// 'E' the mixture of experts, each block one sublayer with its own pre-norm and residual. Empty: every
+  /// block is attention and MLP (or experts). Its length is the layer count.
+  fixed_string<max_hybrid_blocks + 1> hybrid_pattern{};
+  /// Mamba-2 mixers (Dao and Gu, "Transformers are SSMs", arXiv 2405.21060; Megatron-Core's MambaMixer):
+  /// heads of head_dim channels (d_inner = heads x head_dim), a state of mamba_state per head, B and C shared
+  /// by mamba_groups groups of heads, a causal depthwise convolution of mamba_conv taps and the chunked scan
+  /// over chunks of mamba_chunk tokens. Used by the 'M' blocks of hybrid_pattern.
+  std::int64_t mamba_heads = 0;
+  std::int64_t mamba_head_dim = 0;
+  std::int64_t mamba_state = 0;
+  std::int64_t mamba_groups = 0;
+  std::int64_t mamba_conv = 4;
+  std::int64_t mamba_chunk = 128;
 
   [[nodiscard]] constexpr std::int64_t kv_heads_or_default() const { return kv_heads > 0 ? kv_heads : heads; }
   [[nodiscard]] constexpr std::int64_t head_dim_or_default() const {
@@ -193,6 +211,12 @@ struct transformer_config {
     transformer_config c = *this;
     c.experts = c.top_k = c.shared_expert_ffn = c.dense_layers = c.moe_every = c.moe_offset = 0;
     c.dense_listed = {};
+    if (c.hybrid()) {  // the expert blocks of a hybrid pattern become dense MLP blocks
+      std::array<char, max_hybrid_blocks> dense{};
+      const std::string_view p = c.hybrid_pattern.view();
+      for (std::size_t i = 0; i < p.size(); ++i) dense[i] = p[i] == 'E' ? '-' : p[i];
+      c.hybrid_pattern = std::string_view{dense.data(), p.size()};
+    }
     return c;
   }
   /// Whether block `i` is listed as dense (dense_listed).
@@ -213,9 +237,26 @@ struct transformer_config {
   /// Whether block `i` (0-based) carries the experts (dense_layers, moe_every, dense_listed): false without
   /// experts.
   [[nodiscard]] constexpr bool moe_block(std::int64_t i) const {
+    if (hybrid()) return experts > 0 && block_symbol(i) == 'E';
     if (experts == 0 || i < dense_layers || listed_dense(i)) return false;
     return moe_every <= 1 || i % moe_every == moe_offset;
   }
+  /// Whether the model is a hybrid of single-sublayer blocks (hybrid_pattern).
+  [[nodiscard]] constexpr bool hybrid() const { return !hybrid_pattern.empty(); }
+  /// The symbol of block `i` in hybrid_pattern ('M', '*', '-' or 'E'); 0 for a model that is not hybrid.
+  [[nodiscard]] constexpr char block_symbol(std::int64_t i) const {
+    return hybrid() && i >= 0 && static_cast<std::size_t>(i) < hybrid_pattern.size()
+               ? hybrid_pattern.view()[static_cast<std::size_t>(i)]
+               : '\0';
+  }
+  /// How many blocks of hybrid_pattern carry `symbol`.
+  [[nodiscard]] constexpr std::int64_t blocks_of(char symbol) const {
+    std::int64_t n = 0;
+    for (const char x : hybrid_pattern.view()) n += x == symbol ? 1 : 0;
+    return n;
+  }
+  /// Channels of a Mamba-2 mixer's inner width (mamba_heads x mamba_head_dim).
+  [[nodiscard]] constexpr std::int64_t mamba_inner() const { return mamba_heads * mamba_head_dim; }
   /// The factor token slots are padded by: capacity_factor, or 1 when dropless (0).
   [[nodiscard]] constexpr double capacity_factor_or_one() const {
     return capacity_factor > 0.0 ? capacity_factor : 1.0;
@@ -383,6 +424,38 @@ namespace rules {
       "a mixture-of-experts block with tensor parallelism needs sequence parallelism (Megatron-Core requires "
       "it); add --sequence-parallel or use tp 1");
 }
+[[noreturn]] inline void hybrid_pattern_must_name_every_block() {
+  throw input_error(
+      "a hybrid layer pattern (HuggingFace hybrid_override_pattern, Megatron --hybrid-layer-pattern) gives "
+      "one "
+      "symbol per block: 'M' (Mamba-2), '*' (attention), '-' (MLP) or 'E' (experts), as many as the layers; "
+      "check the pattern and num_hidden_layers");
+}
+[[noreturn]] inline void hybrid_experts_need_a_mixture_of_experts_config() {
+  throw input_error(
+      "the hybrid layer pattern has 'E' (mixture-of-experts) blocks but the model has no experts (or experts "
+      "but no 'E' block); give n_routed_experts and num_experts_per_tok, or fix the pattern");
+}
+[[noreturn]] inline void mamba_blocks_need_their_sizes() {
+  throw input_error(
+      "'M' (Mamba-2) blocks need mamba_num_heads, mamba_head_dim, ssm_state_size and n_groups above 0, "
+      "groups dividing the heads, and a convolution width and chunk size of at least 1");
+}
+[[noreturn]] inline void hybrid_blocks_take_no_block_options() {
+  throw input_error(
+      "a hybrid model's blocks are set by its layer pattern: dense_layers, moe_every, listed dense blocks, "
+      "parallel residual, post-norm, sandwich norms and multi-token prediction do not apply to it");
+}
+[[noreturn]] inline void tensor_parallel_width_must_divide_mamba_heads_and_groups() {
+  throw input_error(
+      "tensor-parallel width must divide the Mamba-2 heads and groups (mamba_num_heads, n_groups); choose a "
+      "tp that divides both");
+}
+[[noreturn]] inline void mamba_blocks_take_no_context_parallelism() {
+  throw input_error(
+      "phaze does not model context parallelism over Mamba-2 blocks (Megatron-Core exchanges their channels "
+      "by all-to-all); give --cp 1");
+}
 /// A size above its limit (limits.hpp, docs/limits.md): `field` names it, `most` is the limit.
 [[noreturn]] inline void model_size_above_its_limit(const char* field, std::int64_t value,
                                                     std::int64_t most) {
@@ -437,6 +510,20 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   }
   if (c.mtp_layers < 0 || c.mtp_layers > 1 || (c.mtp_layers > 0 && (!c.causal || c.bert_heads)))
     rules::mtp_layers_out_of_range();
+  if (c.hybrid()) {
+    if (static_cast<std::int64_t>(c.hybrid_pattern.size()) != c.layers)
+      rules::hybrid_pattern_must_name_every_block();
+    for (const char x : c.hybrid_pattern.view())
+      if (x != 'M' && x != '*' && x != '-' && x != 'E') rules::hybrid_pattern_must_name_every_block();
+    if ((c.blocks_of('E') > 0) != (c.experts > 0)) rules::hybrid_experts_need_a_mixture_of_experts_config();
+    if (c.dense_layers > 0 || c.moe_every > 1 || c.lists_dense() || c.parallel_residual || !c.pre_norm ||
+        c.sandwich_norm || c.mtp_layers > 0)
+      rules::hybrid_blocks_take_no_block_options();
+  }
+  if (c.blocks_of('M') > 0 &&
+      (c.mamba_heads <= 0 || c.mamba_head_dim <= 0 || c.mamba_state <= 0 || c.mamba_groups <= 0 ||
+       c.mamba_heads % c.mamba_groups != 0 || c.mamba_conv < 1 || c.mamba_chunk < 1))
+    rules::mamba_blocks_need_their_sizes();
   if (c.kv_lora_rank < 0 || c.q_lora_rank < 0 || c.rope_head_dim < 0 || c.v_head_dim < 0)
     rules::latent_attention_sizes_must_not_be_negative();
   if (!c.latent_attention() && (c.q_lora_rank > 0 || c.rope_head_dim > 0 || c.v_head_dim > 0))
@@ -492,6 +579,11 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
   if (s.ep <= 0) rules::expert_parallel_size_must_be_positive();
   if (s.ep > 1 && c.experts == 0) rules::expert_parallelism_needs_a_mixture_of_experts_model();
   if (s.etp < 0 || (s.etp > 0 && s.tp % s.etp != 0)) rules::expert_tensor_parallel_size_must_divide_tp();
+  if (c.blocks_of('M') > 0) {
+    if (c.mamba_heads % s.tp != 0 || c.mamba_groups % s.tp != 0)
+      rules::tensor_parallel_width_must_divide_mamba_heads_and_groups();
+    if (s.cp > 1) rules::mamba_blocks_take_no_context_parallelism();
+  }
   if (c.experts > 0) {
     if (c.experts % s.ep != 0) rules::expert_parallel_size_must_divide_experts();
     if (c.expert_ffn_or_default() % s.expert_tp() != 0 || c.shared_expert_ffn % s.tp != 0)
@@ -795,6 +887,47 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
   return out;
 }
 
+/// A Mamba-2 mixer (Dao and Gu, "Transformers are SSMs", arXiv 2405.21060, sections 6-7), as Megatron-Core's
+/// MambaMixer runs it over mamba_ssm's fused kernel (mamba_split_conv1d_scan_combined): a column-parallel
+/// input projection to z, x, B, C and dt (2 d_inner + 2 groups x state + heads per token; tensor
+/// parallelism splits the heads and the groups); the causal depthwise convolution of x, B and C with SiLU;
+/// the chunked state-space scan (SSD) over chunks of Q = mamba_chunk tokens, as four batched GEMMs per
+/// chunk: the groups' C B^T scores (Q x state x Q), the heads' masked scores times x (Q x Q x head_dim), the
+/// chunk's states B^T x (state x Q x head_dim), the states passed from chunk to chunk (a pass over them) and
+/// read out by C (Q x state x head_dim), the two outputs summed; the output gated by SiLU(z); a grouped
+/// RMSNorm over d_inner; the row-parallel output projection. Parameters besides the projections: the
+/// convolution's taps and bias, A, D and the dt bias per head, the norm's weight.
+constexpr tensor mamba(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
+  const std::int64_t heads = c.mamba_heads / z.t;
+  const std::int64_t groups = c.mamba_groups / z.t;
+  const std::int64_t p = c.mamba_head_dim;
+  const std::int64_t n = c.mamba_state;
+  const std::int64_t q = c.mamba_chunk;
+  const std::int64_t inner = heads * p;
+  const std::int64_t conv_channels = inner + 2 * groups * n;
+  const std::int64_t chunks = z.b * ((z.s + q - 1) / q);
+  tensor in = enter_tp(b, z, x, "mixer_enter");
+  const tensor projected = b.matmul(
+      "mixer_in_proj", in, {1, z.tokens, z.h, 2 * inner + 2 * groups * n + heads}, tp_split::column, false);
+  const tensor xbc = b.vector(op_kind::silu, "mixer_conv1d", projected, saves::input0, tp_split::column,
+                              conv_channels * (c.mamba_conv + 1) + 3 * heads, z.tokens * conv_channels);
+  const tensor scores =
+      b.batched_matmul("ssd_scores", xbc, xbc, {chunks * groups, q, n, q}, saves::nothing, false);
+  const tensor diagonal =
+      b.batched_matmul("ssd_diagonal", scores, xbc, {chunks * heads, q, q, p}, saves::nothing, false);
+  tensor states = b.batched_matmul("ssd_states", xbc, xbc, {chunks * heads, n, q, p}, saves::nothing, false);
+  states = b.vector(op_kind::residual_add, "ssd_state_passing", states, saves::nothing, tp_split::heads);
+  const tensor carried =
+      b.batched_matmul("ssd_carried", xbc, states, {chunks * heads, q, n, p}, saves::nothing, false);
+  const tensor y = b.add_residual("ssd_sum", diagonal, carried, tp_split::heads);
+  const tensor gated =
+      b.vector(op_kind::swiglu, "mixer_gate", y, saves::input0, tp_split::column, 0, z.tokens * inner);
+  const tensor normed =
+      b.vector(op_kind::rmsnorm, "mixer_gated_norm", gated, saves::input0, tp_split::column, inner);
+  const tensor out = b.matmul("mixer_out_proj", normed, {1, z.tokens, inner, z.h}, tp_split::row, false);
+  return leave_tp(b, z, out, "mixer_exit");
+}
+
 /// A block's MLP: its experts when the model has them, else the dense MLP (Megatron-Core's "moe" and "mlp"
 /// submodules).
 constexpr tensor feed_forward(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
@@ -843,6 +976,26 @@ constexpr tensor block_body(layer_builder& b, const transformer_config& c, const
   const tensor mlp = detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n1), "mlp_out_dropout");
   const tensor r2 = b.add_residual("mlp_residual", n1, mlp, detail::token_split(z));
   return block_norm(b, c, z, r2, "mlp_norm");
+}
+
+/// One block of a hybrid model (transformer_config::hybrid_pattern; Megatron-Core's hybrid stack): its
+/// pre-norm, its one sublayer ('M' the Mamba-2 mixer, '*' attention, '-' or 'E' the MLP or the experts, as
+/// `c` has them) and the residual add.
+constexpr tensor hybrid_block_body(layer_builder& b, const transformer_config& c, const split_sizes& z,
+                                   tensor x, char symbol) {
+  if (symbol == 'M') {
+    const tensor n = block_norm(b, c, z, x, "mixer_norm");
+    const tensor y = detail::sublayer_dropout(b, c, z, detail::mamba(b, c, z, n), "mixer_out_dropout");
+    return b.add_residual("mixer_residual", x, y, detail::token_split(z));
+  }
+  if (symbol == '*') {
+    const tensor n = block_norm(b, c, z, x, "attn_norm");
+    const tensor y = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n), "attn_out_dropout");
+    return b.add_residual("attn_residual", x, y, detail::token_split(z));
+  }
+  const tensor n = block_norm(b, c, z, x, "mlp_norm");
+  const tensor y = detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n), "mlp_out_dropout");
+  return b.add_residual("mlp_residual", x, y, detail::token_split(z));
 }
 
 /// The word embedding: a vocabulary-parallel lookup, then all-reduced (or reduce-scattered under sequence
@@ -933,11 +1086,17 @@ constexpr void keep_by_op_policy(layer& l, const transformer_config& c) {
 
 /// One transformer block. Pre-norm (GPT-2 onwards), post-norm (BERT, OPT-350m) or parallel residual
 /// (GPT-NeoX). Biases of row-parallel projections are added after the closing collective, as Megatron does.
+/// `symbol`: a hybrid model's block of one sublayer (transformer_config::hybrid_pattern); 0: attention and
+/// MLP.
 inline constexpr auto block_layer =
-    [](const transformer_config& c, const layer_shape& shape) constexpr -> layer {
+    [](const transformer_config& c, const layer_shape& shape, char symbol = '\0') constexpr -> layer {
   const auto z = detail::sizes_of(c, shape);
   layer_builder b{"block", layer_role::block, shape, z.local_tokens * z.h};
-  detail::block_body(b, c, z, b.input());
+  if (symbol != '\0') {
+    detail::hybrid_block_body(b, c, z, b.input(), symbol);
+  } else {
+    detail::block_body(b, c, z, b.input());
+  }
   layer l = b.build();
   if ((shape.recompute_modules & recompute_module::op) != 0) detail::keep_by_op_policy(l, c);
   return l;
@@ -992,14 +1151,14 @@ inline constexpr auto head_layer =
 
 /// The layer with the given role.
 inline constexpr auto make_layer =
-    [](const transformer_config& c, layer_role role, const layer_shape& shape) constexpr {
+    [](const transformer_config& c, layer_role role, const layer_shape& shape, char symbol = '\0') constexpr {
   switch (role) {
     case layer_role::embedding:
       return embedding_layer(c, shape);
     case layer_role::head:
       return head_layer(c, shape);
     default:
-      return block_layer(c, shape);
+      return block_layer(c, shape, symbol);
   }
 };
 
