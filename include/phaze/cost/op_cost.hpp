@@ -44,6 +44,25 @@ inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::devi
          std::max(pass / hw::fp8_quantize_bandwidth(d) * d.sheet.calibrated.memory, pass / d.hbm_bandwidth);
 };
 
+/// How many times longer mamba_ssm's Triton kernels take than phaze's GEMM and fused memory-bound models give
+/// the ops they stand for (op::mamba), in the forward and the backward pass. Measured on one H200
+/// (tools/gpu/measure_mamba.py, tests/data/gpu/h200-mamba.csv; docs/gpu-measurements.md) for one rank of
+/// Nemotron 3 Nano (64 heads) and of Nemotron-H 8B (128 heads) at 8192 tokens, against phaze's ops of the
+/// same blocks without the factor: the chunked scan (mamba_chunk_scan_combined) 2.58 and 2.12 times in the
+/// forward, 6.93 and 2.58 in the backward; the gated norm (rmsnorm_fn with z) 1.97 and 1.33, 10.3 and 7.15.
+/// The means of the two; other cards take the same factors.
+constexpr double mamba_kernel_factor(model::mamba_kernel k, bool forward) {
+  switch (k) {
+    case model::mamba_kernel::scan:
+      return forward ? (2.576 + 2.119) / 2.0 : (6.932 + 2.585) / 2.0;
+    case model::mamba_kernel::gated_norm:
+      return forward ? (1.968 + 1.331) / 2.0 : (10.29 + 7.145) / 2.0;
+    case model::mamba_kernel::none:
+      break;
+  }
+  return 1.0;
+}
+
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper
 /// (systolic) or the efficiency model (datasheet), backward GEMMs the same way with the transposed shapes
 /// the op carries; vector ops by cycles per element; collectives over the op's group on route `tp` (the
@@ -62,13 +81,22 @@ inline constexpr auto cost_of =
         return {a.one_core, a.all_cores};
       }
       if (!systolic) {
-        const seconds t = o.fp8 && hw::runs_fp8(d) ? datasheet_fp8_gemm(o, d) : datasheet_gemm(o.gemm, d);
+        const seconds t = (o.fp8 && hw::runs_fp8(d) ? datasheet_fp8_gemm(o, d) : datasheet_gemm(o.gemm, d)) *
+                          mamba_kernel_factor(o.mamba, o.phase == model::op_phase::forward);
         return {t, t};
       }
       const gemm_cost g = systolic_gemm(o.gemm, d);
       return {g.one_core.time, g.all_cores.time};
     }
     case model::unit::vector: {
+      if (!systolic && o.mamba != model::mamba_kernel::none) {
+        // mamba_ssm's own kernels whatever runs the other vector ops: the fused model times the factor.
+        model::op fused = o;
+        fused.eager = false;
+        const seconds t = datasheet_vector_time(fused, d) *
+                          mamba_kernel_factor(o.mamba, o.phase == model::op_phase::forward);
+        return {t, t};
+      }
       if (!systolic) {
         const seconds t = datasheet_vector_time(o, d);
         return {t, t};

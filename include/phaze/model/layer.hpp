@@ -263,6 +263,8 @@ class layer_builder {
 
   /// Marks the op added last as a permutation by index run unfused (op::permutation).
   constexpr void mark_permutation(index_kernel k) { layer_.ops.back().permutation = k; }
+  /// Marks the op added last as part of one of mamba_ssm's kernels (op::mamba).
+  constexpr void mark_mamba(mamba_kernel k) { layer_.ops.back().mamba = k; }
 
   /// Two tensors joined along their features (torch.cat, with parts broadcast): one memory-bound copy that
   /// reads both and writes `out_elements`.

@@ -172,6 +172,12 @@ constexpr std::uint8_t bit_of(std::string_view name) {
 /// (cost::index_add_share); none: a fused kernel (Transformer Engine's) at the device's copy rate.
 enum class index_kernel : std::uint8_t { none, select, scatter_add };
 
+/// Which of mamba_ssm's Triton kernels a Mamba-2 mixer's op stands for (model::detail::mamba): `scan` the
+/// chunked state-space scan (its batched GEMMs, the states passed between chunks, the sum of the two outputs;
+/// mamba_chunk_scan_combined), `gated_norm` the output gated by SiLU(z) and normed per group (rmsnorm_fn with
+/// z). They run at the rates measured for those kernels (cost::mamba_kernel_factor); none: any other op.
+enum class mamba_kernel : std::uint8_t { none, scan, gated_norm };
+
 /// Index of the layer's input tensor among an op's inputs.
 inline constexpr std::int16_t layer_input = -1;
 
@@ -217,6 +223,8 @@ struct op {
   bool eager = false;
   /// A permutation of token rows by index run unfused (index_kernel); none otherwise.
   index_kernel permutation = index_kernel::none;
+  /// A Mamba-2 mixer's op run by mamba_ssm's Triton kernels (mamba_kernel); none otherwise.
+  mamba_kernel mamba = mamba_kernel::none;
   /// matmul of a block under torchtitan's per-op selective checkpointing (recompute_module::op): the share
   /// of its output the policy keeps (model::keep_by_op_policy); the rest of its forward runs again.
   double op_policy_saved = 0.0;
