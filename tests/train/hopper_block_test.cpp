@@ -16,16 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "../support/clusters.hpp"
+#include "../support/block_times.hpp"
 #include "../support/csv.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/zoo.hpp"
-#include "phaze/sched/layer_problem.hpp"
 
 namespace hw = phaze::hw;
 namespace model = phaze::model;
-namespace sched = phaze::sched;
 namespace zoo = phaze::zoo;
 
 namespace hopper_block {
@@ -83,30 +81,15 @@ block_time phaze_block(const std::string& preset, const std::string& name, std::
   while (m.role_at(block) != model::layer_role::block) ++block;
   const model::layer l = model::layer_at(m, block, shape);
   const hw::device d = *hw::find_preset(preset);
-  const auto cluster = phaze::test::cluster_of(d, tp);
-  const auto route = cluster.ring({tp, 1}, tp);
   block_time out;
   const double elements =
       static_cast<double>(model::layer_params(l, false)) + static_cast<double>(tokens * c.hidden);
   out.accumulation = 6.0 * elements / hw::achievable_hbm_bandwidth(d).value();
-  for (const auto which : {sched::pass::forward, sched::pass::backward}) {
-    const sched::problem p = sched::layer_problem(l, d, route, which);
-    // On a GPU the ops run one after another: the pass takes the sum of its compute ops.
-    double& pass = which == sched::pass::forward ? out.forward : out.backward;
-    auto add = [&](const auto& ops) {
-      REQUIRE(ops.size() == p.tasks.size());
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (model::unit_of(ops[i]) == model::unit::network) continue;
-        out.by_kind[kind_of(ops[i])] += p.tasks[i].all_cores.value();
-        pass += p.tasks[i].all_cores.value();
-      }
-    };
-    if (which == sched::pass::forward) {
-      add(l.ops);
-    } else {
-      add(model::backward(l));
-    }
-  }
+  // On a GPU the ops run one after another: a pass takes the sum of its compute ops.
+  phaze::test::for_each_compute_op(l, d, tp, [&](const model::op& o, double seconds, bool forward) {
+    out.by_kind[kind_of(o)] += seconds;
+    (forward ? out.forward : out.backward) += seconds;
+  });
   return out;
 }
 

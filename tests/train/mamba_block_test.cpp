@@ -13,16 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../support/clusters.hpp"
+#include "../support/block_times.hpp"
 #include "../support/csv.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/hf_config.hpp"
-#include "phaze/sched/layer_problem.hpp"
 
 namespace mamba_block {
 
 namespace model = phaze::model;
-namespace sched = phaze::sched;
 
 /// The measured part an op of phaze's mixer belongs to (tools/gpu/measure_mamba.py's parts); "" for the
 /// block's other ops (its pre-norm, the convolution, the residual).
@@ -44,26 +42,12 @@ std::map<std::string, double> phaze_parts(const std::string& config, std::int64_
   model::layer_shape shape;
   shape.sequence = tokens;
   const model::layer l = model::layer_at(m, node, shape);
-  const auto d = *phaze::hw::find_preset("h200");
-  const auto cluster = phaze::test::cluster_of(d, 1);
-  const auto route = cluster.ring({1, 1}, 1);
   std::map<std::string, double> out;
-  for (const auto which : {sched::pass::forward, sched::pass::backward}) {
-    const sched::problem p = sched::layer_problem(l, d, route, which);
-    const std::string pass = which == sched::pass::forward ? "fwd" : "bwd";
-    auto add = [&](const auto& ops) {
-      REQUIRE(ops.size() == p.tasks.size());
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        const std::string part = part_of(ops[i].name.str());
-        if (!part.empty()) out[part + " " + pass] += p.tasks[i].all_cores.value();
-      }
-    };
-    if (which == sched::pass::forward) {
-      add(l.ops);
-    } else {
-      add(model::backward(l));
-    }
-  }
+  phaze::test::for_each_compute_op(l, *phaze::hw::find_preset("h200"), 1,
+                                   [&](const model::op& o, double seconds, bool forward) {
+                                     const std::string part = part_of(o.name.str());
+                                     if (!part.empty()) out[part + (forward ? " fwd" : " bwd")] += seconds;
+                                   });
   return out;
 }
 

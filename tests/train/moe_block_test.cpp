@@ -15,17 +15,15 @@
 #include <map>
 #include <string>
 
-#include "../support/clusters.hpp"
+#include "../support/block_times.hpp"
 #include "../support/csv.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/zoo.hpp"
-#include "phaze/sched/layer_problem.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace hw = phaze::hw;
 namespace model = phaze::model;
-namespace sched = phaze::sched;
 namespace zoo = phaze::zoo;
 
 namespace moe_block {
@@ -93,28 +91,13 @@ block_time phaze_block(model::transformer_config c, int ep, std::int64_t tokens,
   std::size_t block = 0;
   while (m.role_at(block) != model::layer_role::block) ++block;
   const model::layer l = model::layer_at(m, block, shape);
-  const hw::device d = *hw::find_preset("h200");
-  const auto cluster = phaze::test::cluster_of(d, ep);
-  const auto route = cluster.ring({1, 1}, 1);
   block_time out;
-  for (const auto which : {sched::pass::forward, sched::pass::backward}) {
-    const sched::problem p = sched::layer_problem(l, d, route, which);
-    double& pass = which == sched::pass::forward ? out.forward : out.backward;
-    auto add = [&](const auto& ops) {
-      REQUIRE(ops.size() == p.tasks.size());
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (model::unit_of(ops[i]) == model::unit::network) continue;  // one GPU: no collectives
-        out.by_class[class_of(ops[i])] += p.tasks[i].all_cores.value();
-        pass += p.tasks[i].all_cores.value();
-        ++out.ops;
-      }
-    };
-    if (which == sched::pass::forward) {
-      add(l.ops);
-    } else {
-      add(model::backward(l));
-    }
-  }
+  phaze::test::for_each_compute_op(l, *hw::find_preset("h200"), 1,
+                                   [&](const model::op& o, double seconds, bool forward) {
+                                     out.by_class[class_of(o)] += seconds;
+                                     (forward ? out.forward : out.backward) += seconds;
+                                     ++out.ops;
+                                   });
   return out;
 }
 
