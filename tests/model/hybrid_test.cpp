@@ -12,6 +12,7 @@
 #include "../support/input_error_of.hpp"
 #include "phaze/model/hf_config.hpp"
 #include "phaze/model/model.hpp"
+#include "phaze/model/zoo.hpp"
 
 using namespace phaze;
 using phaze::testing::input_error_of;
@@ -168,4 +169,23 @@ TEST_CASE("hybrid patterns and Mamba-2 sizes are checked", "[model][hybrid]") {
   CHECK(dense.blocks_of('E') == 0);
   CHECK(dense.blocks_of('-') == 23);
   CHECK_NOTHROW(model::make_model(dense));
+}
+
+TEST_CASE("the zoo's Nemotron-H 8B and Nemotron 3 Nano are their configs", "[model][hybrid][zoo]") {
+  // The zoo entries and the imported config.json build the same layers (names aside).
+  for (const auto& [zoo_name, file] :
+       {std::pair{"nemotron-h-8b", "nemotron-h-8b-base-8k.json"},
+        std::pair{"nemotron-3-nano-30b-a3b", "nemotron-3-nano-30b-a3b.json"}}) {
+    INFO(zoo_name);
+    auto imported = hybrid_model(file).config;
+    imported.name = zoo_name;
+    const auto zoo_config = phaze::zoo::get(zoo_name).config;
+    CHECK(zoo_config.hybrid_pattern == imported.hybrid_pattern);
+    CHECK(total_params(phaze::zoo::get(zoo_name)) == total_params(model::make_model(imported)));
+    const model::layer_shape s{1, 8192, 1, false, 2};
+    const auto a = phaze::zoo::get(zoo_name);
+    const auto b = model::make_model(imported);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(model::layer_at(a, i, s) == model::layer_at(b, i, s));
+  }
 }

@@ -92,7 +92,9 @@ const op* find_op(const static_vector<op, max_backward_ops>& ops, const std::str
 }
 
 /// Structural checks of one layer (item by item in the comments). Returns the number of backward ops.
-void check_structure(const transformer_config& c, const layer& l) {
+/// `regions`: the tensor-parallel regions of a block (each entered by an f and left by a g): attention and
+/// the MLP, the shared experts beside the routed ones, or one for a hybrid model's one-sublayer block.
+void check_structure(const transformer_config& c, const layer& l, int regions = 2) {
   const int t = l.shape.tp;
   const bool sp = l.shape.sequence_parallel && t > 1;
   const auto bwd = backward(l);
@@ -173,19 +175,19 @@ void check_structure(const transformer_config& c, const layer& l) {
     CHECK(bwd_ar + bwd_ag + bwd_rs == 0);
   } else if (l.role == layer_role::block) {
     if (sp) {
-      // g -> reduce-scatter and f -> all-gather: two of each forward, conjugates backward.
-      CHECK(fwd_ag == 2);
-      CHECK(fwd_rs == 2);
+      // g -> reduce-scatter and f -> all-gather: one of each per region forward, conjugates backward.
+      CHECK(fwd_ag == regions);
+      CHECK(fwd_rs == regions);
       CHECK(fwd_ar + fwd_f == 0);
-      CHECK(bwd_rs == 2);
-      CHECK(bwd_ag == 2);
+      CHECK(bwd_rs == regions);
+      CHECK(bwd_ag == regions);
       CHECK(bwd_ar == 0);
     } else {
-      // Two all-reduces forward (after attention and after the MLP), two backward (from the two f's).
-      CHECK(fwd_ar == 2);
-      CHECK(fwd_f == 2);
+      // One all-reduce forward per region (after attention, after the MLP), one backward (from its f).
+      CHECK(fwd_ar == regions);
+      CHECK(fwd_f == regions);
       CHECK(fwd_ag + fwd_rs == 0);
-      CHECK(bwd_ar == 2);
+      CHECK(bwd_ar == regions);
       CHECK(bwd_ag + bwd_rs == 0);
     }
   } else {
@@ -428,7 +430,19 @@ TEST_CASE("every zoo layer has the Megatron structure under tensor and sequence 
       for (bool sp : {false, true}) {
         for (layer_role role : {layer_role::embedding, layer_role::block, layer_role::head}) {
           INFO(e.name << " t=" << t << " sp=" << sp << " role " << to_string(role));
-          check_structure(c, make_layer(c, role, {2, 0, t, sp, 2}));
+          if (role == layer_role::block && c.hybrid()) {
+            // Each symbol's one-sublayer block: one region, two for experts beside shared ones.
+            for (const char symbol : {'M', '*', '-', 'E'}) {
+              if (c.blocks_of(symbol) == 0) continue;
+              INFO("block " << symbol);
+              const auto arch = symbol == '-' ? c.without_experts() : c;
+              check_structure(arch, make_layer(arch, role, {2, 0, t, sp, 2}, symbol),
+                              symbol == 'E' && c.shared_expert_ffn > 0 ? 2 : 1);
+            }
+            ++layers_checked;
+            continue;
+          }
+          check_structure(c, make_layer(c, role, {2, 0, t, sp, 2}), c.shared_expert_ffn > 0 ? 3 : 2);
           ++layers_checked;
         }
       }

@@ -100,8 +100,9 @@ TEST_CASE("every zoo model builds for each tensor-parallel width its heads, kv h
   CHECK_THROWS_AS(model::layer_at(zoo::gpt2_xl(), 1, {1, 0, 2, false, 2}), input_error);
   CHECK_NOTHROW(model::layer_at(zoo::megatron_gpt2_54(), 1, {1, 0, 4, true, 2}));
   CHECK(built > 0);
-  // gpt2 at 8; gpt2-xl at 2, 4, 8; megatron-gpt2-54 at 8; qwen3-30b-a3b (4 key/value heads) at 8
-  CHECK(rejected == 2 * 3 * (1 + 3 + 1 + 1));
+  // gpt2 at 8; gpt2-xl at 2, 4, 8; megatron-gpt2-54 at 8; qwen3-30b-a3b (4 key/value heads) at 8;
+  // nemotron-3-nano-30b-a3b (2 key/value heads) at 4 and 8
+  CHECK(rejected == 2 * 3 * (1 + 3 + 1 + 1 + 2));
 }
 
 TEST_CASE("with_sequence and with_vocab work on zoo models", "[zoo]") {

@@ -17,7 +17,8 @@ median of 10, forward alone and forward + backward (gradients by torch.autograd.
   conv1d      the causal depthwise convolution of x, B and C with SiLU as plain PyTorch (F.conv1d; the
               causal-conv1d package's kernel, which Megatron-Core runs, is not imported)
 
-Writes mamba.csv: case, part, pass, tokens, seconds.
+--cases picks the cases and their order (also each at tp 2: half the heads and groups), --parts scan skips the
+projections and the convolution. Writes mamba.csv: case, part, pass, tokens, seconds.
 Run: python3 tools/gpu/measure_mamba.py --mamba .mamba --out "$OUT"
 """
 import argparse
@@ -34,8 +35,10 @@ from measure import DEV, DT, environment, run_steps  # noqa: E402
 
 TOKENS = 8192
 CHUNK = 128
-# (case, hidden, heads, head_dim, state, groups, conv taps)
-CASES = [("nemotron-3-nano", 2688, 64, 64, 128, 8, 4), ("nemotron-h-8b", 4096, 128, 64, 128, 8, 4)]
+# (case, hidden, heads, head_dim, state, groups, conv taps): one rank at tp 1, and at tp 2 (half the heads and
+# groups)
+CASES = [("nemotron-3-nano", 2688, 64, 64, 128, 8, 4), ("nemotron-h-8b", 4096, 128, 64, 128, 8, 4),
+         ("nemotron-3-nano.tp2", 2688, 32, 64, 128, 4, 4), ("nemotron-h-8b.tp2", 4096, 64, 64, 128, 4, 4)]
 
 
 def timed(fn, warmup=5, reps=10):
@@ -53,12 +56,12 @@ def timed(fn, warmup=5, reps=10):
     return statistics.median(times)
 
 
-def run(out):
+def run(out, cases, parts):
     from mamba_ssm.ops.triton.layernorm_gated import rmsnorm_fn
     from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
 
     rows = []
-    for name, h, heads, p, n, g, k in CASES:
+    for name, h, heads, p, n, g, k in sorted((c for c in CASES if c[0] in cases), key=lambda c: cases.index(c[0])):
         torch.manual_seed(0)
         inner = heads * p
         b = 1
@@ -94,6 +97,11 @@ def run(out):
         rows.append((name, "gated_norm", "fwd", timed(lambda: norm())))
         rows.append((name, "gated_norm", "fwd+bwd", timed(lambda: torch.autograd.grad(norm(), [yn, z, w], gn))))
 
+        if "proj" not in parts:
+            for r in rows[-4:]:
+                print(f"{r[0]:20s} {r[1]:11s} {r[2]:8s} {r[3] * 1e3:8.3f} ms", flush=True)
+            write(out, rows)
+            continue
         hin = leaf(b * TOKENS, h)
         w_in = leaf(2 * inner + 2 * g * n + heads, h, scale=h ** -0.5)
         g_in = torch.randn(b * TOKENS, 2 * inner + 2 * g * n + heads, device=DEV, dtype=DT)
@@ -118,24 +126,32 @@ def run(out):
         rows.append((name, "conv1d", "fwd", timed(lambda: conv())))
         rows.append((name, "conv1d", "fwd+bwd", timed(lambda: torch.autograd.grad(conv(), [xc, wc, bc], g_c))))
         for r in rows[-10:]:
-            print(f"{r[0]:18s} {r[1]:11s} {r[2]:8s} {r[3] * 1e3:8.3f} ms", flush=True)
-        with open(os.path.join(out, "mamba.csv"), "w", newline="") as fh:
-            wr = csv.writer(fh)
-            wr.writerow(["case", "part", "pass", "tokens", "seconds"])
-            for r in rows:
-                wr.writerow([r[0], r[1], r[2], TOKENS, f"{r[3]:.6e}"])
+            print(f"{r[0]:20s} {r[1]:11s} {r[2]:8s} {r[3] * 1e3:8.3f} ms", flush=True)
+        write(out, rows)
+
+
+def write(out, rows):
+    with open(os.path.join(out, "mamba.csv"), "w", newline="") as fh:
+        wr = csv.writer(fh)
+        wr.writerow(["case", "part", "pass", "tokens", "seconds"])
+        for r in rows:
+            wr.writerow([r[0], r[1], r[2], TOKENS, f"{r[3]:.6e}"])
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "gpu-out"))
     ap.add_argument("--mamba", required=True, help="the folder holding mamba_ssm's package")
+    ap.add_argument("--cases", default="nemotron-3-nano,nemotron-h-8b",
+                    help="comma-separated, in the order run: " + ", ".join(c[0] for c in CASES))
+    ap.add_argument("--parts", default="scan,proj", help="scan (the scan and the gated norm), proj (the rest)")
     args = ap.parse_args()
     sys.path.insert(0, os.path.abspath(args.mamba))
     os.makedirs(args.out, exist_ok=True)
     env = environment()
     print("\n".join(env), flush=True)
-    run_steps([("mamba", lambda: run(args.out))], env, os.path.join(args.out, "env-mamba.txt"))
+    order = args.cases.split(",")
+    run_steps([("mamba", lambda: run(args.out, order, args.parts))], env, os.path.join(args.out, "env-mamba.txt"))
     return 0
 
 

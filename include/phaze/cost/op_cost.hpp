@@ -4,6 +4,8 @@
 /// layer's tensor-parallel group (cluster::route).
 #pragma once
 
+#include <algorithm>
+
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/core/static_vector.hpp"
@@ -44,24 +46,40 @@ inline constexpr auto datasheet_fp8_gemm = [](const model::op& o, const hw::devi
          std::max(pass / hw::fp8_quantize_bandwidth(d) * d.sheet.calibrated.memory, pass / d.hbm_bandwidth);
 };
 
-/// How many times longer mamba_ssm's Triton kernels take than phaze's GEMM and fused memory-bound models give
-/// the ops they stand for (op::mamba), in the forward and the backward pass. Measured on one H200
-/// (tools/gpu/measure_mamba.py, tests/data/gpu/h200-mamba.csv; docs/gpu-measurements.md) for one rank of
-/// Nemotron 3 Nano (64 heads) and of Nemotron-H 8B (128 heads) at 8192 tokens, against phaze's ops of the
-/// same blocks without the factor: the chunked scan (mamba_chunk_scan_combined) 2.58 and 2.12 times in the
-/// forward, 6.93 and 2.58 in the backward; the gated norm (rmsnorm_fn with z) 1.97 and 1.33, 10.3 and 7.15.
-/// The means of the two; other cards take the same factors.
-constexpr double mamba_kernel_factor(model::mamba_kernel k, bool forward) {
+/// mamba_ssm's Triton kernels of a Mamba-2 mixer (op::mamba), seconds per token of one rank, forward and
+/// backward, on an H200: the medians of six measurements each (tools/gpu/measure_mamba.py,
+/// tests/data/gpu/h200-mamba*.csv; docs/gpu-measurements.md), one rank of Nemotron 3 Nano and of Nemotron-H
+/// 8B at tp 1 in two runs and at tp 2 in one, 8192 tokens: the chunked scan (mamba_chunk_scan_combined) 1.105
+/// ms forward and 3.714 ms backward, the gated norm (rmsnorm_fn with z) 0.176 and 0.669 ms. Neither fell with
+/// the heads (32 to 128 per rank): the kernels are bound by their launches and passes over the chunks, not by
+/// their FLOPs or bytes, so the time is per token.
+constexpr double mamba_kernel_seconds_per_token(model::mamba_kernel k, bool forward) {
+  constexpr double tokens = 8192.0;
   switch (k) {
     case model::mamba_kernel::scan:
-      return forward ? (2.576 + 2.119) / 2.0 : (6.932 + 2.585) / 2.0;
+      return (forward ? 1.105e-3 : 3.714e-3) / tokens;
     case model::mamba_kernel::gated_norm:
-      return forward ? (1.968 + 1.331) / 2.0 : (10.29 + 7.145) / 2.0;
+      return (forward ? 0.176e-3 : 0.6685e-3) / tokens;
     case model::mamba_kernel::none:
       break;
   }
-  return 1.0;
+  return 0.0;
 }
+
+/// The bf16 dense peak of the card mamba_kernel_seconds_per_token was measured on (NVIDIA H200 datasheet:
+/// 989 TFLOP/s): other cards take the measured time scaled by the ratio of their peak to it.
+inline constexpr double mamba_kernels_measured_peak = 989e12;
+
+/// The time of op `o`, part of one of mamba_ssm's kernels (op::mamba), on `d`: its share of the kernel's
+/// measured time per token over its tokens, a batched GEMM's backward share split between its two ops
+/// (cost_of takes at least the GEMM or memory-bound model's time).
+inline constexpr auto mamba_kernel_time = [](const model::op& o, const hw::device& d) constexpr -> seconds {
+  const bool forward = o.phase == model::op_phase::forward;
+  const double halves = !forward && o.kind == model::op_kind::batched_matmul ? 0.5 : 1.0;
+  const double scale = mamba_kernels_measured_peak / hw::matrix_peak(d.sheet, hw::precision::bf16).value();
+  return seconds{static_cast<double>(o.kernel_tokens) * mamba_kernel_seconds_per_token(o.mamba, forward) *
+                 o.kernel_share * halves * scale};
+};
 
 /// The cost of an op on a device, for every op kind and pass: (batched) matmuls through the GEMM mapper
 /// (systolic) or the efficiency model (datasheet), backward GEMMs the same way with the transposed shapes
@@ -81,8 +99,10 @@ inline constexpr auto cost_of =
         return {a.one_core, a.all_cores};
       }
       if (!systolic) {
-        const seconds t = (o.fp8 && hw::runs_fp8(d) ? datasheet_fp8_gemm(o, d) : datasheet_gemm(o.gemm, d)) *
-                          mamba_kernel_factor(o.mamba, o.phase == model::op_phase::forward);
+        const seconds gemm = o.fp8 && hw::runs_fp8(d) ? datasheet_fp8_gemm(o, d) : datasheet_gemm(o.gemm, d);
+        // mamba_ssm's kernels: their measured time per token, never below the GEMM model's.
+        const seconds t =
+            o.mamba != model::mamba_kernel::none ? std::max(gemm, mamba_kernel_time(o, d)) : gemm;
         return {t, t};
       }
       const gemm_cost g = systolic_gemm(o.gemm, d);
@@ -90,11 +110,10 @@ inline constexpr auto cost_of =
     }
     case model::unit::vector: {
       if (!systolic && o.mamba != model::mamba_kernel::none) {
-        // mamba_ssm's own kernels whatever runs the other vector ops: the fused model times the factor.
+        // mamba_ssm's own kernels whatever runs the others, never below the fused model's time.
         model::op fused = o;
         fused.eager = false;
-        const seconds t = datasheet_vector_time(fused, d) *
-                          mamba_kernel_factor(o.mamba, o.phase == model::op_phase::forward);
+        const seconds t = std::max(datasheet_vector_time(fused, d), mamba_kernel_time(o, d));
         return {t, t};
       }
       if (!systolic) {

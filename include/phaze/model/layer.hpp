@@ -263,8 +263,13 @@ class layer_builder {
 
   /// Marks the op added last as a permutation by index run unfused (op::permutation).
   constexpr void mark_permutation(index_kernel k) { layer_.ops.back().permutation = k; }
-  /// Marks the op added last as part of one of mamba_ssm's kernels (op::mamba).
-  constexpr void mark_mamba(mamba_kernel k) { layer_.ops.back().mamba = k; }
+  /// Marks the op added last as `share` of one of mamba_ssm's kernels over `tokens` (op::mamba).
+  constexpr void mark_mamba(mamba_kernel k, std::int64_t tokens, double share) {
+    op& o = layer_.ops.back();
+    o.mamba = k;
+    o.kernel_tokens = tokens;
+    o.kernel_share = share;
+  }
 
   /// Two tensors joined along their features (torch.cat, with parts broadcast): one memory-bound copy that
   /// reads both and writes `out_elements`.

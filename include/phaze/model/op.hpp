@@ -175,7 +175,8 @@ enum class index_kernel : std::uint8_t { none, select, scatter_add };
 /// Which of mamba_ssm's Triton kernels a Mamba-2 mixer's op stands for (model::detail::mamba): `scan` the
 /// chunked state-space scan (its batched GEMMs, the states passed between chunks, the sum of the two outputs;
 /// mamba_chunk_scan_combined), `gated_norm` the output gated by SiLU(z) and normed per group (rmsnorm_fn with
-/// z). They run at the rates measured for those kernels (cost::mamba_kernel_factor); none: any other op.
+/// z). They take the time measured for those kernels per token (cost::mamba_kernel_time; op::kernel_tokens,
+/// op::kernel_share); none: any other op.
 enum class mamba_kernel : std::uint8_t { none, scan, gated_norm };
 
 /// Index of the layer's input tensor among an op's inputs.
@@ -225,6 +226,10 @@ struct op {
   index_kernel permutation = index_kernel::none;
   /// A Mamba-2 mixer's op run by mamba_ssm's Triton kernels (mamba_kernel); none otherwise.
   mamba_kernel mamba = mamba_kernel::none;
+  /// mamba: the tokens the kernel runs over on this rank, and this op's share of the kernel's time (a
+  /// forward op's; a batched GEMM's two backward ops split it).
+  std::int64_t kernel_tokens = 0;
+  double kernel_share = 0.0;
   /// matmul of a block under torchtitan's per-op selective checkpointing (recompute_module::op): the share
   /// of its output the policy keeps (model::keep_by_op_policy); the rest of its forward runs again.
   double op_policy_saved = 0.0;

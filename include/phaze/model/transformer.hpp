@@ -913,25 +913,25 @@ constexpr tensor mamba(layer_builder& b, const transformer_config& c, const spli
                               conv_channels * (c.mamba_conv + 1) + 3 * heads, z.tokens * conv_channels);
   const tensor scores =
       b.batched_matmul("ssd_scores", xbc, xbc, {chunks * groups, q, n, q}, saves::nothing, false);
-  b.mark_mamba(mamba_kernel::scan);
+  b.mark_mamba(mamba_kernel::scan, z.tokens, 0.2);
   const tensor diagonal =
       b.batched_matmul("ssd_diagonal", scores, xbc, {chunks * heads, q, q, p}, saves::nothing, false);
-  b.mark_mamba(mamba_kernel::scan);
+  b.mark_mamba(mamba_kernel::scan, z.tokens, 0.2);
   tensor states = b.batched_matmul("ssd_states", xbc, xbc, {chunks * heads, n, q, p}, saves::nothing, false);
-  b.mark_mamba(mamba_kernel::scan);
+  b.mark_mamba(mamba_kernel::scan, z.tokens, 0.2);
   states = b.vector(op_kind::residual_add, "ssd_state_passing", states, saves::nothing, tp_split::heads);
-  b.mark_mamba(mamba_kernel::scan);
+  b.mark_mamba(mamba_kernel::scan, z.tokens, 0.1);
   const tensor carried =
       b.batched_matmul("ssd_carried", xbc, states, {chunks * heads, q, n, p}, saves::nothing, false);
-  b.mark_mamba(mamba_kernel::scan);
+  b.mark_mamba(mamba_kernel::scan, z.tokens, 0.2);
   const tensor y = b.add_residual("ssd_sum", diagonal, carried, tp_split::heads);
-  b.mark_mamba(mamba_kernel::scan);
+  b.mark_mamba(mamba_kernel::scan, z.tokens, 0.1);
   const tensor gated =
       b.vector(op_kind::swiglu, "mixer_gate", y, saves::input0, tp_split::column, 0, z.tokens * inner);
-  b.mark_mamba(mamba_kernel::gated_norm);
+  b.mark_mamba(mamba_kernel::gated_norm, z.tokens, 0.5);
   const tensor normed =
       b.vector(op_kind::rmsnorm, "mixer_gated_norm", gated, saves::input0, tp_split::column, inner);
-  b.mark_mamba(mamba_kernel::gated_norm);
+  b.mark_mamba(mamba_kernel::gated_norm, z.tokens, 0.5);
   const tensor out = b.matmul("mixer_out_proj", normed, {1, z.tokens, inner, z.h}, tp_split::row, false);
   return leave_tp(b, z, out, "mixer_exit");
 }

@@ -94,6 +94,32 @@ constexpr transformer_config nemotron4(std::string_view name, std::int64_t h, st
   c.rotary_fraction = 0.5;
   return c;
 }
+/// Nemotron-H and Nemotron 3 (transformers' NemotronHConfig): a hybrid of Mamba-2 mixers (`mamba_heads`
+/// heads of 64, state 128, 8 groups, 4 taps, chunks of 128), attention, squared-ReLU MLPs and experts, one per
+/// block as `pattern` lists them; RMSNorm, untied embeddings, a 131,072 vocabulary, no dropout.
+constexpr transformer_config nemotron_h(std::string_view name, std::int64_t h, std::int64_t heads,
+                                        std::int64_t kv, std::int64_t ffn, std::string_view pattern,
+                                        std::int64_t mamba_heads) {
+  auto c = llama(name, h, heads, kv, ffn, static_cast<std::int64_t>(pattern.size()), 131072, 8192);
+  c.mlp = mlp_kind::squared_relu;
+  c.head_dim = h / heads == 128 ? 0 : 128;
+  c.hybrid_pattern = pattern;
+  c.mamba_heads = mamba_heads;
+  c.mamba_head_dim = 64;
+  c.mamba_state = 128;
+  c.mamba_groups = 8;
+  return c;
+}
+constexpr transformer_config nemotron_3_nano() {
+  auto c = nemotron_h("nemotron-3-nano-30b-a3b", 2688, 32, 2, 1856,
+                      "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", 64);
+  c.experts = 128;
+  c.top_k = 6;
+  c.expert_ffn = 1856;
+  c.shared_expert_ffn = 3712;
+  c.sigmoid_router = true;
+  return c;
+}
 constexpr transformer_config bloom_176b() {
   auto c = gpt("bloom-176b", 14336, 112, 70, 250880, 2048);
   c.max_positions = 0;
@@ -174,6 +200,18 @@ inline constexpr std::array entries{
           "NVIDIA 2024 (Nemotron-4 340B Technical Report, Table 1: 96 layers, hidden 18432, 96 heads, 8 KV "
           "heads, MLP 73728, squared ReLU, RoPE, sequence 4096); 256,000 vocabulary",
           detail::nemotron4("nemotron4-340b", 18432, 96, 8, 73728, 96)},
+    entry{
+        "nemotron-h-8b",
+        "NVIDIA 2025 (Nemotron-H); HF nvidia/Nemotron-H-8B-Base-8K: 52 blocks, 24 Mamba-2 (128 heads of 64, "
+        "state 128, 8 groups), 24 squared-ReLU MLPs of 21504, 4 attention (32 heads, 8 KV), hidden 4096",
+        detail::nemotron_h("nemotron-h-8b", 4096, 32, 8, 21504,
+                           "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", 128)},
+    entry{
+        "nemotron-3-nano-30b-a3b",
+        "NVIDIA 2025 (Nemotron 3 Nano, 31.6B parameters); HF nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16: 52 "
+        "blocks, 23 Mamba-2 (64 heads of 64), 23 expert blocks (128 of 1856, top 6, a shared one of 3712), 6 "
+        "attention (32 heads of 128, 2 KV), hidden 2688",
+        detail::nemotron_3_nano()},
 };
 
 /// A zoo model built from layers of its own (model::composite) rather than one transformer architecture.
