@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/input_error_of.hpp"
+#include "phaze/io/describe.hpp"
 #include "phaze/model/hf_config.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/model/zoo.hpp"
+#include "phaze/train/knobs.hpp"
 
 using namespace phaze;
 using phaze::testing::input_error_of;
@@ -164,6 +166,16 @@ TEST_CASE("hybrid patterns and Mamba-2 sizes are checked", "[model][hybrid]") {
   c = nano.config;
   c.mtp_layers = 1;
   CHECK_THAT(input_error_of([&] { model::make_model(c); }), Catch::Contains("layer pattern"));
+  // Sizes past phaze's limits, and biases on the mixers' projections, are refused naming them.
+  CHECK_THAT(with("mamba_num_heads", 1 << 20), Catch::Contains("Mamba-2 head count"));
+  CHECK_THAT(with("chunk_size", 1 << 24), Catch::Contains("chunk size"));
+  CHECK_THAT(with("use_bias", true), Catch::Contains("Mamba-2 projections"));
+  CHECK_THAT(with("mamba_proj_bias", true), Catch::Contains("Mamba-2 projections"));
+  {
+    auto k = j;
+    k.erase("mamba_num_heads");  // NemotronHConfig's default, 128 heads
+    CHECK(model::from_hf_config(k).config.mamba_heads == 128);
+  }
   // A dense variant of the model turns its expert blocks into MLP blocks.
   const auto dense = nano.config.without_experts();
   CHECK(dense.blocks_of('E') == 0);
@@ -188,4 +200,42 @@ TEST_CASE("the zoo's Nemotron-H 8B and Nemotron 3 Nano are their configs", "[mod
     REQUIRE(a.size() == b.size());
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(model::layer_at(a, i, s) == model::layer_at(b, i, s));
   }
+}
+
+TEST_CASE("a Mamba-2 chunk longer than the sequence costs the sequence's one chunk", "[model][hybrid]") {
+  auto c = hybrid_model("nemotron-h-8b-base-8k.json").config;
+  auto mixer_flops = [](const model::transformer_config& cfg, std::int64_t sequence) {
+    const auto m = model::make_model(cfg);
+    std::size_t node = 1;
+    while (m.kind_at(node).hybrid != 'M') ++node;
+    return model::forward_matmul_flops(model::layer_at(m, node, {1, sequence, 1, false, 2})).value();
+  };
+  const double at_128 = mixer_flops(c, 512);
+  c.mamba_chunk = 512;
+  const double at_sequence = mixer_flops(c, 512);
+  c.mamba_chunk = 65536;
+  CHECK(mixer_flops(c, 512) == Approx(at_sequence));  // not 128 times the sequence's work
+  CHECK(at_sequence > at_128);                        // longer chunks: more work in their Q x Q scores
+}
+
+TEST_CASE("describe and the per-op policy know a hybrid's mixers", "[model][hybrid]") {
+  // Two groups: attention splits 8 ways, the mixers do not; describe leaves the tp-8 row out, not throwing.
+  auto j = hybrid_json("nemotron-h-8b-base-8k.json");
+  j["n_groups"] = 2;
+  const auto two_groups = model::from_hf_config(j);
+  CHECK_FALSE(model::splits_over(two_groups, 8));
+  CHECK(model::splits_over(two_groups, 2));
+  const auto s = phaze::io::describe(two_groups);
+  CHECK_FALSE(s.activation_bytes_per_layer_split.has_value());
+  CHECK(s.hybrid.find("24 Mamba-2") != std::string::npos);
+  // torchtitan's per-op checkpointing has no Mamba-2 mixers.
+  phaze::train::training_knobs k;
+  k.global_batch = 8;
+  k.fused_attention = true;
+  k.recompute = model::recompute::selective;
+  k.recompute_modules = model::recompute_module::op;
+  CHECK_THAT(input_error_of([&] {
+               phaze::train::validate(hybrid_model("nemotron-h-8b-base-8k.json"), {1, 1, 8}, k, 8);
+             }),
+             Catch::Contains("Mamba-2"));
 }

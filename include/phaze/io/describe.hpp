@@ -59,8 +59,8 @@ struct model_summary {
   std::string latent_attention;
   /// The sliding window in words ("128 tokens; one block in 2 attends to all keys"); empty without one.
   std::string attention_window;
-  /// A hybrid model's blocks in words ("23 Mamba-2 (64 heads of 64, ...), 23 experts, 6 attention"); empty
-  /// for a model that is not hybrid.
+  /// A hybrid model's blocks in words ("52 blocks: 23 Mamba-2 (64 heads of 64, ...), 6 attention, 0 MLP, 23
+  /// experts"); empty for a model that is not hybrid.
   std::string hybrid;
   std::int64_t ffn = 0;
   std::int64_t vocab = 0;
@@ -88,7 +88,8 @@ struct model_summary {
 
 namespace detail {
 inline bool splits_evenly(const model::transformer_config& c, int tp, std::int64_t sequence) {
-  return c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0 && sequence % tp == 0;
+  return c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0 && sequence % tp == 0 &&
+         c.mamba_splits_over(tp);
 }
 
 /// One block's activations; a hybrid model's (whose blocks differ) are the mean over its blocks.
@@ -352,8 +353,10 @@ inline std::string to_table(const model_summary& s) {
       {"  full", format_bytes(s.activation_bytes_per_layer.full), split_cell(&activation_memory::full)});
   out += acts.render();
   if (!s.activation_bytes_per_layer_split) {
-    out += fmt::format("  (tp={} does not divide the heads, key/value heads, MLP size or sequence)\n",
-                       s.split_tp);
+    out += fmt::format(
+        "  (tp={} does not divide the heads, key/value heads, MLP size, Mamba-2 heads and groups or "
+        "sequence)\n",
+        s.split_tp);
   }
 
   out += "\nLayers\n";

@@ -171,9 +171,11 @@ requires(detail::is_argument<Args>&&...) constexpr model::layer_shape shape(Args
   return s;
 }
 
-/// The transformer block of `m` for a shape, checked (a tp that does not divide the heads fails to compile).
+/// The transformer block of `m` for a shape, checked (a tp that does not divide the heads fails to compile);
+/// a hybrid model's first block.
 constexpr model::layer layer(const model::model& m, const model::layer_shape& s,
                              model::layer_role role = model::layer_role::block) {
+  if (role == model::layer_role::block && m.config.hybrid()) return model::layer_at(m, 1, s);
   return model::make_layer(m.config, role, s);
 }
 

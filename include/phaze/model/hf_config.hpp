@@ -518,8 +518,10 @@ inline transformer_config nemotron(const reader& r) {
 /// Nemotron-H's configs); '-' an MLP of intermediate_size; 'E' n_routed_experts experts of
 /// moe_intermediate_size, top num_experts_per_tok, sigmoid-scored, plus n_shared_experts of
 /// moe_shared_expert_intermediate_size), RMSNorm, squared-ReLU MLPs (mlp_hidden_act relu2), untied
-/// embeddings. Without mamba_num_heads the mixer is expand x hidden wide. Its attention blocks have no
-/// position embedding; phaze costs them with rotary embedding, one memory-bound pass on those few blocks.
+/// embeddings; mamba_num_heads defaults to 128 as in NemotronHConfig. Biases on the attention and MLP
+/// (attention_bias, mlp_bias) are costed, those on the Mamba-2 projections (use_bias, mamba_proj_bias)
+/// refused. Its attention blocks have no position embedding; phaze costs them with rotary embedding, one
+/// memory-bound pass on those few blocks.
 inline transformer_config nemotron_h(const reader& r) {
   transformer_config c = rotary_decoder(r);
   if (const auto d = r.size("attention_head_dim"); d && c.head_dim == 0 && *d != c.hidden / c.heads)
@@ -548,10 +550,7 @@ inline transformer_config nemotron_h(const reader& r) {
                 "is \"" + act + "\"; phaze models nemotron_h's MLPs with \"relu2\" (squared ReLU)");
   c.mlp = mlp_kind::squared_relu;
   c.mamba_head_dim = r.required_size("mamba_head_dim");
-  c.mamba_heads = r.size("mamba_num_heads").value_or(0);
-  if (c.mamba_heads == 0)
-    c.mamba_heads =
-        static_cast<std::int64_t>(r.number("expand", 2.0) * static_cast<double>(c.hidden)) / c.mamba_head_dim;
+  c.mamba_heads = r.size("mamba_num_heads").value_or(128);  // NemotronHConfig's default
   c.mamba_state = r.required_size("ssm_state_size");
   c.mamba_groups = r.size("n_groups").value_or(8);
   c.mamba_conv = r.size("conv_kernel").value_or(4);
@@ -564,7 +563,11 @@ inline transformer_config nemotron_h(const reader& r) {
     c.shared_expert_ffn = shared * r.size("moe_shared_expert_intermediate_size").value_or(c.expert_ffn);
     c.sigmoid_router = true;
   }
-  c.bias = r.flag("use_bias", false);
+  for (const std::string_view mixer_bias : {"use_bias", "mamba_proj_bias"}) {
+    if (r.flag(mixer_bias, false))
+      field_error(mixer_bias, "is true: biases on the Mamba-2 projections, which phaze does not cost");
+  }
+  c.bias = r.flag("attention_bias", false) || r.flag("mlp_bias", false);
   c.tied_embeddings = r.flag("tie_word_embeddings", false);
   c.dropout = r.any_dropout({"attention_dropout", "hidden_dropout"}, 0.0);
   return c;

@@ -146,17 +146,22 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
                        .full_attention = full});
     return static_cast<std::uint8_t>(m.kinds.size() - 1);
   };
-  // A hybrid model's blocks: one kind per symbol of its pattern ('-' blocks keep a dense MLP).
+  // A hybrid model's blocks: one kind per symbol of its pattern ('-' blocks keep a dense MLP), the first
+  // block's in kind 1.
+  const auto hybrid_spec = [](char symbol) -> layer_spec {
+    return {.name = symbol == 'M'   ? "mamba_block"
+                    : symbol == '*' ? "attention_block"
+                    : symbol == '-' ? "mlp_block"
+                                    : "moe_block",
+            .role = layer_role::block,
+            .dense_mlp = symbol == '-',
+            .hybrid = symbol};
+  };
+  if (c.hybrid()) m.kinds[1] = hybrid_spec(c.block_symbol(0));
   const auto hybrid_kind = [&](char symbol) -> std::uint8_t {
-    for (std::size_t k = 3; k < m.kinds.size(); ++k)
-      if (m.kinds[k].hybrid == symbol) return static_cast<std::uint8_t>(k);
-    m.kinds.push_back({.name = symbol == 'M'   ? "mamba_block"
-                               : symbol == '*' ? "attention_block"
-                               : symbol == '-' ? "mlp_block"
-                                               : "moe_block",
-                       .role = layer_role::block,
-                       .dense_mlp = symbol == '-',
-                       .hybrid = symbol});
+    for (std::size_t k = 1; k < m.kinds.size(); ++k)
+      if (k != 2 && m.kinds[k].hybrid == symbol) return static_cast<std::uint8_t>(k);
+    m.kinds.push_back(hybrid_spec(symbol));
     return static_cast<std::uint8_t>(m.kinds.size() - 1);
   };
   m.nodes.push_back(0);
@@ -289,13 +294,14 @@ inline constexpr auto validate_model_shape = [](const model& m, const layer_shap
   }
 };
 
-/// Whether every transformer layer of `m` splits over `tp` tensor-parallel ranks (heads, key/value heads and
-/// MLP width divisible by it).
+/// Whether every transformer layer of `m` splits over `tp` tensor-parallel ranks (heads, key/value heads, MLP
+/// width and Mamba-2 heads and groups divisible by it).
 inline constexpr auto splits_over = [](const model& m, int tp) constexpr -> bool {
   for (const auto& k : m.kinds) {
     if (k.recipe != layer_recipe::transformer) continue;
     const transformer_config& c = architecture_of(m, k);
     if (c.heads % tp != 0 || c.kv_heads_or_default() % tp != 0 || c.ffn % tp != 0) return false;
+    if (!c.mamba_splits_over(tp)) return false;
     if (c.experts > 0 && (c.expert_ffn_or_default() % tp != 0 || c.shared_expert_ffn % tp != 0)) return false;
   }
   return true;

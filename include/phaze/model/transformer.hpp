@@ -255,6 +255,10 @@ struct transformer_config {
     for (const char x : hybrid_pattern.view()) n += x == symbol ? 1 : 0;
     return n;
   }
+  /// Whether `tp` tensor-parallel ranks split its Mamba-2 mixers (their heads and groups); true without.
+  [[nodiscard]] constexpr bool mamba_splits_over(std::int64_t tp) const {
+    return blocks_of('M') == 0 || (mamba_heads % tp == 0 && mamba_groups % tp == 0);
+  }
   /// Channels of a Mamba-2 mixer's inner width (mamba_heads x mamba_head_dim).
   [[nodiscard]] constexpr std::int64_t mamba_inner() const { return mamba_heads * mamba_head_dim; }
   /// The factor token slots are padded by: capacity_factor, or 1 when dropless (0).
@@ -540,6 +544,16 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
     rules::model_size_above_its_limit("the rotary head dimension", c.rope_head_dim, max_head_dim);
   if (c.v_head_dim > max_head_dim)
     rules::model_size_above_its_limit("the value head dimension", c.v_head_dim, max_head_dim);
+  if (c.mamba_heads > max_heads)
+    rules::model_size_above_its_limit("the Mamba-2 head count", c.mamba_heads, max_heads);
+  if (c.mamba_head_dim > max_head_dim)
+    rules::model_size_above_its_limit("the Mamba-2 head dimension", c.mamba_head_dim, max_head_dim);
+  if (c.mamba_state > max_head_dim)
+    rules::model_size_above_its_limit("the Mamba-2 state size", c.mamba_state, max_head_dim);
+  if (c.mamba_conv > max_head_dim)
+    rules::model_size_above_its_limit("the Mamba-2 convolution width", c.mamba_conv, max_head_dim);
+  if (c.mamba_chunk > limits::max_sequence)
+    rules::model_size_above_its_limit("the Mamba-2 chunk size", c.mamba_chunk, limits::max_sequence);
   if (c.kv_lora_rank > max_hidden)
     rules::model_size_above_its_limit("the key/value latent width", c.kv_lora_rank, max_hidden);
   if (c.q_lora_rank > max_hidden)
@@ -580,8 +594,7 @@ inline constexpr auto validate_shape = [](const transformer_config& c, const lay
   if (s.ep > 1 && c.experts == 0) rules::expert_parallelism_needs_a_mixture_of_experts_model();
   if (s.etp < 0 || (s.etp > 0 && s.tp % s.etp != 0)) rules::expert_tensor_parallel_size_must_divide_tp();
   if (c.blocks_of('M') > 0) {
-    if (c.mamba_heads % s.tp != 0 || c.mamba_groups % s.tp != 0)
-      rules::tensor_parallel_width_must_divide_mamba_heads_and_groups();
+    if (!c.mamba_splits_over(s.tp)) rules::tensor_parallel_width_must_divide_mamba_heads_and_groups();
     if (s.cp > 1) rules::mamba_blocks_take_no_context_parallelism();
   }
   if (c.experts > 0) {
@@ -894,15 +907,16 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
 /// the chunked state-space scan (SSD) over chunks of Q = mamba_chunk tokens, as four batched GEMMs per
 /// chunk: the groups' C B^T scores (Q x state x Q), the heads' masked scores times x (Q x Q x head_dim), the
 /// chunk's states B^T x (state x Q x head_dim), the states passed from chunk to chunk (a pass over them) and
-/// read out by C (Q x state x head_dim), the two outputs summed; the output gated by SiLU(z); a grouped
-/// RMSNorm over d_inner; the row-parallel output projection. Parameters besides the projections: the
+/// read out by C (Q x state x head_dim), the two outputs summed; the output gated by SiLU(z) and normed per
+/// group over d_inner (rmsnorm_fn keeps the ungated output; z is kept with the projection's output); the
+/// row-parallel output projection. A chunk longer than the sequence holds all of it. Parameters besides the
 /// convolution's taps and bias, A, D and the dt bias per head, the norm's weight.
 constexpr tensor mamba(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   const std::int64_t heads = c.mamba_heads / z.t;
   const std::int64_t groups = c.mamba_groups / z.t;
   const std::int64_t p = c.mamba_head_dim;
   const std::int64_t n = c.mamba_state;
-  const std::int64_t q = c.mamba_chunk;
+  const std::int64_t q = std::min(c.mamba_chunk, z.s);  // a chunk longer than the sequence holds all of it
   const std::int64_t inner = heads * p;
   const std::int64_t conv_channels = inner + 2 * groups * n;
   const std::int64_t chunks = z.b * ((z.s + q - 1) / q);
@@ -930,7 +944,7 @@ constexpr tensor mamba(layer_builder& b, const transformer_config& c, const spli
       b.vector(op_kind::swiglu, "mixer_gate", y, saves::input0, tp_split::column, 0, z.tokens * inner);
   b.mark_mamba(mamba_kernel::gated_norm, z.tokens, 0.5);
   const tensor normed =
-      b.vector(op_kind::rmsnorm, "mixer_gated_norm", gated, saves::input0, tp_split::column, inner);
+      b.vector(op_kind::rmsnorm, "mixer_gated_norm", gated, saves::nothing, tp_split::column, inner);
   b.mark_mamba(mamba_kernel::gated_norm, z.tokens, 0.5);
   const tensor out = b.matmul("mixer_out_proj", normed, {1, z.tokens, inner, z.h}, tp_split::row, false);
   return leave_tp(b, z, out, "mixer_exit");

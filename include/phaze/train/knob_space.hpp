@@ -129,11 +129,12 @@ struct model_if_known {
 };
 
 /// Whether tensor-parallel width `tp` can run at all: it divides the devices (when fixed) and the model's
-/// heads, key/value heads and MLP width (when the model is known).
+/// heads, key/value heads, MLP width and Mamba-2 heads and groups (when the model is known).
 constexpr bool width_can_run(const training_space& t, const model_if_known& m, std::int64_t tp) {
   if (t.devices > 0 && t.devices % tp != 0) return false;
   const auto& c = m.config;
-  return !m.known || (c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0);
+  return !m.known || (c.heads % tp == 0 && c.kv_heads_or_default() % tp == 0 && c.ffn % tp == 0 &&
+                      c.mamba_splits_over(tp));
 }
 
 /// Whether `ok(tp, pp, dp)` holds for some degrees a run of `t` could use: tp among the listed widths (every

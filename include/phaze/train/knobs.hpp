@@ -770,9 +770,10 @@ struct validate_fn {
       rules::recompute_modules_need_selective_recomputation();
     if ((k.recompute_modules & model::recompute_module::op) != 0) {
       if (k.recompute_modules != model::recompute_module::op) rules::op_policy_stands_alone();
-      if (m.config.experts > 0 || m.config.latent_attention())
+      if (m.config.experts > 0 || m.config.latent_attention() || m.config.hybrid())
         rules::op_policy_needs(
-            "for dense blocks with standard attention only (no experts, no latent attention)");
+            "for dense blocks with standard attention only (no experts, no latent attention, no Mamba-2 "
+            "mixers)");
       if (!k.fused_attention || m.config.score_bias > 0 || model::composite(m))
         rules::op_policy_needs(
             "with fused attention only (give --attention fused; a transformer without "
