@@ -225,6 +225,7 @@ TEST_CASE("the JSON fields docs/cli.md lists are exactly the ones each command w
   json_of("phaze.models", "models");
   json_of("phaze.model-description", "describe llama2-7b");
   json_of("phaze.model-description", "describe transgan");
+  json_of("phaze.model-description", "describe nemotron-3-nano-30b-a3b");  // a hybrid: hybrid_pattern
   json_of("phaze.devices", "devices");
   json_of("phaze.device-description", "devices h100-sxm");
   json_of("phaze.device-description", "devices tpuv4-like");
@@ -253,12 +254,14 @@ TEST_CASE("the JSON fields docs/cli.md lists are exactly the ones each command w
   fs::remove(gpipe_spec);
   written["phaze.search-run"].push_back(nlohmann::json::parse(read_file(downset / "spec.json")));
   fs::remove_all(downset);
-  // phaze calibrate: its report (per_run, with the leave-one-out errors of three runs) and the file it writes.
+  // phaze calibrate: its report (per_run, with the leave-one-out errors of three runs) and the file it
+  // writes.
   std::string runs;
-  for (const char* line :
-       {R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "8", "--tp", "1", "--pp", "1", "--global-batch", "64", "--microbatch", "8"], "step_s": 0.9})",
-        R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "8", "--tp", "2", "--pp", "1", "--global-batch", "64", "--microbatch", "4"], "step_s": 1.1})",
-        R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "16", "--tp", "1", "--pp", "2", "--global-batch", "128", "--microbatch", "4"], "step_s": 1.3})"})
+  for (
+      const char* line :
+      {R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "8", "--tp", "1", "--pp", "1", "--global-batch", "64", "--microbatch", "8"], "step_s": 0.9})",
+       R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "8", "--tp", "2", "--pp", "1", "--global-batch", "64", "--microbatch", "4"], "step_s": 1.1})",
+       R"({"args": ["gpt2", "--device", "a100-80gb", "--devices", "16", "--tp", "1", "--pp", "2", "--global-batch", "128", "--microbatch", "4"], "step_s": 1.3})"})
     runs += std::string{line} + "\n";
   const fs::path runs_file = write_temp("runs.jsonl", runs);
   const fs::path calibration = temp_path("calibration.json");

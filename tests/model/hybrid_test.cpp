@@ -228,6 +228,10 @@ TEST_CASE("describe and the per-op policy know a hybrid's mixers", "[model][hybr
   const auto s = phaze::io::describe(two_groups);
   CHECK_FALSE(s.activation_bytes_per_layer_split.has_value());
   CHECK(s.hybrid.find("24 Mamba-2") != std::string::npos);
+  CHECK(s.hybrid_pattern == two_groups.config.hybrid_pattern.view());
+  nlohmann::json described = s;
+  CHECK(described.at("hybrid_pattern") == s.hybrid_pattern);
+  CHECK_FALSE(nlohmann::json(phaze::io::describe(phaze::zoo::get("llama2-7b"))).contains("hybrid_pattern"));
   // torchtitan's per-op checkpointing has no Mamba-2 mixers.
   phaze::train::training_knobs k;
   k.global_batch = 8;

@@ -60,8 +60,9 @@ struct model_summary {
   /// The sliding window in words ("128 tokens; one block in 2 attends to all keys"); empty without one.
   std::string attention_window;
   /// A hybrid model's blocks in words ("52 blocks: 23 Mamba-2 (64 heads of 64, ...), 6 attention, 0 MLP, 23
-  /// experts"); empty for a model that is not hybrid.
+  /// experts"), and its layer pattern ("MEMEM*E..."); both empty for a model that is not hybrid.
   std::string hybrid;
+  std::string hybrid_pattern;
   std::int64_t ffn = 0;
   std::int64_t vocab = 0;
   std::int64_t sequence = 0;
@@ -142,6 +143,7 @@ inline constexpr auto describe = [](const model::model& m, std::string_view sour
                              : fmt::format("{} tokens, every block", c.attention_window);
   }
   if (c.hybrid()) {
+    s.hybrid_pattern = c.hybrid_pattern.str();
     s.hybrid = fmt::format(
         "{} blocks: {} Mamba-2 ({} heads of {}, state {}, {} groups, chunks of {}), {} attention, "
         "{} MLP, {} experts",
@@ -278,6 +280,7 @@ void to_json(Json& j, const model_summary& s) {
                      : Json(nullptr);
   j["layer_kinds"] = Json::array();
   for (const auto& k : s.layer_kinds) j["layer_kinds"].push_back(Json(k));
+  if (!s.hybrid_pattern.empty()) j["hybrid_pattern"] = s.hybrid_pattern;  // a hybrid's only
 }
 
 template <class Json>
