@@ -910,7 +910,7 @@ constexpr tensor moe(layer_builder& b, const transformer_config& c, const split_
 /// read out by C (Q x state x head_dim), the two outputs summed; the output gated by SiLU(z) and normed per
 /// group over d_inner (rmsnorm_fn keeps the ungated output; z is kept with the projection's output); the
 /// row-parallel output projection. A chunk longer than the sequence holds all of it. Parameters besides the
-/// convolution's taps and bias, A, D and the dt bias per head, the norm's weight.
+/// projections: the convolution's taps and bias, A, D and the dt bias per head, the norm's weight.
 constexpr tensor mamba(layer_builder& b, const transformer_config& c, const split_sizes& z, tensor x) {
   const std::int64_t heads = c.mamba_heads / z.t;
   const std::int64_t groups = c.mamba_groups / z.t;
@@ -1005,19 +1005,15 @@ constexpr tensor block_body(layer_builder& b, const transformer_config& c, const
 /// `c` has them) and the residual add.
 constexpr tensor hybrid_block_body(layer_builder& b, const transformer_config& c, const split_sizes& z,
                                    tensor x, char symbol) {
-  if (symbol == 'M') {
-    const tensor n = block_norm(b, c, z, x, "mixer_norm");
-    const tensor y = detail::sublayer_dropout(b, c, z, detail::mamba(b, c, z, n), "mixer_out_dropout");
-    return b.add_residual("mixer_residual", x, y, detail::token_split(z));
-  }
-  if (symbol == '*') {
-    const tensor n = block_norm(b, c, z, x, "attn_norm");
-    const tensor y = detail::sublayer_dropout(b, c, z, detail::attention(b, c, z, n), "attn_out_dropout");
-    return b.add_residual("attn_residual", x, y, detail::token_split(z));
-  }
-  const tensor n = block_norm(b, c, z, x, "mlp_norm");
-  const tensor y = detail::sublayer_dropout(b, c, z, detail::feed_forward(b, c, z, n), "mlp_out_dropout");
-  return b.add_residual("mlp_residual", x, y, detail::token_split(z));
+  const bool mixer = symbol == 'M';
+  const bool attends = symbol == '*';
+  const std::string_view prefix = mixer ? "mixer" : attends ? "attn" : "mlp";
+  const tensor n = block_norm(b, c, z, x, fixed_string<24>{prefix, "_norm"}.view());
+  const tensor y = mixer     ? detail::mamba(b, c, z, n)
+                   : attends ? detail::attention(b, c, z, n)
+                             : detail::feed_forward(b, c, z, n);
+  const tensor out = detail::sublayer_dropout(b, c, z, y, fixed_string<24>{prefix, "_out_dropout"}.view());
+  return b.add_residual(fixed_string<24>{prefix, "_residual"}.view(), x, out, detail::token_split(z));
 }
 
 /// The word embedding: a vocabulary-parallel lookup, then all-reduced (or reduce-scattered under sequence
