@@ -535,39 +535,32 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (c.latent_attention() && c.kv_heads_or_default() != c.heads)
     rules::latent_attention_has_one_key_value_head_per_query_head();
   using namespace limits;
-  if (c.layers > max_layers) rules::model_size_above_its_limit("the layer count", c.layers, max_layers);
-  if (c.hidden > max_hidden) rules::model_size_above_its_limit("the hidden size", c.hidden, max_hidden);
-  if (c.heads > max_heads) rules::model_size_above_its_limit("the attention head count", c.heads, max_heads);
-  if (c.head_dim > max_head_dim)
-    rules::model_size_above_its_limit("the head dimension", c.head_dim, max_head_dim);
-  if (c.rope_head_dim > max_head_dim)
-    rules::model_size_above_its_limit("the rotary head dimension", c.rope_head_dim, max_head_dim);
-  if (c.v_head_dim > max_head_dim)
-    rules::model_size_above_its_limit("the value head dimension", c.v_head_dim, max_head_dim);
-  if (c.mamba_heads > max_heads)
-    rules::model_size_above_its_limit("the Mamba-2 head count", c.mamba_heads, max_heads);
-  if (c.mamba_head_dim > max_head_dim)
-    rules::model_size_above_its_limit("the Mamba-2 head dimension", c.mamba_head_dim, max_head_dim);
-  if (c.mamba_state > max_head_dim)
-    rules::model_size_above_its_limit("the Mamba-2 state size", c.mamba_state, max_head_dim);
-  if (c.mamba_conv > max_head_dim)
-    rules::model_size_above_its_limit("the Mamba-2 convolution width", c.mamba_conv, max_head_dim);
-  if (c.mamba_chunk > limits::max_sequence)
-    rules::model_size_above_its_limit("the Mamba-2 chunk size", c.mamba_chunk, limits::max_sequence);
-  if (c.kv_lora_rank > max_hidden)
-    rules::model_size_above_its_limit("the key/value latent width", c.kv_lora_rank, max_hidden);
-  if (c.q_lora_rank > max_hidden)
-    rules::model_size_above_its_limit("the query latent width", c.q_lora_rank, max_hidden);
-  if (c.ffn > max_ffn) rules::model_size_above_its_limit("the MLP (ffn) size", c.ffn, max_ffn);
-  if (c.expert_ffn > max_ffn)
-    rules::model_size_above_its_limit("the experts' MLP size", c.expert_ffn, max_ffn);
-  if (c.shared_expert_ffn > max_ffn)
-    rules::model_size_above_its_limit("the shared experts' MLP size", c.shared_expert_ffn, max_ffn);
-  if (c.experts > max_experts) rules::model_size_above_its_limit("the expert count", c.experts, max_experts);
-  if (c.vocab > limits::max_vocab)
-    rules::model_size_above_its_limit("the vocabulary", c.vocab, limits::max_vocab);
-  if (c.sequence > limits::max_sequence)
-    rules::model_size_above_its_limit("the sequence length", c.sequence, limits::max_sequence);
+  struct size_limit {
+    const char* what;
+    std::int64_t value;
+    std::int64_t most;
+  };
+  const size_limit sizes[] = {{"the layer count", c.layers, max_layers},
+                              {"the hidden size", c.hidden, max_hidden},
+                              {"the attention head count", c.heads, max_heads},
+                              {"the head dimension", c.head_dim, max_head_dim},
+                              {"the rotary head dimension", c.rope_head_dim, max_head_dim},
+                              {"the value head dimension", c.v_head_dim, max_head_dim},
+                              {"the Mamba-2 head count", c.mamba_heads, max_heads},
+                              {"the Mamba-2 head dimension", c.mamba_head_dim, max_head_dim},
+                              {"the Mamba-2 state size", c.mamba_state, max_head_dim},
+                              {"the Mamba-2 convolution width", c.mamba_conv, max_head_dim},
+                              {"the Mamba-2 chunk size", c.mamba_chunk, max_sequence},
+                              {"the key/value latent width", c.kv_lora_rank, max_hidden},
+                              {"the query latent width", c.q_lora_rank, max_hidden},
+                              {"the MLP (ffn) size", c.ffn, max_ffn},
+                              {"the experts' MLP size", c.expert_ffn, max_ffn},
+                              {"the shared experts' MLP size", c.shared_expert_ffn, max_ffn},
+                              {"the expert count", c.experts, max_experts},
+                              {"the vocabulary", c.vocab, max_vocab},
+                              {"the sequence length", c.sequence, max_sequence}};
+  for (const size_limit& l : sizes)
+    if (l.value > l.most) rules::model_size_above_its_limit(l.what, l.value, l.most);
 };
 
 /// Checks that an architecture can be split by the given shape (tensor-parallel width, sequence parallelism).
