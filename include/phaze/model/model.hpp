@@ -159,8 +159,8 @@ inline constexpr auto make_model = [](const transformer_config& c) constexpr -> 
   };
   if (c.hybrid()) m.kinds[1] = hybrid_spec(c.block_symbol(0));
   const auto hybrid_kind = [&](char symbol) -> std::uint8_t {
-    for (std::size_t k = 1; k < m.kinds.size(); ++k)
-      if (k != 2 && m.kinds[k].hybrid == symbol) return static_cast<std::uint8_t>(k);
+    for (std::size_t k = 1; k < m.kinds.size(); ++k)  // the head (kind 2) carries no symbol
+      if (m.kinds[k].hybrid == symbol) return static_cast<std::uint8_t>(k);
     m.kinds.push_back(hybrid_spec(symbol));
     return static_cast<std::uint8_t>(m.kinds.size() - 1);
   };
