@@ -211,18 +211,21 @@ def eager_seconds(fn, reps=15):
     return statistics.median(times)
 
 
-def kernels_per_call(fn):
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+def graph_or_nan(fn, label, tries=1):
+    """graph_seconds(fn), or nan when its capture fails `tries` times (each failure printed): the other
+    numbers stand on their own. A capture invalidated by an earlier one can take a second try."""
+    for attempt in range(tries):
+        try:
+            torch.cuda.synchronize()
+            return graph_seconds(fn, replays=10)
+        except Exception as e:  # noqa: BLE001
+            print(f"{label} graph (try {attempt + 1}): {type(e).__name__}: {e}"[:300], flush=True)
+    return float("nan")
 
 
 def kernel_profile(fn):
-    """Each CUDA kernel's name, calls and summed time in one call of fn (torch.profiler)."""
+    """Each CUDA kernel's name, calls and summed time in one call of fn (torch.profiler); the calls summed are
+    the kernels (and memsets) it launches."""
     from torch.profiler import ProfilerActivity, profile
     fn()
     torch.cuda.synchronize()
@@ -248,17 +251,13 @@ def run_case(c, out_rows, part_rows, kernel_rows, profile_rows):
             sec = eager_seconds(lambda: fwd_bwd(blocks, x, mode, bwd))
             out_rows.append((name, mode, passes, LAYERS, sec))
             print(f"{name:22s} {mode:20s} {passes:8s} {sec / LAYERS * 1e3:8.3f} ms per block", flush=True)
-        kernel_rows.append((name, mode, kernels_per_call(lambda: fwd_bwd(blocks, x, mode, True)) / LAYERS))
+        table = kernel_profile(lambda: fwd_bwd(blocks, x, mode, True))
+        kernel_rows.append((name, mode, sum(calls for calls, _ in table.values()) / LAYERS))
         if mode == "eager_grouped":
-            for kname, (calls, us) in sorted(kernel_profile(lambda: fwd_bwd(blocks, x, mode, True)).items(),
-                                             key=lambda kv: -kv[1][1]):
+            for kname, (calls, us) in sorted(table.items(), key=lambda kv: -kv[1][1]):
                 profile_rows.append((name, kname[:120], calls / LAYERS, us * 1e-6 / LAYERS))
     for passes, bwd in (("fwd+bwd", True), ("fwd", False)):
-        try:
-            sec = graph_seconds(lambda: fwd_bwd(blocks, x, "graph_grouped", bwd), replays=10)
-        except Exception as e:  # noqa: BLE001 - the eager numbers stand on their own
-            print(f"{name} graph: {type(e).__name__}: {e}"[:300], flush=True)
-            sec = float("nan")
+        sec = graph_or_nan(lambda: fwd_bwd(blocks, x, "graph_grouped", bwd), name)
         out_rows.append((name, "graph_grouped", passes, LAYERS, sec))
         print(f"{name:22s} {'graph_grouped':20s} {passes:8s} {sec / LAYERS * 1e3:8.3f} ms per block", flush=True)
 
@@ -292,14 +291,7 @@ def run_case(c, out_rows, part_rows, kernel_rows, profile_rows):
 
     for part, fn in (("attention", attention_part), ("router", router_part),
                      ("permutation", permutation_part), ("experts", experts_part)):
-        sec = float("nan")
-        for attempt in range(2):  # a capture invalidated by an earlier one is tried once more
-            try:
-                torch.cuda.synchronize()
-                sec = graph_seconds(fn, replays=10)
-                break
-            except Exception as e:  # noqa: BLE001
-                print(f"{name} {part} graph (try {attempt + 1}): {type(e).__name__}: {e}"[:300], flush=True)
+        sec = graph_or_nan(fn, f"{name} {part}", tries=2)
         part_rows.append((name, part, sec))
         print(f"{name:22s} part {part:12s} {sec * 1e3:8.3f} ms (graph, fwd+bwd)", flush=True)
     del blocks
@@ -356,12 +348,9 @@ def host_time(out):
             eager = eager_seconds(fn, reps=20)
             graph = float("nan")
             if "sync" not in mode:
-                try:
-                    torch.cuda.synchronize()
-                    graph = graph_seconds(lambda: fwd_bwd(blocks, x, mode.replace("eager", "graph"), True))
-                except Exception as e:  # noqa: BLE001
-                    print(f"{name} {mode} graph: {type(e).__name__}: {e}"[:200], flush=True)
-            kernels = kernels_per_call(fn) / LAYERS
+                graph = graph_or_nan(lambda: fwd_bwd(blocks, x, mode.replace("eager", "graph"), True),
+                                     f"{name} {mode}")
+            kernels = sum(calls for calls, _ in kernel_profile(fn).values()) / LAYERS
             rows.append((name, mode, eager / LAYERS, graph / LAYERS, kernels))
             print(f"{name:22s} host {mode:20s} eager {eager / LAYERS * 1e3:7.3f} ms/block  graph "
                   f"{graph / LAYERS * 1e3:7.3f} ms/block  {kernels:6.1f} kernels/block", flush=True)
@@ -405,11 +394,7 @@ def fp8_experts(out):
                                                      for p in a.split(m)]),
             ]
             for variant, fn in variants:
-                try:
-                    sec = graph_seconds(fn, replays=10)
-                except Exception as e:  # noqa: BLE001
-                    print(f"{name} {gemm} {variant}: {type(e).__name__}: {e}"[:300], flush=True)
-                    sec = float("nan")
+                sec = graph_or_nan(fn, f"{name} {gemm} {variant}")
                 tflops = flops / sec / 1e12 if "quantize" not in variant else float("nan")
                 rows_out.append((name, gemm, variant, local, m, nn, kk, sec, tflops))
                 print(f"{name:22s} {gemm:5s} {variant:24s} {sec * 1e3:8.3f} ms {tflops:7.1f} TFLOP/s", flush=True)
@@ -462,11 +447,7 @@ def fp8_expert_passes(out):
                                                 use_fast_accum=fast) for e in range(local)]
             for variant, calls, multi in (("bf16", bf16, False), ("bf16_streams", bf16, True),
                                           ("fp8", fp8, False), ("fp8_streams", fp8, True)):
-                try:
-                    sec = graph_seconds(lambda: spread(calls, multi), replays=10)
-                except Exception as ex:  # noqa: BLE001
-                    print(f"{name} {gemm} {variant}: {type(ex).__name__}: {ex}"[:300], flush=True)
-                    sec = float("nan")
+                sec = graph_or_nan(lambda: spread(calls, multi), f"{name} {gemm} {variant}")
                 rows_out.append((name, gemm, variant, local, mm, nn, kk, sec, flops / sec / 1e12))
                 print(f"{name:22s} {gemm:10s} {variant:13s} {sec * 1e3:8.3f} ms {flops / sec / 1e12:7.1f} TFLOP/s",
                       flush=True)
