@@ -561,8 +561,19 @@ TEST_CASE("phaze plans hybrid Mamba-2 models from their configs and says why it 
   const auto bad = run_phaze(nano + " --tp 4");
   CHECK(bad.status == 2);
   CHECK(contains(bad.err, "tensor-parallel width"));
-  // Every degree plan chose is one the model splits over.
-  CHECK(h8.at("plan").at("tp").get<int>() >= 1);
+  // Two Mamba-2 groups: attention splits 4 ways, the mixers do not, and tp 4 is not offered.
+  auto two_groups = nlohmann::json::parse(read_file(data + "nemotron-h-8b-base-8k.json"));
+  two_groups["n_groups"] = 2;
+  const auto file = write_temp("two-groups.json", two_groups.dump());
+  const auto split =
+      run_phaze("plan '" + file.string() + "' --device h100-sxm --devices 8 --global-batch 64 " +
+                "--microbatch 1 --seq 8192 --tp 4");
+  CHECK(split.status == 2);
+  CHECK(contains(split.err, "tensor-parallel width"));
+  CHECK(run_phaze("plan '" + file.string() + "' --device h100-sxm --devices 8 --global-batch 64 " +
+                  "--microbatch 1 --seq 8192 --tp 2")
+            .status == 0);
+  fs::remove(file);
   // Megatron-LM builds hybrids with pretrain_mamba.py: the launch line is refused with the reason.
   const auto emitted = run_phaze(nano + " --emit megatron");
   CHECK(emitted.status == 2);
