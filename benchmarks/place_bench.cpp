@@ -220,13 +220,11 @@ cluster::cluster four_type_cluster() {
   return cluster::cluster{groups};
 }
 
-/// The ILP `phaze plan` refines its best plan with (apps/phaze/solver.cpp, `--solver ilp`, the default): a
-/// budget of 200 branch-and-bound nodes per solve, 60 s as a safety net.
+/// The ILP `phaze plan` refines its best plan with (`--solver ilp`, the default): the library's
+/// ilp_scheduler{}, a budget of sched::search_node_budget branch-and-bound nodes per solve, 60 s as a safety
+/// net.
 sched::ilp_scheduler cli_ilp() {
-  sched::ilp_options options;
-  options.max_nodes = 200;
-  options.time_limit = seconds{60.0};
-  return sched::ilp_scheduler{options};
+  return sched::ilp_scheduler{};
 }
 
 /// `phaze plan gpt3-175b --cluster FILE --global-batch 1536` (the cluster above) as

@@ -42,7 +42,6 @@
 #include "phaze/io/search_json.hpp"
 #include "phaze/io/search_report.hpp"
 #include "phaze/io/table.hpp"
-#include "phaze/search/baselines.hpp"
 #include "phaze/search/cluster_space.hpp"
 #include "phaze/search/engine.hpp"
 
@@ -362,6 +361,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
   search::options opt;
   opt.exhaustive = o.exhaustive;
   opt.top = o.top;
+  opt.baselines = !o.no_baselines;
   // Designs are ordered and pruned on list schedules; with the ILP (the default) every design that could be
   // reported is placed again on ILP schedules, so the top list, the front and the baselines are exact under
   // the ILP (search::refine).
@@ -478,8 +478,6 @@ int search_with(const search_options& o, mpi_session& mpi) {
   search::summary sum = search::run(s, opt, h, resumed);
   sum.threads = threads;
   sum.processes = mpi.size();
-  sum.space = search::describe(s);
-  if (!o.no_baselines) sum.baselines = search::baselines(s, sum.best, make_map(false), opt);
   if (!root) return 0;
 
   results.flush();

@@ -8,19 +8,10 @@
 
 namespace phaze::cli {
 
-/// The ILP as the commands run it: a branch-and-bound budget per solve instead of a time budget, so results
-/// do not depend on the machine's speed or load (the same schedules for any number of threads or
-/// processes); the time limit is only a safety net. A solve stopped by the budget keeps its best schedule
-/// and reports its gap.
-inline constexpr int ilp_node_budget = 200;
-
+/// `--solver ilp`: the ILP with its search defaults (sched::search_ilp_options: a node budget per solve, so
+/// results do not depend on the machine's load); `list`: the list scheduler.
 sched::any_scheduler scheduler_for(const std::string& solver) {
-  if (solver == "ilp") {
-    sched::ilp_options options;
-    options.max_nodes = ilp_node_budget;
-    options.time_limit = seconds{60.0};
-    return sched::ilp_scheduler{options};
-  }
+  if (solver == "ilp") return sched::ilp_scheduler{};
   return sched::list_scheduler{};
 }
 

@@ -77,7 +77,8 @@ TEST_CASE("Pruned and exhaustive searches agree on the best design and the Paret
     const auto s = small_spec(model);
     REQUIRE(s.space.count() > 50);
     search::options pruned;
-    pruned.top = 30;  // the top list is exact too: a long one keeps more designs from being pruned
+    pruned.baselines = false;  // the designs' results alone are compared
+    pruned.top = 30;           // the top list is exact too: a long one keeps more designs from being pruned
     search::options exhaustive = pruned;
     exhaustive.exhaustive = true;
     const auto a = search::run(s, pruned);
@@ -101,6 +102,7 @@ TEST_CASE("Refined on ILP schedules, the pruned search reports what refining eve
   sched::ilp_options ilp;
   ilp.max_nodes = 100;  // deterministic, and fast enough for a test
   search::options o;
+  o.baselines = false;
   o.top = 5;
   o.refine = sched::any_scheduler{sched::ilp_scheduler{ilp}};
   const auto fast = search::run(s, o);
@@ -141,6 +143,7 @@ TEST_CASE("Progress: `open` bounds the designs still to evaluate, counting the o
   sched::ilp_options ilp;
   ilp.max_nodes = 100;
   search::options o;
+  o.baselines = false;
   o.round = 8;
   o.top = 3;
   o.recount_every_s = 0.0;  // recount after every round
@@ -178,6 +181,7 @@ TEST_CASE("Search results do not depend on how rounds are evaluated", "[search]"
   search::hooks threads;
   threads.map = threaded_map;
   search::options o;
+  o.baselines = false;
   o.round = 16;
   const auto serial = search::run(s, o);
   const auto parallel = search::run(s, o, threads);
@@ -189,6 +193,7 @@ TEST_CASE("Search results do not depend on how rounds are evaluated", "[search]"
 TEST_CASE("A resumed search gives the same answer and skips finished designs", "[search]") {
   const auto s = small_spec("gpt2-xl");
   search::options o;
+  o.baselines = false;
   o.round = 16;
   // The first run is "killed" after 40 designs: keep what it wrote, through the results.jsonl form.
   std::vector<nlohmann::json> lines;
@@ -227,8 +232,16 @@ TEST_CASE("The best design's plan is estimate_step's and beats the tpuv4-like ba
   CHECK(e.samples_per_s == Approx(b.samples_per_s).epsilon(1e-12));
   CHECK(e.fits);
   CHECK(b.die_area <= s.space.area_budget());
-  const auto base = search::baselines(s, b);
+  // The default options fill the baselines, as search::baselines computes them on the best design.
+  const auto& base = sum.baselines;
+  const auto again = search::baselines(s, b);
   REQUIRE(base.size() == 3);
+  REQUIRE(again.size() == 3);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    CHECK(base[i].name == again[i].name);
+    CHECK(base[i].result.samples_per_s == again[i].result.samples_per_s);
+  }
+  CHECK(sum.space == search::describe(s));
   CHECK(base[0].name == "tpuv4-like");
   // Not in this space (its 128 MiB GLB is outside 16..64 MiB), yet the co-searched design is at least as
   // fast.

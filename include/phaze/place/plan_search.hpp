@@ -16,6 +16,7 @@
 #include "phaze/model/model.hpp"
 #include "phaze/place/model_placement.hpp"
 #include "phaze/sched/scheduler.hpp"
+#include "phaze/train/knob_settings.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/step.hpp"
 
@@ -52,6 +53,27 @@ struct plan_choices {
   /// reach them is refined. Plans further down keep their first times.
   std::optional<sched::any_scheduler> refine;
   std::size_t refine_top = 1;
+
+  /// The microbatch sizes tried: those listed, or the powers of two up to max_microbatch.
+  [[nodiscard]] std::vector<std::int64_t> microbatch_sizes() const {
+    if (!microbatches.empty()) return microbatches;
+    std::vector<std::int64_t> sizes;
+    for (std::int64_t mb = 1; mb <= max_microbatch; mb *= 2) sizes.push_back(mb);
+    return sizes;
+  }
+  /// The recomputation modes tried with knobs `base`: those listed, or none, selective and full, without
+  /// selective under fused attention (nothing of the attention core is stored there, so selective
+  /// recomputation is the plan without recomputation under another name).
+  [[nodiscard]] std::vector<model::recompute> recompute_modes(const train::training_knobs& base) const {
+    if (!recompute.empty()) return recompute;
+    if (base.fused_attention) return {model::recompute::none, model::recompute::full};
+    return {model::recompute::none, model::recompute::selective, model::recompute::full};
+  }
+  /// The sequence-parallel settings tried: those listed, or off and on (on only where tp > 1:
+  /// train::sequence_parallel_runs).
+  [[nodiscard]] std::vector<bool> sequence_parallel_settings() const {
+    return sequence_parallel.empty() ? std::vector<bool>{false, true} : sequence_parallel;
+  }
 };
 
 /// One evaluated plan.
@@ -74,36 +96,20 @@ struct plan_search_result {
 };
 
 namespace detail {
-/// Every knob setting the search tries (microbatch, recomputation, sequence parallelism), in a fixed order.
+/// Every knob setting the search tries at tensor-parallel width `tp`, in train::knob_settings' order
+/// (microbatch, recomputation, sequence parallelism), with the one rule of a setting at a width
+/// (train::sequence_parallel_runs; a single sequence-parallel setting the caller gives is forced).
 template <class Fn>
 void for_each_knob_setting(const train::training_knobs& base, const plan_choices& fixed, int tp, Fn&& fn) {
-  std::vector<model::recompute> modes{model::recompute::none, model::recompute::selective,
-                                      model::recompute::full};
-  if (!fixed.recompute.empty()) modes = fixed.recompute;
-  std::vector<std::int64_t> sizes = fixed.microbatches;
-  if (sizes.empty()) {
-    for (std::int64_t mb = 1; mb <= fixed.max_microbatch; mb *= 2) sizes.push_back(mb);
-  }
-  // Sequence parallelism is a no-op without tensor parallelism: tried only where tp > 1, unless forced.
   const bool forced = fixed.sequence_parallel.size() == 1;
-  const std::vector<bool> parallel =
-      fixed.sequence_parallel.empty() ? std::vector<bool>{false, true} : fixed.sequence_parallel;
-  // With fused attention nothing of the attention core is stored, so selective recomputation is the plan
-  // without recomputation under another name: tried only when asked for.
-  if (base.fused_attention && fixed.recompute.empty()) {
-    modes.erase(std::remove(modes.begin(), modes.end(), model::recompute::selective), modes.end());
-  }
-  for (const std::int64_t mb : sizes) {
-    for (model::recompute mode : modes) {
-      for (const bool sp : parallel) {
-        if (!forced && sp && tp == 1) continue;
-        train::training_knobs k = base;
-        k.microbatch = mb;
-        k.recompute = mode;
-        k.sequence_parallel = sp;
-        fn(k);
-      }
-    }
+  for (const train::knob_setting& setting : train::knob_settings(
+           fixed.microbatch_sizes(), fixed.recompute_modes(base), fixed.sequence_parallel_settings())) {
+    if (!train::sequence_parallel_runs(setting.sequence_parallel, tp, forced)) continue;
+    train::training_knobs k = base;
+    k.microbatch = setting.microbatch;
+    k.recompute = setting.recompute;
+    k.sequence_parallel = setting.sequence_parallel;
+    fn(k);
   }
 }
 

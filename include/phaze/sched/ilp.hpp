@@ -580,9 +580,21 @@ inline schedule ilp_schedule(const problem& p, const ilp_options& options = {},
   return best;
 }
 
-/// The ILP as a Scheduler (sched/scheduler.hpp): `sched::schedule_cache exact{sched::ilp_scheduler{}}`.
+/// Branch-and-bound nodes per solve of the ILP as searches run it (search_ilp_options).
+inline constexpr int search_node_budget = 200;
+
+/// The ILP as phaze's searches run it, the default of ilp_scheduler and what `phaze plan`, `estimate` and
+/// `search` run under `--solver ilp`: a budget of search_node_budget branch-and-bound nodes per solve
+/// instead of a time budget, so results do not depend on the machine's speed or load (the same schedules
+/// for any number of threads or processes); 60 s per solve only as a safety net. A solve stopped by the
+/// budget keeps its best schedule and reports its gap. ilp_options{} alone (ilp_schedule's default) has no
+/// node budget: it proves a single problem optimal within its time limit.
+inline constexpr ilp_options search_ilp_options{.time_limit = seconds{60.0}, .max_nodes = search_node_budget};
+
+/// The ILP as a Scheduler (sched/scheduler.hpp): `sched::schedule_cache exact{sched::ilp_scheduler{}}`
+/// schedules as the command line's `--solver ilp` does (search_ilp_options).
 struct ilp_scheduler {
-  ilp_options options{};
+  ilp_options options = search_ilp_options;
   [[nodiscard]] static constexpr std::string_view name() { return "ilp"; }
   [[nodiscard]] schedule solve(const problem& p) const { return ilp_schedule(p, options); }
 };

@@ -21,7 +21,7 @@
 
 #include "phaze/hw/presets.hpp"
 #include "phaze/place/plan_search.hpp"
-#include "phaze/search/engine.hpp"
+#include "phaze/search/evaluate.hpp"
 #include "phaze/train/layer_times.hpp"
 
 namespace phaze::search {
@@ -93,10 +93,11 @@ inline std::vector<baseline> baselines(
   const cluster::cluster on = cluster_of(s, best.device);
   place::plan_choices choices;
   choices.placement = place::stage_placement::uniform;
+  // As the search: a width where none of the spec's sequence-parallel settings runs is not tried.
   for (const int tp : detail::widths_for(s, run, on)) {
-    // As the search: sequence parallelism needs tensor parallelism.
-    const bool only_parallel = s.knobs.sequence_parallel == std::vector<bool>{true};
-    if (!(only_parallel && tp == 1)) choices.tensor_parallel.push_back(tp);
+    if (std::any_of(s.knobs.sequence_parallel.begin(), s.knobs.sequence_parallel.end(),
+                    [&](bool sp) { return train::sequence_parallel_runs(sp, tp); }))
+      choices.tensor_parallel.push_back(tp);
   }
   choices.microbatches = s.knobs.microbatches;
   choices.recompute = s.knobs.recompute;

@@ -240,9 +240,7 @@ inline layer_work layer_work_of(const model::model& run, const hw::device& d,
   for (int tp = 1; tp <= widest; tp *= 2) widths.push_back(tp);
   for (const int tp : choices.tensor_parallel)
     if (tp > 0 && std::find(widths.begin(), widths.end(), tp) == widths.end()) widths.push_back(tp);
-  std::vector<std::int64_t> sizes = choices.microbatches;
-  if (sizes.empty())
-    for (std::int64_t mb = 1; mb <= choices.max_microbatch; mb *= 2) sizes.push_back(mb);
+  const std::vector<std::int64_t> sizes = choices.microbatch_sizes();
   const auto kinds = model::distinct_layers(run);
   layer_work out;
   out.device_seconds.assign(kinds.size(), std::numeric_limits<double>::infinity());
