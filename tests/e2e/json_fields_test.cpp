@@ -238,6 +238,8 @@ TEST_CASE("the JSON fields docs/cli.md lists are exactly the ones each command w
   json_of("phaze.plan", "plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --top 3");
   json_of("phaze.plan",
           "plan gpt2 --cluster '" + data + "/clusters/a100-v100-measured.json' --global-batch 64");
+  json_of("phaze.megatron-launch",
+          "plan llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --emit megatron");
   json_of("phaze.table-plan", "plan --layer-table '" + data + "/layer_tables/gpt_small_chain.json'");
   json_of("phaze.search-best", "search --spec '" + spec + "' --quiet --resume --out '" + out.string() + "'");
   written["phaze.search-best"].push_back(nlohmann::json::parse(read_file(out / "best.json")));

@@ -158,6 +158,8 @@ TEST_CASE("phaze plan lays a 126-block model out as pp 8 x vp 8 with the embeddi
   CHECK(contains(emitted.out, "--num-virtual-stages-per-pipeline-rank 8"));
   CHECK(contains(emitted.out,
                  "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"));
+  // The config's rope_theta and Llama 3.1's rope scaling: they change the model the line trains.
+  CHECK(contains(emitted.out, "--rotary-base 500000 --use-rope-scaling --rope-scaling-factor 8"));
 }
 
 TEST_CASE("phaze plan plans DeepSeek-V3's config and emits its latent attention", "[e2e][plan][mla]") {
@@ -213,6 +215,30 @@ TEST_CASE("phaze plan keeps the choices it is given and emits Megatron-LM argume
   CHECK(contains(m.out, "--tensor-model-parallel-size 4"));
   CHECK(contains(m.out, "--num-layers 32"));
   CHECK(contains(m.out, "--global-batch-size 32"));
+  CHECK(contains(m.out, "--rotary-base 10000 "));  // Llama 2's rope_theta
+  CHECK_FALSE(contains(m.out, "--use-rope-scaling"));
+  // The emitted plan's time is printed, and --format json gives it with the arguments and the launch.
+  CHECK(contains(m.out, "# phaze: "));
+  const auto launch =
+      run_json("plan llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --emit megatron");
+  CHECK(launch.at("schema") == "phaze.megatron-launch");
+  CHECK(launch.at("plan").at("tp") == 4);
+  CHECK(launch.at("time_per_batch_s").get<double>() >=
+        launch.at("best_time_per_batch_s").get<double>() * (1 - 1e-9));
+  CHECK(m.out.starts_with(launch.at("arguments").get<std::string>()));
+  CHECK_FALSE(launch.at("launch").empty());
+  // The same plan estimated: the number the launch line is reported with.
+  const auto& p = launch.at("plan");
+  std::string blocks;
+  for (const auto& stage : p.at("stages"))
+    blocks += (blocks.empty() ? "" : ",") + std::to_string(stage.at("blocks").get<int>());
+  const auto e = run_json(
+      "estimate llama2-7b --device h100-sxm --devices 16 --global-batch 32 --tp 4 --pp " +
+      std::to_string(p.at("pp").get<int>()) + " --microbatch " +
+      std::to_string(p.at("microbatch").get<int>()) + " --recompute " + p.at("recompute").get<std::string>() +
+      (p.at("sequence_parallel").get<bool>() ? " --sequence-parallel" : "") + " --stage-blocks " + blocks);
+  CHECK(e.at("time_per_batch_s").get<double>() ==
+        Approx(launch.at("time_per_batch_s").get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE("phaze plan and estimate with the embedding counted as a pipeline layer: Megatron-Core's split",

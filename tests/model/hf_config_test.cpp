@@ -66,6 +66,8 @@ void require_same_architecture(const phaze::model::transformer_config& a,
   CHECK(a.mlp == b.mlp);
   CHECK(a.positions == b.positions);
   CHECK(a.rotary_fraction == b.rotary_fraction);
+  CHECK(a.rotary_base == b.rotary_base);
+  CHECK(a.rope_scaling_factor == b.rope_scaling_factor);
   CHECK(a.bias == b.bias);
   CHECK(a.tied_embeddings == b.tied_embeddings);
   CHECK(a.pre_norm == b.pre_norm);
@@ -148,6 +150,42 @@ TEST_CASE("from_hf_config imports GPT-NeoX with parallel residuals, partial rota
     const auto params = static_cast<double>(parameter_count(m));
     CHECK(std::abs(params - 162'322'944.0) / 162'322'944.0 < 0.005);
   }
+}
+
+TEST_CASE("from_hf_config keeps the rotary base and Llama 3.1's scaling, wherever the config writes them",
+          "[hf]") {
+  const auto base_of = [](const json& j) { return from_hf_config(j).config.rotary_base; };
+  auto j = read_config("llama-2-7b-hf.json");
+  j.erase("rope_theta");
+  CHECK(base_of(j) == 10000.0);  // LlamaConfig's default
+  j["rope_theta"] = 500000.0;
+  CHECK(base_of(j) == 500000.0);
+  // transformers v5 nests it in rope_parameters, with the scaling.
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 250000.0}, {"factor", 32.0}};
+  CHECK(base_of(j) == 250000.0);
+  CHECK(from_hf_config(j).config.rope_scaling_factor == 32.0);
+  j.erase("rope_parameters");
+  // Mixtral's default when absent is 1e6 (MixtralConfig); GPT-NeoX's field is rotary_emb_base.
+  auto mixtral = j;
+  mixtral["model_type"] = "mixtral";
+  mixtral["num_local_experts"] = 8;
+  mixtral["num_experts_per_tok"] = 2;
+  CHECK(base_of(mixtral) == 1e6);
+  // Llama 3.1 scaling from the 405B config; other scaling types (DeepSeek-V3's yarn) are not kept.
+  const auto big = from_hf_config(read_config("llama-3.1-405b.json")).config;
+  CHECK(big.rotary_base == 500000.0);
+  CHECK(big.rope_scaling_factor == 8.0);
+  CHECK(from_hf_config(read_config("deepseek-v3.json")).config.rope_scaling_factor == 0.0);
+  // Nonsense names the field.
+  for (const json& bad : {json(-1.0), json(0), json("1e4"), json(1e300)}) {
+    j["rope_theta"] = bad;
+    INFO(bad.dump());
+    CHECK_THAT(input_error_of([&] { (void)from_hf_config(j); }), Catch::Contains("'rope_theta'"));
+  }
+  j["rope_theta"] = 10000.0;
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 0.5}};
+  CHECK_THAT(input_error_of([&] { (void)from_hf_config(j); }), Catch::Contains("'rope_scaling.factor'"));
 }
 
 TEST_CASE("from_hf_config names the model from _name_or_path, the fallback, or the model_type", "[hf]") {

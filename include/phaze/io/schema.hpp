@@ -29,6 +29,7 @@ inline constexpr schema schedule{"phaze.schedule", 2};      ///< phaze schedule
 inline constexpr schema estimate{"phaze.estimate", 1};      ///< phaze estimate
 inline constexpr schema plan{"phaze.plan", 1};              ///< phaze plan
 inline constexpr schema table_plan{"phaze.table-plan", 1};  ///< phaze plan --layer-table
+inline constexpr schema megatron_launch{"phaze.megatron-launch", 1};  ///< phaze plan --emit megatron
 inline constexpr schema search_best{"phaze.search-best", 1};      ///< best.json, phaze search --format json
 inline constexpr schema search_run{"phaze.search-run", 1};        ///< spec.json of a search folder
 inline constexpr schema search_result{"phaze.search-result", 1};  ///< a line of results.jsonl

@@ -740,6 +740,42 @@ inline transformer_config gpt_neox(const reader& r) {
   return c;
 }
 
+/// The rotary embedding's base and Llama 3.1 scaling (transformer_config::rotary_base, rope_scaling_factor):
+/// `rope_theta` (transformers v5: `rope_parameters.rope_theta`; GPT-NeoX: `rotary_emb_base`), defaulting as
+/// transformers' config classes do (MixtralConfig 1e6, Llama4TextConfig 500,000, GptOssConfig 150,000, the
+/// others 10,000), and `rope_scaling` (or `rope_parameters`) of rope_type "llama3": its factor. Other
+/// scaling types (linear, dynamic, yarn, longrope) are not kept.
+inline void rotary_frequencies(const reader& r, transformer_config& c) {
+  const std::string_view type = r.model_type();
+  const double fallback = type == "mixtral"       ? 1e6
+                          : type == "llama4_text" ? 500000.0
+                          : type == "gpt_oss"     ? 150000.0
+                                                  : 10000.0;
+  const auto* parameters = r.get("rope_parameters");
+  const bool nested = parameters != nullptr && parameters->is_object();
+  double base = fallback;
+  std::string_view field = "rope_theta";
+  if (r.get("rope_theta") != nullptr) {
+    base = r.number("rope_theta", fallback);
+  } else if (r.get("rotary_emb_base") != nullptr) {
+    field = "rotary_emb_base";
+    base = r.number(field, fallback);
+  } else if (nested) {
+    field = "rope_parameters.rope_theta";
+    base = reader{*parameters, std::string{type}}.number("rope_theta", fallback);
+  }
+  if (!(base > 0.0 && base <= 1e12)) field_error(field, "must be a positive number up to 1e12");
+  c.rotary_base = base;
+  const auto* scaling = r.get("rope_scaling") != nullptr ? r.get("rope_scaling") : parameters;
+  if (scaling == nullptr || !scaling->is_object()) return;
+  const reader sr{*scaling, std::string{type}};
+  const auto kind = sr.get("rope_type") != nullptr ? sr.text("rope_type") : sr.text("type");
+  if (kind != "llama3") return;
+  const double factor = sr.number("factor", 8.0);  // Llama 3.1's configs give 8
+  if (!(factor >= 1.0 && factor <= 1e6)) field_error("rope_scaling.factor", "must lie in [1, 1e6]");
+  c.rope_scaling_factor = factor;
+}
+
 /// Rules phaze's validate() would also reject, checked here first so the message names the JSON fields.
 inline void check_attention(const reader& r, const transformer_config& c) {
   const bool gpt2 = r.model_type() == "gpt2";
@@ -819,6 +855,7 @@ inline constexpr auto from_hf_config = [](const nlohmann::json& config,
       c = hf::gpt_neox(r);  // the last of hf_model_types: any type outside them was refused above
     }
     hf::check_attention(r, c);
+    if (c.positions == position_kind::rotary) hf::rotary_frequencies(r, c);
 
     const auto name_or_path = hf::reader{config, outer}.text("_name_or_path");
     if (name_or_path && !name_or_path->empty()) {

@@ -92,8 +92,15 @@ struct transformer_config {
   mlp_kind mlp = mlp_kind::gelu;
   position_kind positions = position_kind::learned;
   double rotary_fraction = 1.0;  ///< share of each head's dimensions that rotary embedding touches (NeoX)
-  bool bias = true;              ///< linear layers carry biases
-  bool qkv_bias = false;         ///< the QKV projection carries a bias even when the others do not (Qwen2)
+  /// The rotary embedding's base (theta; Su et al. 2021 and Llama 2 use 10,000, Llama 3 500,000, Qwen3 and
+  /// Mixtral 1,000,000): HuggingFace's rope_theta, Megatron-LM's --rotary-base. It changes no cost, only the
+  /// model a launch line trains.
+  double rotary_base = 10000.0;
+  /// Llama 3.1's frequency scaling of the rotary embedding (HuggingFace rope_scaling of rope_type "llama3":
+  /// its factor; Megatron-LM's --use-rope-scaling --rope-scaling-factor); 0: none. No cost either.
+  double rope_scaling_factor = 0.0;
+  bool bias = true;       ///< linear layers carry biases
+  bool qkv_bias = false;  ///< the QKV projection carries a bias even when the others do not (Qwen2)
   /// Queries and keys normalized per head before the rotary embedding (Qwen3's q_norm / k_norm, OLMo 2;
   /// Megatron-LM's --qk-layernorm): one norm of the model's kind over each head's head_dim, its head_dim
   /// weights (two sets) replicated on every tensor-parallel rank.
@@ -366,6 +373,11 @@ namespace rules {
 [[noreturn]] inline void rotary_fraction_must_be_in_0_1() {
   throw input_error("rotary fraction must lie in (0, 1]");
 }
+[[noreturn]] inline void rotary_base_and_scaling_must_be_positive() {
+  throw input_error(
+      "the rotary embedding's base (rotary_base) must lie in (0, 1e12] and its Llama 3 scaling factor "
+      "(rope_scaling_factor) must be 0 (none) or in [1, 1e6]");
+}
 [[noreturn]] inline void experts_need_top_k_between_1_and_experts() {
   throw input_error(
       "a mixture-of-experts model routes each token to top_k experts with 1 <= top_k <= experts; give both "
@@ -487,6 +499,9 @@ inline constexpr auto validate = [](const transformer_config& c) constexpr {
   if (c.kv_heads < 0 || (c.kv_heads > 0 && c.heads % c.kv_heads != 0))
     rules::kv_heads_must_divide_attention_heads();
   if (!(c.rotary_fraction > 0.0 && c.rotary_fraction <= 1.0)) rules::rotary_fraction_must_be_in_0_1();
+  if (!(c.rotary_base > 0.0 && c.rotary_base <= 1e12) ||
+      !(c.rope_scaling_factor == 0.0 || (c.rope_scaling_factor >= 1.0 && c.rope_scaling_factor <= 1e6)))
+    rules::rotary_base_and_scaling_must_be_positive();
   if (c.score_bias < 0) rules::score_bias_must_not_be_negative();
   if (c.attention_window < 0) rules::attention_window_must_not_be_negative();
   if (c.full_attention_every < 0 || c.full_attention_every == 1 ||

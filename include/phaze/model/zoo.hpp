@@ -55,12 +55,17 @@ constexpr transformer_config llama(std::string_view name, std::int64_t h, std::i
           .layers = layers, .vocab = vocab, .sequence = seq, .norm = norm_kind::rmsnorm, .mlp = mlp_kind::swiglu,
           .positions = position_kind::rotary, .bias = false, .tied_embeddings = false, .dropout = false};
 }
+/// `c` with rotary embedding of base `theta` (the HuggingFace config's rope_theta).
+constexpr transformer_config with_rotary_base(transformer_config c, double theta) {
+  c.rotary_base = theta;
+  return c;
+}
 /// Mixtral-style mixture of experts: a Llama/Mistral block whose MLP is `experts` SwiGLU experts of ffn,
-/// top_k of them per token.
+/// top_k of them per token; rotary base 1,000,000 (Mixtral's and Qwen3's rope_theta).
 constexpr transformer_config mixtral(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t kv,
                                      std::int64_t ffn, std::int64_t layers, std::int64_t vocab, std::int64_t seq,
                                      std::int64_t experts, std::int64_t top_k) {
-  auto c = llama(name, h, heads, kv, ffn, layers, vocab, seq);
+  auto c = with_rotary_base(llama(name, h, heads, kv, ffn, layers, vocab, seq), 1e6);
   c.experts = experts;
   c.top_k = top_k;
   return c;
@@ -76,10 +81,11 @@ constexpr transformer_config qwen3_moe(std::string_view name, std::int64_t h, st
   c.qk_norm = true;
   return c;
 }
-/// Qwen3's dense model: the Llama block with a head dimension of 128 and per-head query/key norms.
+/// Qwen3's dense model: the Llama block with a head dimension of 128, per-head query/key norms and rotary
+/// base 1,000,000.
 constexpr transformer_config qwen3(std::string_view name, std::int64_t h, std::int64_t heads, std::int64_t kv,
                                    std::int64_t ffn, std::int64_t layers, std::int64_t vocab, std::int64_t seq) {
-  auto c = llama(name, h, heads, kv, ffn, layers, vocab, seq);
+  auto c = with_rotary_base(llama(name, h, heads, kv, ffn, layers, vocab, seq), 1e6);
   c.head_dim = 128;
   c.qk_norm = true;
   return c;
@@ -172,10 +178,12 @@ inline constexpr std::array entries{
           detail::llama("llama2-13b", 5120, 40, 40, 13824, 40, 32000, 4096)},
     entry{"llama2-70b", "Touvron et al. 2023; HF meta-llama/Llama-2-70b-hf (grouped-query attention)",
           detail::llama("llama2-70b", 8192, 64, 8, 28672, 80, 32000, 4096)},
-    entry{"llama3-8b", "Meta 2024; HF meta-llama/Meta-Llama-3-8B",
-          detail::llama("llama3-8b", 4096, 32, 8, 14336, 32, 128256, 8192)},
-    entry{"llama3-70b", "Meta 2024; HF meta-llama/Meta-Llama-3-70B",
-          detail::llama("llama3-70b", 8192, 64, 8, 28672, 80, 128256, 8192)},
+    entry{
+        "llama3-8b", "Meta 2024; HF meta-llama/Meta-Llama-3-8B (rope_theta 500,000)",
+        detail::with_rotary_base(detail::llama("llama3-8b", 4096, 32, 8, 14336, 32, 128256, 8192), 500000.0)},
+    entry{"llama3-70b", "Meta 2024; HF meta-llama/Meta-Llama-3-70B (rope_theta 500,000)",
+          detail::with_rotary_base(detail::llama("llama3-70b", 8192, 64, 8, 28672, 80, 128256, 8192),
+                                   500000.0)},
     entry{
         "mixtral-8x7b",
         "Jiang et al. 2024 (Mixtral of Experts); HF mistralai/Mixtral-8x7B-v0.1, trained here at 4096 tokens",
