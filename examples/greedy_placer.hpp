@@ -29,7 +29,6 @@ struct greedy_placer {
     place::validate(problem);
     const place::placement_settings& s = problem;
     place::plan best;
-    best.memory_per_device = s.memory_per_device;
     double leanest = std::numeric_limits<double>::infinity();
     bool any_candidate = false;
     for (const Table& t : problem.tables) {
@@ -59,8 +58,11 @@ struct greedy_placer {
           "greedy placer: no (tp, pp, dp) fits the devices and the request");
     }
     if (!best.feasible) {
-      best.above_cutoff = leanest == std::numeric_limits<double>::infinity();
-      best.smallest_memory_need = phaze::bytes{best.above_cutoff ? 0.0 : leanest};
+      // Nothing fits, or nothing beat the cutoff: the library's infeasible plan, with the leanest need.
+      const bool above_cutoff = leanest == std::numeric_limits<double>::infinity();
+      place::plan none = place::infeasible_plan(s, above_cutoff ? 0.0 : leanest);
+      none.above_cutoff = above_cutoff;
+      return none;
     }
     return best;
   }

@@ -242,10 +242,37 @@ TEST_CASE("a stage over two device types runs at its slower type's pace and fits
   }
 }
 
-TEST_CASE("only the chain placer places stages on a mixed cluster", "[place][heterogeneous]") {
+namespace {
+/// The chain placer under another name, declaring what it prices or not: placers are told apart by their
+/// declared capabilities, never by name.
+template <bool Declares>
+struct capability_probe_chain {
+  [[nodiscard]] static constexpr std::string_view name() { return "renamed"; }
+  template <place::CostTable Table, class Policy>
+  [[nodiscard]] place::plan place(const place::placement_problem<Table>& problem, const Policy& policy,
+                                  const place::placement_request& request) const {
+    return place::chain_placer{}.place(problem, policy, request);
+  }
+};
+template <>
+struct capability_probe_chain<true> : capability_probe_chain<false> {
+  static constexpr place::placer_capabilities capabilities = place::chain_placer::capabilities;
+};
+}  // namespace
+
+TEST_CASE("only placers that declare mixed_devices place stages on a mixed cluster",
+          "[place][heterogeneous]") {
   const model::model m = zoo::get("gpt2");
   const sched::schedule_cache cache;
-  CHECK_THROWS_AS(place::place_model(m, mixed({{"t4", 4}, {"v100-16gb", 4}}), fp16_knobs(32, 1), {1}, cache,
-                                     {}, place::downset_placer{}),
-                  input_error);
+  const auto c = mixed({{"t4", 4}, {"v100-16gb", 4}});
+  CHECK_THROWS_WITH(place::place_model(m, c, fp16_knobs(32, 1), {1}, cache, {}, place::downset_placer{}),
+                    Catch::Contains("placer_capabilities::mixed_devices"));
+  CHECK_THROWS_WITH(
+      place::place_model(m, c, fp16_knobs(32, 1), {1}, cache, {}, capability_probe_chain<false>{}),
+      Catch::Contains("renamed placer does not declare"));
+  const auto declared =
+      place::place_model(m, c, fp16_knobs(32, 1), {1}, cache, {}, capability_probe_chain<true>{});
+  const auto chain = place::place_model(m, c, fp16_knobs(32, 1), {1}, cache, {}, place::chain_placer{});
+  REQUIRE(declared.placed.feasible);
+  CHECK(declared.placed.time_per_batch.value() == chain.placed.time_per_batch.value());
 }

@@ -74,6 +74,10 @@ static_assert(fixed_string<6>{"qkv", "_dx_long"}.view() == "qkv_d");
 static_assert(fixed_string<4>{}.empty());
 static_assert(fixed_string<16>{"fc1"} == fixed_string<16>{std::string_view{"fc1"}});
 static_assert(!(fixed_string<16>{"fc1"} == fixed_string<16>{"fc2"}));
+// c_str() is NUL-terminated, truncated or not.
+static_assert(short_name.c_str()[7] == '\0' && short_name.c_str()[0] == 'a');
+static_assert(fixed_string<16>{"qkv", "_dx"}.c_str()[6] == '\0');
+static_assert(std::string_view{fixed_string<16>{"fc1"}.c_str()} == "fc1");
 
 // --- static_vector ------------------------------------------------------------------------------------
 constexpr auto filled = [] {

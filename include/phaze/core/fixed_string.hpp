@@ -29,6 +29,9 @@ class fixed_string {
 
   [[nodiscard]] constexpr std::string_view view() const { return {chars_.data(), size_}; }
   [[nodiscard]] std::string str() const { return std::string{view()}; }
+  /// The characters followed by a NUL, for C APIs (printf's %s): always terminated, as the storage keeps
+  /// one byte past the longest name.
+  [[nodiscard]] constexpr const char* c_str() const { return chars_.data(); }
   [[nodiscard]] constexpr std::size_t size() const { return size_; }
   [[nodiscard]] constexpr bool empty() const { return size_ == 0; }
   constexpr operator std::string_view() const { return view(); }  // NOLINT

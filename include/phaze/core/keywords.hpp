@@ -26,12 +26,81 @@ struct argument {
   T value;
 };
 
-/// A keyword: `keyword = value` makes an argument.
+template <class T>
+struct pow2_values;
+template <class T, std::size_t N>
+struct listed_values;
+
+namespace detail {
+template <class>
+inline constexpr bool always_false = false;
+template <class T>
+inline constexpr bool is_quantity = false;
+template <dimension D>
+inline constexpr bool is_quantity<quantity<D>> = true;
+/// The kind of value `U` gives: itself, or the element of a pow2(...) or one_of(...).
+template <class U>
+struct element_of {
+  using type = U;
+};
+template <class U>
+struct element_of<pow2_values<U>> {
+  using type = U;
+};
+template <class U, std::size_t N>
+struct element_of<listed_values<U, N>> {
+  using type = U;
+};
+
+/// Stops compilation with one sentence when an option of kind `T` is given a value of kind `U` it does not
+/// take: a plain number where a quantity with its unit belongs (the common mistake: `hbm = 32` for
+/// `hbm = 32_GiB`, `area_budget = 600` for `600_mm2`), or any other kind. Returns a stand-in of kind `T`
+/// (one unit) only so that no second diagnostic follows the sentence.
+template <class T, class U>
+constexpr T refuse_value_kind() {
+  using given = typename element_of<U>::type;
+  if constexpr (is_quantity<T> && std::is_arithmetic_v<given>) {
+    static_assert(
+        always_false<U>,
+        "phaze::dsl: this option takes a quantity with its unit, not a plain number: write sizes as "
+        "32_GiB or 16_MiB, areas as 600_mm2, times as 2_ms (using namespace phaze::literals), "
+        "inside pow2(...) and one_of(...) as well");
+  } else if constexpr (is_quantity<T> && is_quantity<given>) {
+    static_assert(always_false<U>,
+                  "phaze::dsl: this option takes a quantity of another unit (the option's tag and the "
+                  "value's type are named above): sizes in bytes (32_GiB), areas in mm2 (600_mm2), times in "
+                  "seconds (2_ms)");
+  } else if constexpr (!is_quantity<T> && is_quantity<given>) {
+    static_assert(always_false<U>,
+                  "phaze::dsl: this option takes a plain count or setting, not a quantity with a unit (the "
+                  "option's tag is named above): write 4, not 4_GiB");
+  } else {
+    static_assert(always_false<U>,
+                  "phaze::dsl: this option does not take a value of this kind (the option's tag and the "
+                  "value's type are named above); give one value of its kind");
+  }
+  if constexpr (is_quantity<T>) {
+    return T{1.0};
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    return T(1);
+  } else {
+    return T{};
+  }
+}
+}  // namespace detail
+
+/// A keyword: `keyword = value` makes an argument. A value of another kind stops compilation with one
+/// sentence (detail::refuse_value_kind), not a list of operator= candidates.
 template <class Tag, class T>
 struct keyword {
   using tag = Tag;
-  // NOLINTNEXTLINE(misc-unconventional-assign-operator): keyword syntax, not assignment
+  // NOLINTBEGIN(misc-unconventional-assign-operator): keyword syntax, not assignment
   constexpr argument<Tag, T> operator=(T v) const { return {v}; }
+  template <class U>
+  requires(!std::is_convertible_v<U, T>) constexpr argument<Tag, T> operator=(const U&) const {
+    return {detail::refuse_value_kind<T, U>()};
+  }
+  // NOLINTEND(misc-unconventional-assign-operator)
 };
 
 /// The calls an option belongs to when it belongs to more than one: a tag's `of` is one call type, or
@@ -211,8 +280,6 @@ template <class T>
 inline constexpr bool is_listed_values = false;
 template <class T, std::size_t N>
 inline constexpr bool is_listed_values<listed_values<T, N>> = true;
-template <class>
-inline constexpr bool always_false = false;
 }  // namespace detail
 
 /// The keyword of an option a search varies: it takes one value, `one_of(v...)`, or for counts
@@ -233,11 +300,7 @@ struct set_keyword {
   }
   template <class U>
   requires(!std::is_convertible_v<U, T>) constexpr argument<Tag, T> operator=(const U&) const {
-    static_assert(detail::always_false<U>,
-                  "phaze::dsl: this option does not take a value of this kind (the option's tag and the "
-                  "value's type are named above); give one value of its kind, one_of(...) of them, or "
-                  "pow2(lo, hi) for counts");
-    return {};
+    return {detail::refuse_value_kind<T, U>()};
   }
   // NOLINTEND(misc-unconventional-assign-operator)
 };

@@ -571,6 +571,11 @@ struct dimension_keyword {
   constexpr argument<Tag, same_as_option<Other>> operator=(same_as_option<Other> t) const {
     return {t};
   }
+  /// Anything else (a plain number for a size, sizes in a count's list) stops compilation with one sentence.
+  template <class V>
+  requires(!std::is_convertible_v<V, unit>) constexpr argument<Tag, unit> operator=(const V&) const {
+    return {detail::refuse_value_kind<unit, V>()};
+  }
   // NOLINTEND(misc-unconventional-assign-operator)
 };
 

@@ -28,6 +28,7 @@ class any_placer {
     static_cast<void>(explain_placer<P, Table, Policy>());  // reports what is missing, once
     if constexpr (Placer<P, Table, Policy>) {
       name_ = std::string{p.name()};
+      capabilities_ = capabilities_of<P>();
       place_ = [p = std::move(p)](const placement_problem<Table>& problem, const Policy& policy,
                                   const placement_request& request) {
         return p.place(problem, policy, request);
@@ -36,6 +37,8 @@ class any_placer {
   }
 
   [[nodiscard]] std::string_view name() const { return name_; }
+  /// What the placer prices (placer_capabilities; none unless its type declares them).
+  [[nodiscard]] placer_capabilities capabilities() const { return capabilities_; }
   [[nodiscard]] plan place(const placement_problem<Table>& problem, const Policy& policy,
                            const placement_request& request) const {
     return place_(problem, policy, request);
@@ -43,6 +46,7 @@ class any_placer {
 
  private:
   std::string name_;
+  placer_capabilities capabilities_{};
   std::function<plan(const placement_problem<Table>&, const Policy&, const placement_request&)> place_;
 };
 

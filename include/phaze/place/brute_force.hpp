@@ -39,6 +39,8 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
 
   /// How the Placer object of this placer (placer_of) names it.
   static constexpr std::string_view placer_name = "brute";
+  /// Every split evaluated whole, its cuts priced by size; one device type.
+  static constexpr placer_capabilities capabilities{.cuts_by_size = true, .mixed_devices = false};
 
  private:
   friend base;
@@ -95,7 +97,7 @@ class brute_force : public placer_base<brute_force<Table, Policy>, Table, Policy
     if (configs == 0) detail::place::no_configuration(s, this->request_);
     if (best.feasible && best.time_per_batch.value() < this->request_.cutoff_s) return best;
     if (best.feasible) return this->above_cutoff();
-    return detail::place::infeasible_plan(s, need);
+    return infeasible_plan(s, need);
   }
 
  private:

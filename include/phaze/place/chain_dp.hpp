@@ -38,6 +38,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
 
   /// How the Placer object of this placer (placer_of) names it.
   static constexpr std::string_view placer_name = "chain";
+  /// Every cut priced with its own bytes (cut_s), each stage on its own devices' table (stage_table_of).
+  static constexpr placer_capabilities capabilities{.cuts_by_size = true, .mixed_devices = true};
 
  private:
   friend base;

@@ -140,6 +140,30 @@ consteval bool explain_placement_policy() {
   return PlacementPolicy<P, Node>;
 }
 
+/// What a placer prices beyond a chain of one device type whose cuts all carry the same bytes. A placer says
+/// so with `static constexpr placer_capabilities capabilities{...}`; one that does not is taken to price
+/// neither, and the callers that need a capability refuse it by name (place::place_model).
+struct placer_capabilities {
+  bool cuts_by_size = false;   ///< prices every pipeline cut with its own bytes (a composite model's differ)
+  bool mixed_devices = false;  ///< costs each stage on its own devices' table and memory (several types)
+};
+
+/// A placer that declares its capabilities (placer_capabilities).
+template <class P>
+concept DeclaresCapabilities = requires {
+  { P::capabilities } -> std::convertible_to<placer_capabilities>;
+};
+
+/// The capabilities `P` declares; none when it declares none.
+template <class P>
+constexpr placer_capabilities capabilities_of() {
+  if constexpr (DeclaresCapabilities<P>) {
+    return P::capabilities;
+  } else {
+    return {};
+  }
+}
+
 namespace detail::concepts {
 template <class P>
 concept names_itself = requires(const P& p) {

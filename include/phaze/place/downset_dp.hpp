@@ -39,6 +39,8 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
 
   /// How the Placer object of this placer (placer_of) names it.
   static constexpr std::string_view placer_name = "downset";
+  /// Equal cuts and one device type.
+  static constexpr placer_capabilities capabilities{.cuts_by_size = false, .mixed_devices = false};
 
  private:
   friend base;

@@ -347,19 +347,20 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
         "uniformly (use the uniform placer)");
   }
   const model_problem mp = model_tables(m, c, k, widths, cache, cp);
-  if (mp.policy.types() > 1 && placer.name() != chain_placer::name()) {
+  // What the placer must price, by the capabilities it declares (placer_capabilities).
+  if (mp.policy.types() > 1 && !placer.capabilities().mixed_devices) {
     throw input_error(
-        "on a cluster of several device types only the chain placer costs each stage on its own "
-        "devices; use the chain placer (--placer chain), not " +
-        std::string{placer.name()});
+        "on a cluster of several device types a placer must cost each stage on its own devices, and the " +
+        std::string{placer.name()} +
+        " placer does not declare placer_capabilities::mixed_devices; use the chain placer (--placer chain)");
   }
   const bool uniform_cuts = std::all_of(mp.policy.widths.begin(), mp.policy.widths.end(),
                                         [](const width_terms& w) { return w.uniform_cuts; });
-  if (!uniform_cuts && placer.name() != chain_placer::name() && placer.name() != "brute") {
-    throw input_error("the cuts of " + m.config.name.str() +
-                      " carry different sizes, which only the chain placer and brute force price stage by "
-                      "stage; use --placer chain (or brute), not " +
-                      std::string{placer.name()});
+  if (!uniform_cuts && !placer.capabilities().cuts_by_size) {
+    throw input_error("the cuts of " + m.config.name.str() + " carry different sizes, and the " +
+                      std::string{placer.name()} +
+                      " placer does not declare placer_capabilities::cuts_by_size (pricing each cut by its "
+                      "bytes); use the chain placer or brute force (--placer chain or brute)");
   }
   // ZeRO-2 runs without a pipeline (train::validate); a deeper limit the caller asked for stays.
   const int deepest = k.shard_gradients ? 1 : static_cast<int>(model::body_nodes(m));

@@ -173,6 +173,17 @@ namespace detail::place {
 inline constexpr double infinity = std::numeric_limits<double>::infinity();
 }  // namespace detail::place
 
+/// The plan a placer returns when no candidate fits problem `s`: infeasible, with the smallest peak memory
+/// per device any candidate needed (`smallest_need` bytes), which the callers' messages quote. A custom
+/// placer (docs/layer-table.md, examples/greedy_placer.hpp) returns it as the library's placers do.
+constexpr plan infeasible_plan(const placement_settings& s, double smallest_need) {
+  plan out;
+  out.feasible = false;
+  out.smallest_memory_need = bytes{smallest_need};
+  out.memory_per_device = s.memory_per_device;
+  return out;
+}
+
 /// No table can cost a stage: it would run on devices of two types (stage_table_of).
 inline constexpr std::size_t no_stage_table = static_cast<std::size_t>(-1);
 
@@ -482,15 +493,6 @@ constexpr void minimize_batch_time(const Policy& policy, const placement_setting
       "the microbatches");
 }
 
-/// A plan that says no candidate fits, with the smallest peak memory found.
-constexpr plan infeasible_plan(const placement_settings& s, double smallest_need) {
-  plan out;
-  out.feasible = false;
-  out.smallest_memory_need = bytes{smallest_need};
-  out.memory_per_device = s.memory_per_device;
-  return out;
-}
-
 /// When nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition, as an
 /// infeasible plan. total_parameters(ti) is table ti's parameter bytes; need(ti, pp, dp, bound) is the
 /// smallest peak memory of a partition below `bound` (or at least `bound` when none is).
@@ -579,7 +581,7 @@ class placer_base {
 
   /// The plan to return when nothing beat the cutoff.
   [[nodiscard]] constexpr plan above_cutoff() const {
-    plan out = detail::place::infeasible_plan(settings_, 0.0);
+    plan out = infeasible_plan(settings_, 0.0);
     out.above_cutoff = true;
     return out;
   }
@@ -599,6 +601,8 @@ struct placer_of {
   [[nodiscard]] static constexpr std::string_view name() {
     return Algorithm<cost_table, pipeline_policy>::placer_name;
   }
+  /// What the algorithm prices (its `placer_capabilities`).
+  static constexpr placer_capabilities capabilities = Algorithm<cost_table, pipeline_policy>::capabilities;
   template <CostTable Table, class Policy>
   [[nodiscard]] constexpr plan place(const placement_problem<Table>& problem, const Policy& policy,
                                      const placement_request& request) const {

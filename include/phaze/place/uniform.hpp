@@ -40,6 +40,8 @@ class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
 
   /// How the Placer object of this placer (placer_of) names it.
   static constexpr std::string_view placer_name = "uniform";
+  /// Equal cuts and one device type.
+  static constexpr placer_capabilities capabilities{.cuts_by_size = false, .mixed_devices = false};
 
  private:
   friend base;
@@ -83,7 +85,7 @@ class uniform : public placer_base<uniform<Table, Policy>, Table, Policy> {
     }
     if (best.feasible && best.time_per_batch.value() < this->request_.cutoff_s) return best;
     if (best.feasible) return this->above_cutoff();
-    return detail::place::infeasible_plan(s, need);
+    return infeasible_plan(s, need);
   }
 
  private:
