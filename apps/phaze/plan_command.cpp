@@ -142,63 +142,42 @@ std::string blocks_per_stage(const place::ranked_plan& r) {
   return out;
 }
 
-int run_plan(const plan_options& o) {
-  if (!o.layer_table.empty()) {
-    if (!o.report.empty())
-      throw input_error("--report draws a model's plan; with --layer-table there is no model: drop --report");
-    if (!o.step.calibration.empty() || o.step.attention_kernel != "auto" ||
-        o.step.cross_entropy != "megatron" || o.step.vector_kernels != "fused" ||
-        !std::isnan(o.step.host_overhead_us)) {
-      throw input_error(
-          "--calibration, --attention-kernel, --cross-entropy, --vector-kernels and --host-overhead change "
-          "how a model's layers are costed; a layer table holds its layers' times already: drop them with "
-          "--layer-table");
-    }
-    if (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)
-      throw input_error(
-          "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
-          "model's transformer blocks; a layer table is placed by its placer: drop them with --layer-table");
-    return run_on_layer_table(o);
+/// `phaze plan --layer-table FILE`: the options that cost a model's layers are refused, then the placer runs
+/// on the table.
+int run_plan_on_layer_table(const plan_options& o) {
+  if (!o.report.empty())
+    throw input_error("--report draws a model's plan; with --layer-table there is no model: drop --report");
+  if (!o.step.calibration.empty() || o.step.attention_kernel != "auto" ||
+      o.step.cross_entropy != "megatron" || o.step.vector_kernels != "fused" ||
+      !std::isnan(o.step.host_overhead_us)) {
+    throw input_error(
+        "--calibration, --attention-kernel, --cross-entropy, --vector-kernels and --host-overhead change "
+        "how a model's layers are costed; a layer table holds its layers' times already: drop them with "
+        "--layer-table");
   }
-  for (const auto& [value, name] :
-       {std::pair{o.model.empty(), "MODEL"}, std::pair{o.global_batch == 0, "--global-batch"}}) {
-    if (value)
-      throw input_error(
-          fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
-  }
-  const chosen_cluster chosen = resolve_cluster(o.where, "plan");
-  const cluster::cluster c = with_calibration(o.step, chosen.value);
-  model::model m = io::load_model(o.model);
-  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
-  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
-  std::string memories;
-  for (const auto& g : c.groups()) {
-    const std::string each = fmt::format("{} holds {}", g.device.name.view(), io::format_bytes(g.device.hbm));
-    if (memories.find(each) == std::string::npos) memories += (memories.empty() ? "" : ", ") + each;
-  }
-  if (o.sequence_parallel && o.no_sequence_parallel) {
-    throw input_error("give --sequence-parallel or --no-sequence-parallel, not both");
-  }
+  if (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)
+    throw input_error(
+        "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
+        "model's transformer blocks; a layer table is placed by its placer: drop them with --layer-table");
+  return run_on_layer_table(o);
+}
 
+/// What `phaze plan` plans: the cluster, the model with the options applied, the knobs it keeps and the
+/// choices it searches (plan_choices_of).
+struct plan_setup {
+  chosen_cluster chosen;
+  cluster::cluster c;
+  model::model m;
   train::training_knobs base;
-  base.global_batch = o.global_batch;
-  base.sequence = o.sequence;
-  base.precision = train::parse_precision(o.precision);
-  base.opt = train::parse_optimizer(o.optimizer);
-  base.schedule = train::parse_pipeline_schedule(o.schedule);
-  base.virtual_stages = o.vp;
-  base.distributed_optimizer = o.distributed_optimizer;
-  apply_step_options(o.step, base, device_types(c));
-  m = apply_model_options(o.step, std::move(m), base);
-  // Refused before the search: what Megatron-LM cannot run as phaze would cost it.
-  if (o.emit == "megatron") {
-    if (const auto why = io::megatron_cannot_run(m, base)) {
-      throw input_error(
-          "--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as phaze would "
-          "cost it: " +
-          *why + "; drop --emit megatron");
-    }
-  }
+  place::plan_choices fixed;
+  std::string memories;  ///< each device type's memory, for the message when no plan fits
+};
+
+/// The choices the plan search makes (what the options leave open) and those they fix, with the refusals
+/// of choices that cannot run (a fixed expert- or context-parallel size, a depth the counted layers do not
+/// divide, Megatron-LM's limits under --emit megatron).
+place::plan_choices plan_choices_of(const plan_options& o, const model::model& m, const cluster::cluster& c,
+                                    const train::training_knobs& base) {
   place::plan_choices fixed;
   fixed.placement = o.placer == "uniform" ? place::stage_placement::uniform : place::stage_placement::uneven;
   fixed.placer = placer_named<place::step_policy>(o.placer);
@@ -265,13 +244,77 @@ int run_plan(const plan_options& o) {
   if (o.recompute) fixed.recompute = {train::parse_recompute(*o.recompute)};
   if (o.sequence_parallel) fixed.sequence_parallel = {true};
   if (o.no_sequence_parallel) fixed.sequence_parallel = {false};
+  return fixed;
+}
 
+/// The model, the cluster and the knobs of a plan from the options, refusing what --emit megatron cannot
+/// write before any search.
+plan_setup set_up_plan(const plan_options& o) {
+  for (const auto& [value, name] :
+       {std::pair{o.model.empty(), "MODEL"}, std::pair{o.global_batch == 0, "--global-batch"}}) {
+    if (value)
+      throw input_error(
+          fmt::format("phaze plan needs {} (or --layer-table FILE); run 'phaze plan --help'", name));
+  }
+  const chosen_cluster chosen = resolve_cluster(o.where, "plan");
+  const cluster::cluster c = with_calibration(o.step, chosen.value);
+  model::model m = io::load_model(o.model);
+  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
+  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  std::string memories;
+  for (const auto& g : c.groups()) {
+    const std::string each = fmt::format("{} holds {}", g.device.name.view(), io::format_bytes(g.device.hbm));
+    if (memories.find(each) == std::string::npos) memories += (memories.empty() ? "" : ", ") + each;
+  }
+  if (o.sequence_parallel && o.no_sequence_parallel) {
+    throw input_error("give --sequence-parallel or --no-sequence-parallel, not both");
+  }
+
+  train::training_knobs base;
+  base.global_batch = o.global_batch;
+  base.sequence = o.sequence;
+  base.precision = train::parse_precision(o.precision);
+  base.opt = train::parse_optimizer(o.optimizer);
+  base.schedule = train::parse_pipeline_schedule(o.schedule);
+  base.virtual_stages = o.vp;
+  base.distributed_optimizer = o.distributed_optimizer;
+  apply_step_options(o.step, base, device_types(c));
+  m = apply_model_options(o.step, std::move(m), base);
+  // Refused before the search: what Megatron-LM cannot run as phaze would cost it.
+  if (o.emit == "megatron") {
+    if (const auto why = io::megatron_cannot_run(m, base)) {
+      throw input_error(
+          "--emit megatron writes Megatron-LM's arguments, and Megatron-LM cannot run this as phaze would "
+          "cost it: " +
+          *why + "; drop --emit megatron");
+    }
+  }
+  place::plan_choices fixed = plan_choices_of(o, m, c, base);
+  return plan_setup{chosen, c, std::move(m), base, std::move(fixed), std::move(memories)};
+}
+
+/// The plans found, fastest first, and the best plan's rank order.
+struct plans_found {
+  place::plan_search_result found;
+  bool uneven = false;                 ///< stages placed unevenly (an interleaved schedule never is)
+  std::string placement;               ///< how the stages were placed, as the reports say it
+  std::size_t shown = 0;               ///< the plans listed (--top)
+  sched::schedule_cache rank_cache;    ///< the layer schedules the order was timed on
+  place::plan_order order;             ///< the best plan's rank order
+  cluster::cluster ordered;            ///< the cluster in that order
+  train::step_estimate best_estimate;  ///< the best plan in that order
+  [[nodiscard]] const place::ranked_plan& best() const { return found.feasible.front(); }
+};
+
+/// Searches the plans (on list schedules, refined with the ILP under --solver ilp) and orders the best
+/// plan's ranks; exit 3 when no plan fits.
+plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedule_cache& cache) {
+  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
   // Plans are found on list schedules; with the ILP (the default) the best --top plans are then exact under
   // ILP schedules (place::search_plans refines every plan whose lower bound could reach them).
-  const sched::schedule_cache cache;
-  if (o.solver == "ilp") fixed.refine = scheduler_for("ilp");
-  fixed.refine_top = static_cast<std::size_t>(std::max(o.top, 1));
-  const auto found = place::search_plans(m, c, base, fixed, cache);
+  if (o.solver == "ilp") s.fixed.refine = scheduler_for("ilp");
+  s.fixed.refine_top = static_cast<std::size_t>(std::max(o.top, 1));
+  auto found = place::search_plans(m, c, base, s.fixed, cache);
   if (found.feasible.empty()) {
     throw infeasible_error(
         fmt::format("no plan fits: of {} plans evaluated, the leanest needs {} per device but {}; "
@@ -281,7 +324,7 @@ int run_plan(const plan_options& o) {
   }
   const auto& best = found.feasible.front();
   // How the stages were placed, as the reports say it: the interleaved schedule is always placed uniformly.
-  const bool uneven = fixed.placement == place::stage_placement::uneven &&
+  const bool uneven = s.fixed.placement == place::stage_placement::uneven &&
                       base.schedule != train::pipeline_schedule::interleaved;
   const std::string placement = uneven ? fmt::format("uneven ({} placer)", o.placer) : std::string{"uniform"};
   const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
@@ -290,85 +333,117 @@ int run_plan(const plan_options& o) {
   const place::plan_order order = place::order_ranks(
       m, c, best, rank_cache, place::parse_rank_method(o.ranks), {o.rank_seed, o.rank_iterations});
   const cluster::cluster ordered = order.order.empty() ? c : c.with_order(order.order);
-  const train::step_estimate& best_estimate = order.order.empty() ? best.estimate : order.estimate;
+  train::step_estimate best_estimate = order.order.empty() ? best.estimate : order.estimate;
+  return plans_found{std::move(found), uneven, placement, shown,
+                     rank_cache,       order,  ordered,   std::move(best_estimate)};
+}
 
-  if (o.emit == "rankfile") {
-    // An Open MPI rankfile that realises the order: rank r on the node and slot of its device.
-    const auto nodes = cluster::nodes_of(c);
-    std::string text = fmt::format("# {} ranks of {} on {}; nodes numbered as `phaze cluster` numbers them\n",
-                                   best.parallel.devices(), m.config.name.view(), chosen.label);
-    for (int r = 0; r < static_cast<int>(best.parallel.devices()); ++r) {
-      const int d = ordered.device_of_rank(r);
-      const int n = c.node_of_device(d);
-      text +=
-          fmt::format("rank {}=node{} slot={}\n", r, n, d - nodes[static_cast<std::size_t>(n)].first_device);
-    }
-    print_text(text);
-    return 0;
+/// `--emit rankfile`: an Open MPI rankfile that realises the best plan's order.
+int emit_rankfile(const plan_setup& s, const plans_found& p) {
+  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
+  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
+      p;
+  const place::ranked_plan& best = p.best();
+  // An Open MPI rankfile that realises the order: rank r on the node and slot of its device.
+  const auto nodes = cluster::nodes_of(c);
+  std::string text = fmt::format("# {} ranks of {} on {}; nodes numbered as `phaze cluster` numbers them\n",
+                                 best.parallel.devices(), m.config.name.view(), chosen.label);
+  for (int r = 0; r < static_cast<int>(best.parallel.devices()); ++r) {
+    const int d = ordered.device_of_rank(r);
+    const int n = c.node_of_device(d);
+    text +=
+        fmt::format("rank {}=node{} slot={}\n", r, n, d - nodes[static_cast<std::size_t>(n)].first_device);
   }
+  print_text(text);
+  return 0;
+}
 
-  if (o.emit == "megatron") {
-    // The fastest plan Megatron-LM can run (its splits have equal interior stages), with the launch that
-    // realises its own rank order (the split kept: it is the one Megatron-LM's arguments give).
-    const auto emit = [&](const place::ranked_plan& r) {
-      // The order torchrun launches: the best plan's when its nodes' ranks are consecutive, else the best
-      // such order, searched the same way.
-      const int ranks = static_cast<int>(r.parallel.devices());
-      std::vector<int> own = &r == &best ? order.order : std::vector<int>{};
-      const bool reuse = &r == &best && (own.empty() || place::detail::ranks::node_blocks(ordered, ranks));
-      if (!reuse) {
-        own = place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
-                                 {o.rank_seed, o.rank_iterations, true}, false)
-                  .order;
-      }
-      const cluster::cluster on = own.empty() ? c : c.with_order(own);
-      // The emitted plan timed as it launches (its split, its rank order), beside the fastest plan found.
-      const train::step_estimate timed =
-          train::estimate_step(m, on, r.parallel, r.knobs, rank_cache, r.split);
-      const std::string arguments = io::megatron_arguments(m, r);
-      const std::string launch = io::torchrun_launch(on, ranks);
-      const double fastest = best_estimate.time_per_batch.value();
-      if (parse_format(o.format) == output_format::json) {
-        auto j = io::estimate_json(m, on, r.parallel, r.knobs, timed);
-        j["scheduler"] = r.scheduler;
-        j["schedule_gap"] = r.schedule_gap;
-        j["best_time_per_batch_s"] = fastest;
-        j["arguments"] = arguments;
-        auto lines = nlohmann::ordered_json::array();
-        std::istringstream in(launch);
-        for (std::string line; std::getline(in, line);) lines.push_back(line);
-        j["launch"] = lines;
-        print_json(io::schemas::megatron_launch, j);
-        return;
-      }
-      const double emitted = timed.time_per_batch.value();
-      const std::string note =
-          emitted <= fastest * (1.0 + 1e-9)
-              ? fmt::format("# phaze: {:.4g} s per batch, the fastest plan found\n", emitted)
-              : fmt::format(
-                    "# phaze: {:.4g} s per batch; the fastest plan found takes {:.4g} s ({:+.1f}%) but "
-                    "Megatron-LM cannot run it as phaze would (drop --emit megatron to see it)\n",
-                    emitted, fastest, 100.0 * (emitted / fastest - 1.0));
-      print_text(arguments + note + launch);
-    };
-    const auto runnable = std::find_if(found.feasible.begin(), found.feasible.end(), io::megatron_can_split);
-    if (runnable != found.feasible.end()) {
-      emit(*runnable);
-      return 0;
+/// `--emit megatron`: the fastest plan Megatron-LM can run, as its arguments and torchrun launch (or a
+/// phaze.megatron-launch document).
+int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found& p,
+                  const sched::schedule_cache& cache) {
+  [[maybe_unused]] const auto& [chosen, c, m, base, fixed_choices, memories] = s;
+  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
+      p;
+  const place::ranked_plan& best = p.best();
+  place::plan_choices fixed = fixed_choices;
+  // The fastest plan Megatron-LM can run (its splits have equal interior stages), with the launch that
+  // realises its own rank order (the split kept: it is the one Megatron-LM's arguments give).
+  const auto emit = [&](const place::ranked_plan& r) {
+    // The order torchrun launches: the best plan's when its nodes' ranks are consecutive, else the best
+    // such order, searched the same way.
+    const int ranks = static_cast<int>(r.parallel.devices());
+    const bool is_best = r.parallel == best.parallel && r.knobs == best.knobs && r.split == best.split;
+    std::vector<int> own = is_best ? order.order : std::vector<int>{};
+    const bool reuse = is_best && (own.empty() || place::detail::ranks::node_blocks(ordered, ranks));
+    if (!reuse) {
+      own = place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
+                               {o.rank_seed, o.rank_iterations, true}, false)
+                .order;
     }
+    const cluster::cluster on = own.empty() ? c : c.with_order(own);
+    // The emitted plan timed as it launches (its split, its rank order), beside the fastest plan found.
+    const train::step_estimate timed = train::estimate_step(m, on, r.parallel, r.knobs, rank_cache, r.split);
+    const std::string arguments = io::megatron_arguments(m, r);
+    const std::string launch = io::torchrun_launch(on, ranks);
+    const double fastest = best_estimate.time_per_batch.value();
+    if (parse_format(o.format) == output_format::json) {
+      auto j = io::estimate_json(m, on, r.parallel, r.knobs, timed);
+      j["scheduler"] = r.scheduler;
+      j["schedule_gap"] = r.schedule_gap;
+      j["best_time_per_batch_s"] = fastest;
+      j["arguments"] = arguments;
+      auto lines = nlohmann::ordered_json::array();
+      std::istringstream in(launch);
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+      j["launch"] = lines;
+      print_json(io::schemas::megatron_launch, j);
+      return;
+    }
+    const double emitted = timed.time_per_batch.value();
+    const std::string note =
+        emitted <= fastest * (1.0 + 1e-9)
+            ? fmt::format("# phaze: {:.4g} s per batch, the fastest plan found\n", emitted)
+            : fmt::format(
+                  "# phaze: {:.4g} s per batch; the fastest plan found takes {:.4g} s ({:+.1f}%) but "
+                  "Megatron-LM cannot run it as phaze would (drop --emit megatron to see it)\n",
+                  emitted, fastest, 100.0 * (emitted / fastest - 1.0));
+    print_text(arguments + note + launch);
+  };
+  // The fastest plan Megatron-LM runs: of the search's plans as found or re-split as Megatron-LM can
+  // (first and last stages free, the others alike), and of Megatron-LM's even splits (the uniform search),
+  // so the launch line is never slower than the even split.
+  auto runnable = io::fastest_megatron_plan(m, c, found.feasible, cache);
+  if (fixed.placement != place::stage_placement::uniform) {
     fixed.placement = place::stage_placement::uniform;
-    const auto even = place::search_plans(m, c, base, fixed, cache);
-    const auto even_runnable =
-        std::find_if(even.feasible.begin(), even.feasible.end(), io::megatron_can_split);
-    if (even_runnable == even.feasible.end()) {
-      throw infeasible_error(
-          "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts; with "
-          "the embedding or loss counted as layers and no interleaving, core_r0.11.0 also needs the blocks "
-          "to divide over the stages between them); drop --emit megatron to see the other plans");
+    std::optional<place::ranked_plan> even_runnable;
+    try {
+      even_runnable =
+          io::fastest_megatron_plan(m, c, place::search_plans(m, c, base, fixed, cache).feasible, cache);
+    } catch (const input_error&) {
+      // no uniform plan is admissible with these choices: the search's own plans stand
     }
-    emit(*even_runnable);
-    return 0;
+    if (even_runnable &&
+        (!runnable || even_runnable->estimate.time_per_batch < runnable->estimate.time_per_batch))
+      runnable = even_runnable;
   }
+  if (!runnable) {
+    throw infeasible_error(
+        "no plan Megatron-LM can run fits (its interior pipeline stages must hold equal block counts; with "
+        "the embedding or loss counted as layers and no interleaving, core_r0.11.0 also needs the blocks "
+        "to divide over the stages between them); drop --emit megatron to see the other plans");
+  }
+  emit(*runnable);
+  return 0;
+}
+
+/// `--report DIR`: the plan report's files; returns the line that says where they are (empty without
+/// --report).
+std::string write_report(const plan_options& o, const plan_setup& s, const plans_found& p) {
+  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
+  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
+      p;
+  const place::ranked_plan& best = p.best();
   std::string report_note;
   if (!o.report.empty()) {
     io::plan_report_input in;
@@ -384,51 +459,71 @@ int run_plan(const plan_options& o) {
     report_note =
         fmt::format("\nreport in {}/ (report.html, report.md, timeline.svg, memory.svg)\n", o.report);
   }
-  // What runs stage s under the order: its device type, or the slowest of several (with all of them in
-  // text).
-  auto stage_device = [&](int s, bool text) {
-    const std::int64_t first = static_cast<std::int64_t>(s) * best.parallel.tp * best.parallel.dp;
-    const train::stage_estimate& st = best_estimate.stages.at(static_cast<std::size_t>(s));
-    return text ? io::stage_device_text(ordered, first, st)
-                : ordered.device_at(static_cast<int>(st.pacing_rank)).name.str();
-  };
-  // The devices of every stage, replica and tensor-parallel group under the order.
-  auto groups_json = [&] {
-    auto stages = nlohmann::ordered_json::array();
-    for (int s = 0; s < best.parallel.pp; ++s) {
-      auto replicas = nlohmann::ordered_json::array();
-      for (int d = 0; d < best.parallel.dp; ++d)
-        replicas.push_back(place::group_devices(ordered, best.parallel, s, d));
-      stages.push_back({{"device", stage_device(s, false)}, {"replicas", replicas}});
-    }
-    return stages;
-  };
-  if (parse_format(o.format) == output_format::json) {
-    auto j = io::estimate_json(m, ordered, best.parallel, best.knobs, best_estimate);
-    j["scheduler"] = best.scheduler;
-    j["schedule_gap"] = best.schedule_gap;
-    j["placement"] = uneven ? "uneven" : "uniform";
-    j["plans_evaluated"] = found.evaluated;
-    j["plans_feasible"] = found.feasible.size();
-    j["ranks"] = {{"method", order.method},
-                  {"order", order.order},
-                  {"megatron_time_per_batch_s", order.megatron_s},
-                  {"time_per_batch_s", order.ordered_s},
-                  {"orders_evaluated", order.evaluated},
-                  {"exact", order.exact},
-                  {"stages", groups_json()}};
-    auto top = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; i < shown; ++i) {
-      const auto& r = found.feasible[i];
-      auto entry = io::estimate_json(m, c, r.parallel, r.knobs, r.estimate);
-      entry["scheduler"] = r.scheduler;
-      entry["schedule_gap"] = r.schedule_gap;
-      top.push_back(entry);
-    }
-    j["top"] = top;
-    print_json(io::schemas::plan, j);
-    return 0;
+  return report_note;
+}
+
+/// What runs stage `stage` of the best plan under its order: its device type, or the slowest of several
+/// (with all of them in `text`).
+std::string stage_device(const plans_found& p, int stage, bool text) {
+  const place::ranked_plan& best = p.best();
+  const std::int64_t first = static_cast<std::int64_t>(stage) * best.parallel.tp * best.parallel.dp;
+  const train::stage_estimate& st = p.best_estimate.stages.at(static_cast<std::size_t>(stage));
+  return text ? io::stage_device_text(p.ordered, first, st)
+              : p.ordered.device_at(static_cast<int>(st.pacing_rank)).name.str();
+}
+
+/// The devices of every stage, replica and tensor-parallel group of the best plan under its order.
+nlohmann::ordered_json devices_json(const plans_found& p) {
+  const place::ranked_plan& best = p.best();
+  auto stages = nlohmann::ordered_json::array();
+  for (int stage = 0; stage < best.parallel.pp; ++stage) {
+    auto replicas = nlohmann::ordered_json::array();
+    for (int d = 0; d < best.parallel.dp; ++d)
+      replicas.push_back(place::group_devices(p.ordered, best.parallel, stage, d));
+    stages.push_back({{"device", stage_device(p, stage, false)}, {"replicas", replicas}});
   }
+  return stages;
+}
+
+/// `--format json`: the phaze.plan document.
+int print_plan_json(const plan_setup& s, const plans_found& p) {
+  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
+  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
+      p;
+  const place::ranked_plan& best = p.best();
+  auto j = io::estimate_json(m, ordered, best.parallel, best.knobs, best_estimate);
+  j["scheduler"] = best.scheduler;
+  j["schedule_gap"] = best.schedule_gap;
+  j["placement"] = uneven ? "uneven" : "uniform";
+  j["plans_evaluated"] = found.evaluated;
+  j["plans_feasible"] = found.feasible.size();
+  j["ranks"] = {{"method", order.method},
+                {"order", order.order},
+                {"megatron_time_per_batch_s", order.megatron_s},
+                {"time_per_batch_s", order.ordered_s},
+                {"orders_evaluated", order.evaluated},
+                {"exact", order.exact},
+                {"stages", devices_json(p)}};
+  auto top = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& r = found.feasible[i];
+    auto entry = io::estimate_json(m, c, r.parallel, r.knobs, r.estimate);
+    entry["scheduler"] = r.scheduler;
+    entry["schedule_gap"] = r.schedule_gap;
+    top.push_back(entry);
+  }
+  j["top"] = top;
+  print_json(io::schemas::plan, j);
+  return 0;
+}
+
+/// The text report: the best plans' table, the best plan's estimate, its rank order and its devices.
+int print_plan_text(const plan_options& o, const plan_setup& s, const plans_found& p,
+                    const std::string& report_note) {
+  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
+  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
+      p;
+  const place::ranked_plan& best = p.best();
   // cp and ep columns only when a shown plan splits the sequence or spreads experts.
   bool with_cp = false;
   bool with_ep = false;
@@ -486,10 +581,10 @@ int run_plan(const plan_options& o) {
   }
   if (best.parallel.devices() <= 64) {
     print_text("devices of each stage (data-parallel replicas, each a tensor-parallel group):\n");
-    for (int s = 0; s < best.parallel.pp; ++s) {
-      std::string line = fmt::format("  stage {} ({}):", s, stage_device(s, true));
+    for (int stage = 0; stage < best.parallel.pp; ++stage) {
+      std::string line = fmt::format("  stage {} ({}):", stage, stage_device(p, stage, true));
       for (int d = 0; d < best.parallel.dp; ++d)
-        line += fmt::format(" [{}]", fmt::join(place::group_devices(ordered, best.parallel, s, d), " "));
+        line += fmt::format(" [{}]", fmt::join(place::group_devices(ordered, best.parallel, stage, d), " "));
       print_text(line + "\n");
     }
   } else {
@@ -497,6 +592,19 @@ int run_plan(const plan_options& o) {
                            best.parallel.devices()));
   }
   return 0;
+}
+
+int run_plan(const plan_options& o) {
+  if (!o.layer_table.empty()) return run_plan_on_layer_table(o);
+  plan_setup s = set_up_plan(o);
+  // Layer times on list schedules; the ILP refines what is reported (find_plans).
+  const sched::schedule_cache cache;
+  const plans_found p = find_plans(o, s, cache);
+  if (o.emit == "rankfile") return emit_rankfile(s, p);
+  if (o.emit == "megatron") return emit_megatron(o, s, p, cache);
+  const std::string report_note = write_report(o, s, p);
+  if (parse_format(o.format) == output_format::json) return print_plan_json(s, p);
+  return print_plan_text(o, s, p, report_note);
 }
 }  // namespace
 

@@ -20,6 +20,9 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/plan_search.hpp"
+#include "phaze/sched/scheduler.hpp"
+#include "phaze/train/memory.hpp"
+#include "phaze/train/step.hpp"
 #include "phaze/train/knobs.hpp"
 
 namespace phaze::io {
@@ -41,6 +44,65 @@ inline bool megatron_can_split(const place::ranked_plan& r) {
     if (middle <= 0 || blocks % middle != 0) return false;
   }
   return true;
+}
+
+/// The fastest split Megatron-LM core_r0.11.0 can give plan `r` (megatron_can_split): the first and the last
+/// stage free (--decoder-first/last-pipeline-num-layers, at least one block each), every stage between them
+/// the same count (at least one), each split timed by train::estimate_step on cluster `c` through `cache`.
+/// Nothing when `r` runs as it is, is interleaved or counts the embedding or the loss as layers (then its
+/// split is Megatron-Core's even one already), or when no such split fits. On one device type the even split
+/// is among those tried; on a mixed cluster the interior stages may sit on devices of different speeds, which
+/// is what the placers' uneven interior splits were for and Megatron-LM cannot express.
+inline std::optional<place::ranked_plan> megatron_resplit(const model::model& m, const cluster::cluster& c,
+                                                          const place::ranked_plan& r,
+                                                          const sched::schedule_cache& cache) {
+  const int pp = r.parallel.pp;
+  if (megatron_can_split(r) || pp < 3 || r.knobs.schedule == train::pipeline_schedule::interleaved ||
+      train::counts_embedding_or_loss(r.knobs))
+    return std::nullopt;
+  const std::int64_t blocks = model::body_nodes(m);
+  std::optional<place::ranked_plan> best;
+  const int interior = pp - 2;
+  for (std::int64_t each = 1; each * interior + 2 <= blocks; ++each) {
+    const std::int64_t ends = blocks - each * interior;  // first + last
+    for (std::int64_t first = 1; first < ends; ++first) {
+      std::vector<std::int64_t> counts(static_cast<std::size_t>(pp), each);
+      counts.front() = first;
+      counts.back() = ends - first;
+      std::vector<train::stage_layers> split = train::split_of_blocks(m, counts, pp);
+      const sched::schedule_cache tracked = cache.tracked();
+      train::step_estimate e = train::estimate_step(m, c, r.parallel, r.knobs, tracked, split);
+      if (!e.fits) continue;
+      if (best && !(e.time_per_batch < best->estimate.time_per_batch)) continue;
+      best = place::ranked_plan{r.parallel, r.knobs, std::move(e), std::move(split),
+                                std::string{cache.scheduler()}, tracked.worst_gap()};
+    }
+  }
+  return best;
+}
+
+/// The fastest plan Megatron-LM can run among `plans` (a plan search's feasible plans, fastest first): those
+/// it runs as they are, and the first `resplit` of the others each given its fastest split Megatron-LM can
+/// express (megatron_resplit). Nothing when none of them can run.
+inline std::optional<place::ranked_plan> fastest_megatron_plan(const model::model& m, const cluster::cluster& c,
+                                                               const std::vector<place::ranked_plan>& plans,
+                                                               const sched::schedule_cache& cache,
+                                                               std::size_t resplit = 16) {
+  std::optional<place::ranked_plan> best;
+  auto keep = [&](const place::ranked_plan& p) {
+    if (!best || p.estimate.time_per_batch < best->estimate.time_per_batch) best = p;
+  };
+  std::size_t tried = 0;
+  for (const auto& p : plans) {
+    if (megatron_can_split(p)) {
+      keep(p);
+      break;  // the plans are fastest first: no later one that runs as it is can beat it
+    }
+    if (tried++ < resplit) {
+      if (const auto again = megatron_resplit(m, c, p, cache)) keep(*again);
+    }
+  }
+  return best;
 }
 
 /// Why Megatron-LM's pretrain_gpt.py cannot build `m` or run schedule `k` as phaze costs them, if it cannot
