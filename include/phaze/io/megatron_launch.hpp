@@ -81,19 +81,22 @@ inline std::optional<place::ranked_plan> megatron_resplit(const model::model& m,
   return best;
 }
 
-/// The fastest plan Megatron-LM can run among `plans` (a plan search's feasible plans, fastest first): those
-/// it runs as they are, and the first `resplit` of the others each given its fastest split Megatron-LM can
-/// express (megatron_resplit). Nothing when none of them can run.
+/// The fastest plan Megatron-LM can run among `plans` (a plan search's feasible plans, fastest first, each on
+/// the best split of its settings): those it runs as they are, and the first `resplit` of the others each
+/// given its fastest split Megatron-LM can express (megatron_resplit). Nothing when none of them can run.
 inline std::optional<place::ranked_plan> fastest_megatron_plan(const model::model& m, const cluster::cluster& c,
                                                                const std::vector<place::ranked_plan>& plans,
                                                                const sched::schedule_cache& cache,
-                                                               std::size_t resplit = 16) {
+                                                               std::size_t resplit = 4) {
   std::optional<place::ranked_plan> best;
   auto keep = [&](const place::ranked_plan& p) {
     if (!best || p.estimate.time_per_batch < best->estimate.time_per_batch) best = p;
   };
   std::size_t tried = 0;
   for (const auto& p : plans) {
+    // No split of a plan beats the split the search gave it, and the plans come fastest first: once one is
+    // no faster than the best runnable plan, none after it can be.
+    if (best && !(p.estimate.time_per_batch < best->estimate.time_per_batch)) break;
     if (megatron_can_split(p)) {
       keep(p);
       break;  // the plans are fastest first: no later one that runs as it is can beat it
