@@ -130,6 +130,54 @@ inline CLI::Option* add_solver_option(CLI::App& app, std::string& solver, const 
       ->default_str(default_name);
 }
 
+/// What a model trains with, as the commands that train one (`estimate`, `plan`) take it: each option is
+/// registered once, here (add_run_options), and read once (shaped, apply_run_options).
+struct run_options {
+  std::int64_t sequence = 0;  ///< --seq; 0: the model's
+  std::int64_t vocab = 0;     ///< --vocab; 0: the model's
+  std::string schedule = "1f1b";
+  int vp = 1;
+  std::string optimizer = "adam";
+  bool distributed_optimizer = false;
+  std::string precision = "bf16";
+};
+
+/// `--seq`, `--vocab`, `--schedule`, `--vp`, `--optimizer`, `--distributed-optimizer` and `--precision`.
+inline void add_run_options(CLI::App& app, run_options& o) {
+  app.add_option("--seq", o.sequence, "sequence length (default: the model's)")->check(sequence_length);
+  app.add_option("--vocab", o.vocab, "vocabulary size (default: the model's)")->check(vocabulary_size);
+  app.add_option("--schedule", o.schedule, "pipeline schedule")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
+      ->default_str("1f1b");
+  app.add_option("--vp", o.vp, "model chunks per device (interleaved schedule)")
+      ->default_str("1")
+      ->check(device_count);
+  app.add_option("--optimizer", o.optimizer, "optimizer")
+      ->check(CLI::IsMember({"adam", "sgd"}))
+      ->default_str("adam");
+  app.add_flag("--distributed-optimizer", o.distributed_optimizer,
+               "shard optimizer state over data-parallel ranks (ZeRO-1)");
+  app.add_option("--precision", o.precision, "training precision")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}))
+      ->default_str("bf16");
+}
+
+/// `m` at the sequence and vocabulary `o` gives (the model's own where it gives none).
+inline model::model shaped(model::model m, const run_options& o) {
+  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
+  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  return m;
+}
+
+/// The schedule, chunks per device, optimizer, its sharding and the precision `o` gives, on `k`.
+inline void apply_run_options(const run_options& o, train::training_knobs& k) {
+  k.precision = train::parse_precision(o.precision);
+  k.opt = train::parse_optimizer(o.optimizer);
+  k.schedule = train::parse_pipeline_schedule(o.schedule);
+  k.virtual_stages = o.vp;
+  k.distributed_optimizer = o.distributed_optimizer;
+}
+
 /// How the training step runs beside its parallel plan: the attention kernel and what communication overlaps
 /// computation. The defaults are those of Megatron-Core as its pretraining recipes run it (docs/step-time.md,
 /// "The step as Megatron-Core runs it"): fused attention where the devices run it, data-parallel gradient
@@ -163,14 +211,8 @@ struct step_options {
   std::string moe_permutation = "fused";
 };
 
-/// Adds `--attention fused|unfused`, `--attention-kernel`, `--cross-entropy`, `--vector-kernels`, `--overlap
-/// LIST` (grad, param, tp, pp, or none),
-/// `--memory-headroom`,
-/// `--vocab-padding`, `--grad-reduce-in-bf16`, `--fp8-param-gather`, `--fsdp`, `--fsdp-shard`,
-/// `--optimizer-dtype`,
-/// `--bf16-blocks` and Megatron-Core's `--account-for-embedding-in-pipeline-split` and
-/// `--account-for-loss-in-pipeline-split`.
-inline void add_step_options(CLI::App& app, step_options& o) {
+/// The kernels' options: `--attention`, `--attention-kernel`, `--cross-entropy`, `--vector-kernels`.
+inline void add_kernel_options(CLI::App& app, step_options& o) {
   app.add_option("--attention", o.attention,
                  "attention kernel: fused (FlashAttention / cuDNN, no s x s scores stored), unfused (score "
                  "GEMM, softmax, dropout, context GEMM), or auto: fused where every device runs it (Ampere "
@@ -202,6 +244,10 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "Hugging Face Transformers, torchtitan without torch.compile)")
       ->check(CLI::IsMember({"fused", "eager"}))
       ->default_str("fused");
+}
+
+/// The step's overlaps, memory headroom, host time, padding and the data-parallel layout's options.
+inline void add_layout_options(CLI::App& app, step_options& o) {
   app.add_option(
          "--overlap", o.overlap,
          "communication overlapped with computation, comma-separated: grad (data-parallel gradient "
@@ -270,6 +316,10 @@ inline void add_step_options(CLI::App& app, step_options& o) {
          "(bf16 moments, the bf16 weights updated in place: Apex's distributed Adam with dtype bf16)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->default_str("fp32");
+}
+
+/// Calibration, FP8's bf16 blocks, Megatron-Core's pipeline-split layers and the mixture of experts' options.
+inline void add_model_step_options(CLI::App& app, step_options& o) {
   app.add_option("--calibration", o.calibration,
                  "a calibration file `phaze calibrate --out` wrote: factors fitted to measured steps of your "
                  "stack, applied to every device, collective and step (docs/calibration.md)");
@@ -311,6 +361,15 @@ inline void add_step_options(CLI::App& app, step_options& o) {
                  "(DeepSeek-V3; Megatron-Core's --mtp-num-layers); default: the model's own "
                  "(num_nextn_predict_layers), 0 drops it; phaze builds at most 1")
       ->check(CLI::Range(0, 1));
+}
+
+/// Adds every option of how a step runs (each registered here once, for every command that costs steps):
+/// the kernels (add_kernel_options), the overlaps and layouts (add_layout_options), calibration, pipeline
+/// layers and experts (add_model_step_options).
+inline void add_step_options(CLI::App& app, step_options& o) {
+  add_kernel_options(app, o);
+  add_layout_options(app, o);
+  add_model_step_options(app, o);
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
@@ -376,11 +435,11 @@ inline std::vector<hw::device> device_types(const cluster::cluster& c) {
   return types;
 }
 
-/// Sets the knobs `o` names on `k` for a run on devices of the types `devices` (--attention auto fuses
-/// attention when every one of them runs fused kernels); an --overlap entry other than grad, param, tp, pp,
-/// ep or none is an input_error.
-inline void apply_step_options(const step_options& o, train::training_knobs& k,
-                               const std::vector<hw::device>& devices) {
+/// The kernels `o` names, on `k`, for devices of the types `devices`: FP8 only where every device runs it,
+/// fused attention (--attention auto: where every device runs fused kernels), the attention kernel, the
+/// loss and the vector kernels of a GPU stack.
+inline void apply_kernel_options(const step_options& o, train::training_knobs& k,
+                                 const std::vector<hw::device>& devices) {
   if (k.precision == hw::precision::fp8) {
     for (const hw::device& d : devices) {
       if (hw::runs_fp8(d)) continue;
@@ -418,6 +477,40 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
         k.fused_loss ? "--cross-entropy fused" : "--vector-kernels eager", d.name.view(),
         k.fused_loss ? "--cross-entropy" : "--vector-kernels"));
   }
+}
+
+/// `--overlap LIST` on `k`: grad, param, tp, pp and ep, or none; any other entry is an input_error.
+inline void apply_overlaps(std::string_view overlap, train::training_knobs& k) {
+  k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
+  k.overlap_expert_comm = false;
+  std::string_view rest = overlap;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item == "grad") {
+      k.overlap_grad_reduce = true;
+    } else if (item == "param") {
+      k.overlap_param_gather = true;
+    } else if (item == "tp") {
+      k.tp_comm_overlap = true;
+    } else if (item == "pp") {
+      k.overlap_p2p = true;
+    } else if (item == "ep") {
+      k.overlap_expert_comm = true;
+    } else if (item != "none") {
+      throw input_error(fmt::format(
+          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param, tp, pp and ep, or none",
+          item));
+    }
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+}
+
+/// Sets the knobs `o` names on `k` for a run on devices of the types `devices` (apply_kernel_options, the
+/// memory and host settings, the data-parallel layout, calibration, the experts' dispatch, apply_overlaps).
+inline void apply_step_options(const step_options& o, train::training_knobs& k,
+                               const std::vector<hw::device>& devices) {
+  apply_kernel_options(o, k, devices);
   if (!(o.memory_headroom >= 0.0 && o.memory_headroom < 1.0)) train::rules::memory_headroom_must_lie_in_0_1();
   k.memory_headroom = o.memory_headroom;
   if (std::isnan(o.host_overhead_us)) {
@@ -440,31 +533,9 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   k.embedding_in_pipeline_split = o.embedding_in_pipeline_split;
   k.loss_in_pipeline_split = o.loss_in_pipeline_split;
   if (!o.calibration.empty()) k = train::calibrated(k, calibration_of(o));
-  k.overlap_grad_reduce = k.overlap_param_gather = k.tp_comm_overlap = k.overlap_p2p = false;
-  k.overlap_expert_comm = false;
   k.dispatcher = train::parse_moe_dispatcher(o.moe_dispatcher);
   k.unfused_permutation = o.moe_permutation == "unfused";
-  std::string_view rest = o.overlap;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
-    if (item == "grad") {
-      k.overlap_grad_reduce = true;
-    } else if (item == "param") {
-      k.overlap_param_gather = true;
-    } else if (item == "tp") {
-      k.tp_comm_overlap = true;
-    } else if (item == "pp") {
-      k.overlap_p2p = true;
-    } else if (item == "ep") {
-      k.overlap_expert_comm = true;
-    } else if (item != "none") {
-      throw input_error(fmt::format(
-          "--overlap: unknown entry '{}'; give a comma-separated list of grad, param, tp, pp and ep, or none",
-          item));
-    }
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-  }
+  apply_overlaps(o.overlap, k);
 }
 
 /// A schedule cache of the scheduler `--solver` names (solver.cpp: the only file of the program, besides

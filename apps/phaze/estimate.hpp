@@ -21,20 +21,14 @@ struct estimate_options {
   int cp = 1;
   int ep = 1;
   int etp = 0;  // 0: tp
-  int vp = 1;
   std::int64_t global_batch = 1;
   std::int64_t microbatch = 1;
-  std::int64_t sequence = 0;
-  std::int64_t vocab = 0;
   std::string recompute = "none";
   int recompute_layers = 0;
   std::string recompute_method = "block";
   std::vector<std::string> recompute_modules;  // empty: the attention core
-  std::string schedule = "1f1b";
   bool sequence_parallel = false;
-  std::string optimizer = "adam";
-  bool distributed_optimizer = false;
-  std::string precision = "bf16";
+  run_options run;  ///< --seq, --vocab, --schedule, --vp, --optimizer, --distributed-optimizer, --precision
   std::string solver = "ilp";
   std::vector<std::int64_t> stage_blocks;  // empty: the uniform split
   std::string layout;                      // Megatron-Core's --pipeline-model-parallel-layout; empty: none

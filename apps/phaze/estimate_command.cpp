@@ -43,11 +43,11 @@ std::vector<train::stage_layers> split_of_layout(const estimate_options& o, cons
   const train::pipeline_layout layout =
       train::parse_pipeline_layout(o.layout, o.pp, model::body_nodes(m), m.config.mtp_layers);
   const int vp = layout.chunks_per_stage();
-  if (o.vp != 1 && o.vp != vp) {
+  if (o.run.vp != 1 && o.run.vp != vp) {
     throw input_error(fmt::format(
         "--vp {} but --pipeline-model-parallel-layout gives {} chunks per stage ({} chunks over --pp {}); "
         "drop --vp or make them agree",
-        o.vp, vp, vp * o.pp, o.pp));
+        o.run.vp, vp, vp * o.pp, o.pp));
   }
   if (vp > 1) {
     if (k.schedule == train::pipeline_schedule::gpipe)
@@ -64,8 +64,7 @@ std::vector<train::stage_layers> split_of_layout(const estimate_options& o, cons
 
 estimate_input build_estimate(const estimate_options& o) {
   model::model m = io::load_model(o.model);
-  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
-  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  m = shaped(std::move(m), o.run);
   const chosen_cluster chosen = resolve_cluster(o.where, "estimate");
   const cluster::cluster c = with_calibration(o.step, chosen.value);
 
@@ -75,8 +74,7 @@ estimate_input build_estimate(const estimate_options& o) {
   train::training_knobs k;
   k.global_batch = o.global_batch;
   k.microbatch = o.microbatch;
-  k.precision = train::parse_precision(o.precision);
-  k.opt = train::parse_optimizer(o.optimizer);
+  apply_run_options(o.run, k);
   k.recompute = train::parse_recompute(o.recompute);
   k.recompute_layers = o.recompute_layers;
   k.recompute_by = o.recompute_method == "uniform" ? train::recompute_method::uniform
@@ -88,10 +86,7 @@ estimate_input build_estimate(const estimate_options& o) {
       k.recompute_modules =
           static_cast<std::uint8_t>(k.recompute_modules | model::recompute_module::bit_of(name));
   }
-  k.schedule = train::parse_pipeline_schedule(o.schedule);
   k.sequence_parallel = o.sequence_parallel && o.tp > 1;
-  k.distributed_optimizer = o.distributed_optimizer;
-  k.virtual_stages = o.vp;
   apply_step_options(o.step, k, device_types(c));
   m = apply_model_options(o.step, std::move(m), k);
   if (!o.layout.empty()) {
@@ -180,17 +175,12 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
       ->check(device_count);
   parser->add_option("--dp", o->dp, "data-parallel replicas (default: devices / (tp * pp * cp))")
       ->check(device_count);
-  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")
-      ->default_str("1")
-      ->check(device_count);
   parser->add_option("--global-batch", o->global_batch, "sequences per iteration")
       ->required()
       ->check(batch_size);
   parser->add_option("--microbatch", o->microbatch, "sequences per microbatch")
       ->required()
       ->check(batch_size);
-  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(sequence_length);
-  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(vocabulary_size);
   parser->add_option("--recompute", o->recompute, "activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}))
       ->default_str("none");
@@ -219,18 +209,8 @@ void add_estimate_options(CLI::App& parser_ref, estimate_options& options) {
       ->delimiter(',')
       ->check(CLI::IsMember(
           {"core_attn", "mlp", "moe", "shared_experts", "layernorm", "moe_act", "mla_up_proj", "op"}));
-  parser->add_option("--schedule", o->schedule, "pipeline schedule")
-      ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
-      ->default_str("1f1b");
   parser->add_flag("--sequence-parallel", o->sequence_parallel, "Megatron sequence parallelism");
-  parser->add_option("--optimizer", o->optimizer, "optimizer")
-      ->check(CLI::IsMember({"adam", "sgd"}))
-      ->default_str("adam");
-  parser->add_flag("--distributed-optimizer", o->distributed_optimizer,
-                   "shard optimizer state over data-parallel ranks (ZeRO-1)");
-  parser->add_option("--precision", o->precision, "training precision")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}))
-      ->default_str("bf16");
+  add_run_options(*parser, o->run);
   add_step_options(*parser, o->step);
   add_solver_option(*parser, o->solver, "ilp");
   parser

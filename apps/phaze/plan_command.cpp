@@ -45,14 +45,8 @@ struct plan_options {
   std::optional<std::string> recompute;
   bool sequence_parallel = false;
   bool no_sequence_parallel = false;
-  int vp = 1;
   std::int64_t global_batch = 0;
-  std::int64_t sequence = 0;
-  std::int64_t vocab = 0;
-  std::string schedule = "1f1b";
-  std::string optimizer = "adam";
-  bool distributed_optimizer = false;
-  std::string precision = "bf16";
+  run_options run;
   int top = 1;
   std::string emit;
   std::string ranks = "auto";
@@ -259,8 +253,7 @@ plan_setup set_up_plan(const plan_options& o) {
   const chosen_cluster chosen = resolve_cluster(o.where, "plan");
   const cluster::cluster c = with_calibration(o.step, chosen.value);
   model::model m = io::load_model(o.model);
-  if (o.sequence > 0) m = model::with_sequence(m, o.sequence);
-  if (o.vocab > 0) m = model::with_vocab(m, o.vocab);
+  m = shaped(std::move(m), o.run);
   std::string memories;
   for (const auto& g : c.groups()) {
     const std::string each = fmt::format("{} holds {}", g.device.name.view(), io::format_bytes(g.device.hbm));
@@ -272,12 +265,8 @@ plan_setup set_up_plan(const plan_options& o) {
 
   train::training_knobs base;
   base.global_batch = o.global_batch;
-  base.sequence = o.sequence;
-  base.precision = train::parse_precision(o.precision);
-  base.opt = train::parse_optimizer(o.optimizer);
-  base.schedule = train::parse_pipeline_schedule(o.schedule);
-  base.virtual_stages = o.vp;
-  base.distributed_optimizer = o.distributed_optimizer;
+  base.sequence = o.run.sequence;
+  apply_run_options(o.run, base);
   apply_step_options(o.step, base, device_types(c));
   m = apply_model_options(o.step, std::move(m), base);
   // Refused before the search: what Megatron-LM cannot run as phaze would cost it.
@@ -608,6 +597,33 @@ int run_plan(const plan_options& o) {
 }
 }  // namespace
 
+/// The placer a plan runs with, settled from what was given: Megatron-Core's split with the embedding or
+/// loss counted as a layer, and expert parallelism above 1, run on the uniform split.
+void settle_placer(plan_options& o, const CLI::App& parser) {
+  // Megatron-Core's split with the embedding or loss counted as a layer is its even split: searched
+  // with the uniform placer, and a placer that splits unevenly is refused (Megatron-Core does not take
+  // --decoder-first/last-pipeline-num-layers with those flags).
+  if (o.layer_table.empty() && (o.step.embedding_in_pipeline_split || o.step.loss_in_pipeline_split)) {
+    if (parser.get_option("--placer")->count() > 0 && o.placer != "uniform")
+      throw input_error(
+          "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split set "
+          "Megatron-Core's even split; give --placer uniform (or no --placer), or drop them to search "
+          "uneven splits");
+    o.placer = "uniform";
+  }
+  o.placer_given = parser.get_option("--placer")->count() > 0;
+  // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
+  // not carry it): when no placer was asked for, that split is the one searched, as the
+  // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.
+  if (parser.get_option("--placer")->count() == 0 && o.layer_table.empty() && o.ep && *o.ep > 1) {
+    o.placer = "uniform";
+    fmt::print(stderr,
+               "phaze: note: --ep {} is searched with Megatron-LM's uniform split (--placer uniform); "
+               "the placers that split stages unevenly do not carry expert parallelism\n",
+               *o.ep);
+  }
+}
+
 command add_plan_command(CLI::App& root) {
   auto o = std::make_shared<plan_options>();
   CLI::App* parser = root.add_subcommand(
@@ -646,22 +662,7 @@ command add_plan_command(CLI::App& root) {
       ->check(CLI::IsMember({"none", "selective", "full"}));
   parser->add_flag("--sequence-parallel", o->sequence_parallel, "fix sequence parallelism on");
   parser->add_flag("--no-sequence-parallel", o->no_sequence_parallel, "fix sequence parallelism off");
-  parser->add_option("--seq", o->sequence, "sequence length (default: the model's)")->check(sequence_length);
-  parser->add_option("--vocab", o->vocab, "vocabulary size (default: the model's)")->check(vocabulary_size);
-  parser->add_option("--schedule", o->schedule, "pipeline schedule")
-      ->check(CLI::IsMember({"1f1b", "gpipe", "interleaved"}))
-      ->default_str("1f1b");
-  parser->add_option("--vp", o->vp, "model chunks per device (interleaved schedule)")
-      ->default_str("1")
-      ->check(device_count);
-  parser->add_option("--optimizer", o->optimizer, "optimizer")
-      ->check(CLI::IsMember({"adam", "sgd"}))
-      ->default_str("adam");
-  parser->add_flag("--distributed-optimizer", o->distributed_optimizer,
-                   "shard optimizer state over dp (ZeRO-1)");
-  parser->add_option("--precision", o->precision, "training precision")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8"}))
-      ->default_str("bf16");
+  add_run_options(*parser, o->run);
   add_step_options(*parser, o->step);
   parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");
   parser->add_option(
@@ -687,33 +688,10 @@ command add_plan_command(CLI::App& root) {
           whole_number_up_to(100'000'000, "10^8 steps, over an hour of annealing; docs/limits.md", "STEPS"))
       ->default_str("20000");
   add_format_option(*parser, o->format);
-  return {
-      parser, [o, parser] {
-        // Megatron-Core's split with the embedding or loss counted as a layer is its even split: searched
-        // with the uniform placer, and a placer that splits unevenly is refused (Megatron-Core does not take
-        // --decoder-first/last-pipeline-num-layers with those flags).
-        if (o->layer_table.empty() &&
-            (o->step.embedding_in_pipeline_split || o->step.loss_in_pipeline_split)) {
-          if (parser->get_option("--placer")->count() > 0 && o->placer != "uniform")
-            throw input_error(
-                "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split set "
-                "Megatron-Core's even split; give --placer uniform (or no --placer), or drop them to search "
-                "uneven splits");
-          o->placer = "uniform";
-        }
-        o->placer_given = parser->get_option("--placer")->count() > 0;
-        // Expert parallelism runs on Megatron-LM's even split (the placers that split stages unevenly do
-        // not carry it): when no placer was asked for, that split is the one searched, as the
-        // interleaved schedule's is, and stderr says so; a placer asked for by name is refused.
-        if (parser->get_option("--placer")->count() == 0 && o->layer_table.empty() && o->ep && *o->ep > 1) {
-          o->placer = "uniform";
-          fmt::print(stderr,
-                     "phaze: note: --ep {} is searched with Megatron-LM's uniform split (--placer uniform); "
-                     "the placers that split stages unevenly do not carry expert parallelism\n",
-                     *o->ep);
-        }
-        return run_plan(*o);
-      }};
+  return {parser, [o, parser] {
+            settle_placer(*o, *parser);
+            return run_plan(*o);
+          }};
 }
 
 }  // namespace phaze::cli

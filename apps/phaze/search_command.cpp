@@ -200,6 +200,76 @@ inline void arm(const std::filesystem::path& results, std::size_t done) {
 }
 }  // namespace interruption
 
+/// The plan choices of a cluster search: uneven stages, the microbatch sizes, recomputation modes and
+/// tensor-parallel widths the options list; list schedules unless --solver ilp is given.
+place::plan_choices cluster_search_choices(const search_options& o, bool ilp_given) {
+  place::plan_choices choices;
+  choices.placement = place::stage_placement::uneven;
+  for (const std::int64_t mb : o.microbatches) {
+    if (mb < 1) throw input_error("--microbatches: every size must be a positive whole number");
+  }
+  choices.microbatches = o.microbatches;
+  for (const auto& r : o.recompute) choices.recompute.push_back(train::parse_recompute(r));
+  for (const int tp : o.tp) {
+    if (tp < 1) throw input_error("--tp: every width must be a positive whole number");
+  }
+  choices.tensor_parallel = o.tp;
+  // List schedules by default (optimal on GPUs: one kernel at a time); with --solver ilp each composition's
+  // best plan is exact under ILP schedules (place::search_plans' refinement).
+  if (ilp_given && o.solver == "ilp") choices.refine = scheduler_for("ilp");
+
+  return choices;
+}
+
+/// Exit 3 with the reason when no composition of the space has a plan that fits; `limits` says the budget
+/// and the power cap.
+void refuse_empty_front(const search::cluster_search_result& found, const search_options& o,
+                        const std::string& limits) {
+  if (found.compositions.empty()) {
+    throw infeasible_error(fmt::format(
+        "no composition of '{}' fits {}: each needs at least one device, and the types' min counts; raise "
+        "budget_usd (or power_cap_w) or lower min",
+        o.cluster_space, limits));
+  }
+  if (found.cost_front.empty()) {
+    bytes leanest{0.0};
+    for (const auto& p : found.compositions) {
+      if (p.smallest_memory_need.value() > 0.0 &&
+          (leanest.value() == 0.0 || p.smallest_memory_need < leanest))
+        leanest = p.smallest_memory_need;
+    }
+    throw infeasible_error(fmt::format(
+        "none of the {} compositions within {} has a plan that fits{}; raise the budget or the counts, or "
+        "allow recomputation and smaller microbatches",
+        found.compositions.size(), limits,
+        leanest.value() > 0.0
+            ? fmt::format(" (the leanest plan needs {} per device)", io::format_bytes(leanest))
+            : std::string{" (no tensor-parallel width, depth and microbatch divide the "
+                          "model, the devices and the batch)"}));
+  }
+}
+
+/// The cluster search's text report: the two Pareto fronts and where their layer times come from.
+void print_cluster_fronts(const io::cluster_space_description& space,
+                          const search::cluster_search_result& found, const model::model& m,
+                          const train::training_knobs& base, const std::string& limits) {
+  const search::cluster_space& s = space.value;
+  double worst = 0.0;
+  for (const auto& p : found.cost_front) worst = std::max(worst, p.plan->schedule_gap);
+  print_text(fmt::format(
+      "{}, global batch {}, cluster space {} ({}, at most {} device type{} per cluster): {} compositions, {} "
+      "planned ({} without a plan that fits), {} pruned by the bound; {} plans in {:.1f} s\n",
+      m.config.name.view(), base.global_batch, space.name, limits, s.max_types, s.max_types == 1 ? "" : "s",
+      found.compositions.size(), found.evaluated, found.infeasible, found.pruned, found.plans_evaluated,
+      found.seconds));
+  print_text(
+      fmt::format("layer times: {}\n", schedules_text(found.cost_front.back().plan->scheduler, worst)));
+  print_text("\nPareto front, throughput vs cost (increasing cost):\n" +
+             io::cluster_front_table(s, found.cost_front));
+  print_text("\nPareto front, throughput vs power (increasing power):\n" +
+             io::cluster_front_table(s, found.power_front));
+}
+
 /// `phaze search MODEL --cluster-space FILE --global-batch B ...`: the device mixes of a cluster space on the
 /// Pareto fronts of throughput vs cost and vs power, each with its best plan (search::cluster_search).
 /// `parser` tells which options were given: those of the design search are refused, and the layer times
@@ -232,49 +302,14 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   for (const auto& offer : space.value.devices) offered.push_back(offer.device);
   apply_step_options(o.step, base, offered);
   m = apply_model_options(o.step, std::move(m), base);
-  place::plan_choices choices;
-  choices.placement = place::stage_placement::uneven;
-  for (const std::int64_t mb : o.microbatches) {
-    if (mb < 1) throw input_error("--microbatches: every size must be a positive whole number");
-  }
-  choices.microbatches = o.microbatches;
-  for (const auto& r : o.recompute) choices.recompute.push_back(train::parse_recompute(r));
-  for (const int tp : o.tp) {
-    if (tp < 1) throw input_error("--tp: every width must be a positive whole number");
-  }
-  choices.tensor_parallel = o.tp;
-  // List schedules by default (optimal on GPUs: one kernel at a time); with --solver ilp each composition's
-  // best plan is exact under ILP schedules (place::search_plans' refinement).
-  if (given("--solver") && o.solver == "ilp") choices.refine = scheduler_for("ilp");
-
+  const place::plan_choices choices = cluster_search_choices(o, given("--solver"));
   const search::cluster_search_result found =
       search::cluster_search(space.value, m, base).choices(choices).exhaustive(o.exhaustive).run();
   const search::cluster_space& s = space.value;
   const std::string limits =
       fmt::format("the budget of {:.0f} USD{}", s.budget_usd,
                   s.power_cap ? fmt::format(" and the power cap of {:.0f} W", s.power_cap->value()) : "");
-  if (found.compositions.empty()) {
-    throw infeasible_error(fmt::format(
-        "no composition of '{}' fits {}: each needs at least one device, and the types' min counts; raise "
-        "budget_usd (or power_cap_w) or lower min",
-        o.cluster_space, limits));
-  }
-  if (found.cost_front.empty()) {
-    bytes leanest{0.0};
-    for (const auto& p : found.compositions) {
-      if (p.smallest_memory_need.value() > 0.0 &&
-          (leanest.value() == 0.0 || p.smallest_memory_need < leanest))
-        leanest = p.smallest_memory_need;
-    }
-    throw infeasible_error(fmt::format(
-        "none of the {} compositions within {} has a plan that fits{}; raise the budget or the counts, or "
-        "allow recomputation and smaller microbatches",
-        found.compositions.size(), limits,
-        leanest.value() > 0.0
-            ? fmt::format(" (the leanest plan needs {} per device)", io::format_bytes(leanest))
-            : std::string{" (no tensor-parallel width, depth and microbatch divide the "
-                          "model, the devices and the batch)"}));
-  }
+  refuse_empty_front(found, o, limits);
   const nlohmann::ordered_json json = io::cluster_front_json(space, found, m, base);
   std::string written;
   if (given("--out")) {
@@ -292,20 +327,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
     print_json(io::schemas::cluster_front, json);
     return 0;
   }
-  double worst = 0.0;
-  for (const auto& p : found.cost_front) worst = std::max(worst, p.plan->schedule_gap);
-  print_text(fmt::format(
-      "{}, global batch {}, cluster space {} ({}, at most {} device type{} per cluster): {} compositions, {} "
-      "planned ({} without a plan that fits), {} pruned by the bound; {} plans in {:.1f} s\n",
-      m.config.name.view(), base.global_batch, space.name, limits, s.max_types, s.max_types == 1 ? "" : "s",
-      found.compositions.size(), found.evaluated, found.infeasible, found.pruned, found.plans_evaluated,
-      found.seconds));
-  print_text(
-      fmt::format("layer times: {}\n", schedules_text(found.cost_front.back().plan->scheduler, worst)));
-  print_text("\nPareto front, throughput vs cost (increasing cost):\n" +
-             io::cluster_front_table(s, found.cost_front));
-  print_text("\nPareto front, throughput vs power (increasing power):\n" +
-             io::cluster_front_table(s, found.power_front));
+  print_cluster_fronts(space, found, m, base, limits);
   print_text(written);
   return 0;
 }
@@ -348,16 +370,8 @@ int run_search(const search_options& o) {
   return static_cast<int>(exit_code::internal_error);
 }
 
-int search_with(const search_options& o, mpi_session& mpi) {
-  const bool root = mpi.rank() == 0;
-  search::spec s = make_spec(o);
-  const std::filesystem::path dir = o.out;
-  const auto results_file = dir / "results.jsonl";
-  const auto spec_file = dir / "spec.json";
-  nlohmann::ordered_json spec_json = io::with_schema(io::schemas::search_run, io::spec_to_json(s));
-  spec_json["exhaustive"] = o.exhaustive;  // a resume must prune and refine as the run it continues
-  spec_json["solver"] = o.solver;
-  if (o.placer != "chain") spec_json["placer"] = o.placer;
+/// The co-search's options from the command line's.
+search::options engine_options_of(const search_options& o) {
   search::options opt;
   opt.exhaustive = o.exhaustive;
   opt.top = o.top;
@@ -367,83 +381,117 @@ int search_with(const search_options& o, mpi_session& mpi) {
   // the ILP (search::refine).
   if (o.solver == "ilp") opt.refine = scheduler_for("ilp");
   opt.placer = model_placer_for(o.placer);
-  std::vector<search::design_result> resumed;
-  std::vector<std::string> resumed_lines;
-  if (root) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
-    if (o.resume) {
-      // Resume only the same search: its spec.json, read whole and equal to this run's.
-      nlohmann::json before;
-      try {
-        before = io::read_json_file(spec_file, io::file_rules::search_run);
-      } catch (const input_error& e) {
-        throw input_error("--resume: '" + dir.string() + "' holds no readable spec.json (" + e.what() +
-                          "), so phaze cannot tell which search its results belong to; run without --resume "
-                          "to start afresh (it overwrites the folder), or give the --out of the search to "
-                          "continue");
-      }
-      if (before != nlohmann::json(spec_json)) {
-        throw input_error("--resume: '" + dir.string() +
-                          "' holds results of a different search (spec.json differs); give another --out or "
-                          "drop --resume");
-      }
-      std::error_code lookup;  // an unreadable path is a missing file here; read_results_file names errors
-      if (std::filesystem::exists(results_file, lookup))
-        resumed = io::read_results_file(results_file, s, opt, resumed_lines);
-      // Rewrite the file with the lines read, dropping a line torn by the kill.
-      std::string kept;
-      for (const auto& line : resumed_lines) kept += line + '\n';
-      write_atomically(results_file, kept);
-    } else {
-      write_atomically(spec_file, io::dump_json(spec_json) + '\n');
-      std::ofstream(results_file, std::ios::trunc);
-    }
-  }
-  if (mpi.active()) {
-    // Every rank resumes from the same records.
-    const auto all = mpi.all_gather(root ? resumed_lines : std::vector<std::string>{});
-    if (!root) {
-      for (const auto& line : all) resumed.push_back(io::result_from_json(nlohmann::json::parse(line), s));
-    }
-  }
+  return opt;
+}
 
-  std::optional<oneapi::tbb::global_control> limit;
-  if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
-  const int threads = o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency();
+/// What spec.json records of a search: its spec, and what a resume must repeat (pruning, solver, placer).
+nlohmann::ordered_json spec_record(const search_options& o, const search::spec& s) {
+  nlohmann::ordered_json spec_json = io::with_schema(io::schemas::search_run, io::spec_to_json(s));
+  spec_json["exhaustive"] = o.exhaustive;  // a resume must prune and refine as the run it continues
+  spec_json["solver"] = o.solver;
+  if (o.placer != "chain") spec_json["placer"] = o.placer;
+  return spec_json;
+}
 
-  std::mutex writing;
-  std::ofstream results;
-  if (root) results.open(results_file, std::ios::app);
-  if (root) interruption::arm(results_file, resumed_lines.size());
-  // A record that cannot be written stops the search at once: the records before it are on disk, and a
-  // resume continues from them.
-  auto write_line = [&](const std::string& line) {
-    if (!root) return;
-    const std::lock_guard lock(writing);
-    results << line << '\n' << std::flush;
-    if (!results) {
+/// The records of an earlier run of the same search (--resume), read back and checked, and their lines.
+struct resumed_records {
+  std::vector<search::design_result> results;
+  std::vector<std::string> lines;
+};
+
+/// Prepares the output folder on rank 0: with --resume, reads back the records of the same search (its
+/// spec.json equal to this run's) and rewrites results.jsonl without a line torn by a kill; without, starts
+/// spec.json and an empty results.jsonl.
+resumed_records open_search_folder(const search_options& o, const search::spec& s, const search::options& opt,
+                                   const nlohmann::ordered_json& spec_json) {
+  const std::filesystem::path dir = o.out;
+  const auto results_file = dir / "results.jsonl";
+  const auto spec_file = dir / "spec.json";
+  resumed_records out;
+  auto& resumed = out.results;
+  auto& resumed_lines = out.lines;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
+  if (o.resume) {
+    // Resume only the same search: its spec.json, read whole and equal to this run's.
+    nlohmann::json before;
+    try {
+      before = io::read_json_file(spec_file, io::file_rules::search_run);
+    } catch (const input_error& e) {
+      throw input_error("--resume: '" + dir.string() + "' holds no readable spec.json (" + e.what() +
+                        "), so phaze cannot tell which search its results belong to; run without --resume "
+                        "to start afresh (it overwrites the folder), or give the --out of the search to "
+                        "continue");
+    }
+    if (before != nlohmann::json(spec_json)) {
+      throw input_error("--resume: '" + dir.string() +
+                        "' holds results of a different search (spec.json differs); give another --out or "
+                        "drop --resume");
+    }
+    std::error_code lookup;  // an unreadable path is a missing file here; read_results_file names errors
+    if (std::filesystem::exists(results_file, lookup))
+      resumed = io::read_results_file(results_file, s, opt, resumed_lines);
+    // Rewrite the file with the lines read, dropping a line torn by the kill.
+    std::string kept;
+    for (const auto& line : resumed_lines) kept += line + '\n';
+    write_atomically(results_file, kept);
+  } else {
+    write_atomically(spec_file, io::dump_json(spec_json) + '\n');
+    std::ofstream(results_file, std::ios::trunc);
+  }
+  return out;
+}
+
+/// results.jsonl as the search writes it on rank 0: a line per finished design, flushed at once. A line that
+/// cannot be written stops the search: the records before it are on disk, and a resume continues from them.
+class results_writer {
+ public:
+  results_writer(std::filesystem::path file, bool root, std::size_t resumed)
+      : file_(std::move(file)), root_(root) {
+    if (!root_) return;
+    out_.open(file_, std::ios::app);
+    interruption::arm(file_, resumed);
+  }
+  /// A design's record as one line of results.jsonl.
+  static std::string line_of(const search::design_result& r) {
+    return io::dump_json(io::with_schema(io::schemas::search_result, io::result_json(r)), -1);
+  }
+  void write_line(const std::string& line) {
+    if (!root_) return;
+    const std::lock_guard lock(writing_);
+    out_ << line << '\n' << std::flush;
+    if (!out_) {
       throw input_error(
           fmt::format("cannot write '{}' (disk full or not writable?); the {} designs finished "
                       "before are kept in it: free space and run the same command with --resume",
-                      results_file.string(), interruption::finished.load()));
+                      file_.string(), interruption::finished.load()));
     }
     ++interruption::finished;
-  };
-  auto line_of = [](const search::design_result& r) {
-    return io::dump_json(io::with_schema(io::schemas::search_result, io::result_json(r)), -1);
-  };
-  auto write = [&](const search::design_result& r) { write_line(line_of(r)); };
-  const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
+  }
+  /// Flushes the file; an error when it could not be written.
+  void finish() {
+    out_.flush();
+    if (!out_) throw input_error("cannot write '" + file_.string() + "' (disk full or not writable?)");
+  }
 
+ private:
+  std::filesystem::path file_;
+  bool root_ = false;
+  std::mutex writing_;
+  std::ofstream out_;
+};
+
+/// The hooks of a search: each round on this rank's share, on the thread pool, then (under MPI) every
+/// rank's results; records written as designs finish; progress on a terminal.
+search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writer& writer, bool show) {
   search::hooks h;
-  h.finished = write;
-  // The map of a round: this rank's share on the thread pool, then (under MPI) every rank's results. With
-  // `record`, rank 0 also writes the other ranks' results to results.jsonl (its own are written as they
-  // finish, by `finished`).
-  auto make_map = [&](bool record) {
-    return [&, record](std::size_t n, const std::function<search::design_result(std::size_t)>& f) {
+  h.finished = [&writer](const search::design_result& r) { writer.write_line(results_writer::line_of(r)); };
+  // The map of a round. With `record`, rank 0 also writes the other ranks' results to results.jsonl (its own
+  // are written as they finish, by `finished`).
+  auto make_map = [&mpi, &s, &writer](bool record) {
+    return [&mpi, &s, &writer, record](std::size_t n,
+                                       const std::function<search::design_result(std::size_t)>& f) {
       std::vector<search::design_result> out(n);
       std::vector<std::size_t> mine;
       for (std::size_t i = static_cast<std::size_t>(mpi.rank()); i < n;
@@ -453,7 +501,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
                                 [&](std::size_t t) { out[mine[t]] = f(mine[t]); });
       if (!mpi.active()) return out;
       std::vector<std::string> lines;
-      for (const std::size_t i : mine) lines.push_back(line_of(out[i]));
+      for (const std::size_t i : mine) lines.push_back(results_writer::line_of(out[i]));
       const auto all = mpi.all_gather(lines);
       // Positions of rank q's results: q, q + size, ... in order; `all` lists rank 0's, then rank 1's, ...
       std::size_t k = 0;
@@ -463,7 +511,7 @@ int search_with(const search_options& o, mpi_session& mpi) {
           if (q == mpi.rank()) continue;
           // The estimate is recomputed only for the designs the summary reports (search::run).
           out[i] = io::result_from_json(nlohmann::json::parse(all[k]), s);
-          if (record) write_line(all[k]);
+          if (record) writer.write_line(all[k]);
         }
       }
       return out;
@@ -471,26 +519,15 @@ int search_with(const search_options& o, mpi_session& mpi) {
   };
   h.map = make_map(true);
   h.exchange = make_map(false);
-  h.report = [&](const search::progress& p) {
+  h.report = [show](const search::progress& p) {
     if (show) print_progress(p);
   };
+  return h;
+}
 
-  search::summary sum = search::run(s, opt, h, resumed);
-  sum.threads = threads;
-  sum.processes = mpi.size();
-  if (!root) return 0;
-
-  results.flush();
-  if (!results)
-    throw input_error("cannot write '" + results_file.string() + "' (disk full or not writable?)");
-  write_atomically(dir / "best.json", io::dump_json(io::best_json(s, sum)) + '\n');
-  write_atomically(dir / "best-device.json", io::dump_json(io::best_device_json(s, sum)) + '\n');
-  io::write_search_report(dir, sum);
-
-  if (parse_format(o.format) == output_format::json) {
-    print_json(io::schemas::search_best, io::best_json(s, sum));
-    return 0;
-  }
+/// The search's text report: the top designs and the baselines against the TPUv4-like reference, where the
+/// layer times come from, and how to run the best plan again.
+void print_search_text(const search::spec& s, const search::summary& sum, const std::filesystem::path& dir) {
   io::text_table t{{"#", "design", "area mm2", "plan", "samples/s", "MFU", "vs tpuv4-like"},
                    {io::align::right, io::align::left, io::align::right, io::align::left, io::align::right,
                     io::align::right, io::align::right}};
@@ -533,6 +570,43 @@ int search_with(const search_options& o, mpi_session& mpi) {
       "\nreports in {}/ (best.json, best-device.json, results.jsonl, pareto.csv, report.md, report.html, "
       "pareto.svg, timeline.svg)\n",
       dir.string()));
+}
+
+int search_with(const search_options& o, mpi_session& mpi) {
+  const bool root = mpi.rank() == 0;
+  search::spec s = make_spec(o);
+  const std::filesystem::path dir = o.out;
+  const search::options opt = engine_options_of(o);
+  resumed_records resumed;
+  if (root) resumed = open_search_folder(o, s, opt, spec_record(o, s));
+  if (mpi.active()) {
+    // Every rank resumes from the same records.
+    const auto all = mpi.all_gather(root ? resumed.lines : std::vector<std::string>{});
+    if (!root) {
+      for (const auto& line : all)
+        resumed.results.push_back(io::result_from_json(nlohmann::json::parse(line), s));
+    }
+  }
+
+  std::optional<oneapi::tbb::global_control> limit;
+  if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
+  const int threads = o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency();
+  results_writer writer(dir / "results.jsonl", root, resumed.lines.size());
+  const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
+  search::summary sum = search::run(s, opt, search_hooks(mpi, s, writer, show), resumed.results);
+  sum.threads = threads;
+  sum.processes = mpi.size();
+  if (!root) return 0;
+
+  writer.finish();
+  write_atomically(dir / "best.json", io::dump_json(io::best_json(s, sum)) + '\n');
+  write_atomically(dir / "best-device.json", io::dump_json(io::best_device_json(s, sum)) + '\n');
+  io::write_search_report(dir, sum);
+  if (parse_format(o.format) == output_format::json) {
+    print_json(io::schemas::search_best, io::best_json(s, sum));
+    return 0;
+  }
+  print_search_text(s, sum, dir);
   return 0;
 }
 }  // namespace
