@@ -56,8 +56,7 @@ int main() {
   const auto llama = phaze::model::with_sequence(phaze::zoo::get("llama2-7b"), 4096);
   const auto cluster = phaze::cluster::preset_cluster("a100-80gb", 32);
   const phaze::sched::schedule_cache cache;
-  phaze::place::plan_choices choices;
-  choices.placement = phaze::place::stage_placement::uneven;
+  phaze::place::plan_choices choices;  // uneven stages by the placer, as `phaze plan` (the default)
   const auto chain_plans = phaze::place::search_plans(llama, cluster, base, choices, cache);
   choices.placer = user::greedy_placer{};
   const auto greedy_plans = phaze::place::search_plans(llama, cluster, base, choices, cache);

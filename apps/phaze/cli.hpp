@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -17,6 +19,8 @@
 #include <system_error>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -24,6 +28,7 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/core/limits.hpp"
+#include "phaze/core/progress.hpp"
 #include "phaze/cost/attention.hpp"
 #include "phaze/io/calibration_json.hpp"
 #include "phaze/io/schema.hpp"
@@ -370,6 +375,62 @@ inline void add_step_options(CLI::App& app, step_options& o) {
   add_kernel_options(app, o);
   add_layout_options(app, o);
   add_model_step_options(app, o);
+}
+
+/// Progress lines on stderr for a command's long work (work_progress reports): on a terminal one line
+/// rewritten in place, once the command has run two seconds (quick runs print nothing); with `--progress`
+/// (`forced`) from the start, and when stderr is not a terminal one line per second, for logs.
+class progress_line {
+ public:
+  explicit progress_line(bool forced)
+      : forced_(forced), terminal_(isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()) {}
+  progress_line(const progress_line&) = delete;
+  progress_line& operator=(const progress_line&) = delete;
+  ~progress_line() { finish(); }
+
+  /// A hook that prints through this line (it must outlive the work).
+  [[nodiscard]] progress_hook hook() {
+    return [this](const work_progress& p) { show(p); };
+  }
+  void show(const work_progress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const double running = std::chrono::duration<double>(now - start_).count();
+    if (!forced_ && (!terminal_ || running < 2.0)) return;
+    const double since = std::chrono::duration<double>(now - last_).count();
+    if (printed_ && since < (terminal_ ? 0.2 : 1.0)) return;
+    last_ = now;
+    const double left = p.seconds_left();
+    const std::string text =
+        fmt::format("phaze: {} {}/{} ({:.0f}%), {:.1f} s{}", p.what, p.done, p.total,
+                    p.total > 0 ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 0.0,
+                    p.seconds, left >= 0.0 ? fmt::format(", about {:.0f} s left", left) : std::string{});
+    if (terminal_) {
+      fmt::print(stderr, "\r{}\033[K", text);
+    } else {
+      fmt::print(stderr, "{}\n", text);
+    }
+    std::fflush(stderr);
+    printed_ = true;
+  }
+  /// Ends the line on a terminal (the report that follows starts on its own line).
+  void finish() {
+    if (printed_ && terminal_) fmt::print(stderr, "\n");
+    printed_ = false;
+  }
+
+ private:
+  bool forced_ = false;
+  bool terminal_ = false;
+  bool printed_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+/// `--progress`: progress lines even for short runs and when stderr is not a terminal (progress_line).
+inline void add_progress_option(CLI::App& app, bool& progress) {
+  app.add_flag("--progress", progress,
+               "print progress lines on stderr from the start, also when stderr is not a terminal (on a "
+               "terminal they appear once a run has taken two seconds)");
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.

@@ -57,7 +57,8 @@ struct plan_options {
   bool placer_given = false;  // --placer was on the command line
   std::string solver = "ilp";
   std::string format = "table";
-  std::string report;  // --report DIR: the best plan's report (empty: none)
+  std::string report;     // --report DIR: the best plan's report (empty: none)
+  bool progress = false;  // --progress: progress lines even for short runs and when stderr is not a terminal
   step_options step;
 };
 
@@ -303,7 +304,10 @@ plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedu
   // ILP schedules (place::search_plans refines every plan whose lower bound could reach them).
   if (o.solver == "ilp") s.fixed.refine = scheduler_for("ilp");
   s.fixed.refine_top = static_cast<std::size_t>(std::max(o.top, 1));
+  progress_line line(o.progress);
+  s.fixed.progress = line.hook();
   auto found = place::search_plans(m, c, base, s.fixed, cache);
+  s.fixed.progress = nullptr;
   if (found.feasible.empty()) {
     throw infeasible_error(
         fmt::format("no plan fits: of {} plans evaluated, the leanest needs {} per device but {}; "
@@ -319,8 +323,10 @@ plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedu
   const std::size_t shown = std::min<std::size_t>(static_cast<std::size_t>(o.top), found.feasible.size());
   // Which devices run the best plan: its rank order, timed on the layer schedules it was chosen on.
   const sched::schedule_cache rank_cache = schedule_cache_for(o.solver);
-  const place::plan_order order = place::order_ranks(
-      m, c, best, rank_cache, place::parse_rank_method(o.ranks), {o.rank_seed, o.rank_iterations});
+  const place::plan_order order =
+      place::order_ranks(m, c, best, rank_cache, place::parse_rank_method(o.ranks),
+                         {o.rank_seed, o.rank_iterations, false, line.hook()});
+  line.finish();
   const cluster::cluster ordered = order.order.empty() ? c : c.with_order(order.order);
   train::step_estimate best_estimate = order.order.empty() ? best.estimate : order.estimate;
   return plans_found{std::move(found), uneven, placement, shown,
@@ -367,7 +373,7 @@ int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found&
     const bool reuse = is_best && (own.empty() || place::detail::ranks::node_blocks(ordered, ranks));
     if (!reuse) {
       own = place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
-                               {o.rank_seed, o.rank_iterations, true}, false)
+                               {o.rank_seed, o.rank_iterations, true, {}}, false)
                 .order;
     }
     const cluster::cluster on = own.empty() ? c : c.with_order(own);
@@ -687,6 +693,7 @@ command add_plan_command(CLI::App& root) {
       ->check(
           whole_number_up_to(100'000'000, "10^8 steps, over an hour of annealing; docs/limits.md", "STEPS"))
       ->default_str("20000");
+  add_progress_option(*parser, o->progress);
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {
             settle_placer(*o, *parser);

@@ -69,6 +69,7 @@ struct search_options {
   bool no_baselines = false;
   std::size_t top = 10;
   bool quiet = false;
+  bool progress = false;  // --progress: progress lines also when stderr is not a terminal
   std::string solver = "ilp";
   std::string placer = "chain";
   std::string format = "table";
@@ -303,8 +304,13 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   apply_step_options(o.step, base, offered);
   m = apply_model_options(o.step, std::move(m), base);
   const place::plan_choices choices = cluster_search_choices(o, given("--solver"));
-  const search::cluster_search_result found =
-      search::cluster_search(space.value, m, base).choices(choices).exhaustive(o.exhaustive).run();
+  progress_line line(o.progress);
+  const search::cluster_search_result found = search::cluster_search(space.value, m, base)
+                                                  .choices(choices)
+                                                  .exhaustive(o.exhaustive)
+                                                  .progress(line.hook())
+                                                  .run();
+  line.finish();
   const search::cluster_space& s = space.value;
   const std::string limits =
       fmt::format("the budget of {:.0f} USD{}", s.budget_usd,
@@ -337,7 +343,7 @@ int search_with(const search_options& o, mpi_session& mpi);
 /// One progress line on stderr, rewritten in place (docs/search-report.md). The ETA is the designs still to
 /// evaluate at most (progress::open: those the pruning test does not rule out yet) at the mean time of the
 /// designs this run evaluated so far; pruned designs take no time and do not count.
-void print_progress(const search::progress& p) {
+void print_progress(const search::progress& p, bool terminal) {
   if (p.refining && p.total == 0) return;  // nothing to refine
   const double rate = p.seconds > 0 ? static_cast<double>(p.placed) / p.seconds : 0.0;
   const std::string eta =
@@ -347,7 +353,11 @@ void print_progress(const search::progress& p) {
           ? fmt::format("[refining: {}/{} placed again] {:.1f} designs/s, ETA {}", p.done, p.total, rate, eta)
           : fmt::format("[{}/{} designs] {} evaluated, at most {} to go, {:.1f} designs/s, ETA {}", p.done,
                         p.total, p.placed, p.open, rate, eta);
-  std::fprintf(stderr, "\r%s\x1b[K", line.c_str());  // on a terminal only: erase what a longer line left
+  if (!terminal) {
+    std::fprintf(stderr, "%s\n", line.c_str());  // --progress into a log: one line per report
+    return;
+  }
+  std::fprintf(stderr, "\r%s\x1b[K", line.c_str());  // on a terminal: erase what a longer line left
   if (p.open == 0 && (p.refining || p.done == p.total)) std::fprintf(stderr, "\n");
 }
 
@@ -484,7 +494,8 @@ class results_writer {
 
 /// The hooks of a search: each round on this rank's share, on the thread pool, then (under MPI) every
 /// rank's results; records written as designs finish; progress on a terminal.
-search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writer& writer, bool show) {
+search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writer& writer, bool show,
+                           bool terminal) {
   search::hooks h;
   h.finished = [&writer](const search::design_result& r) { writer.write_line(results_writer::line_of(r)); };
   // The map of a round. With `record`, rank 0 also writes the other ranks' results to results.jsonl (its own
@@ -519,8 +530,8 @@ search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writ
   };
   h.map = make_map(true);
   h.exchange = make_map(false);
-  h.report = [show](const search::progress& p) {
-    if (show) print_progress(p);
+  h.report = [show, terminal](const search::progress& p) {
+    if (show) print_progress(p, terminal);
   };
   return h;
 }
@@ -592,8 +603,9 @@ int search_with(const search_options& o, mpi_session& mpi) {
   if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
   const int threads = o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency();
   results_writer writer(dir / "results.jsonl", root, resumed.lines.size());
-  const bool show = !o.quiet && root && isatty(STDERR_FILENO) != 0;
-  search::summary sum = search::run(s, opt, search_hooks(mpi, s, writer, show), resumed.results);
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  const bool show = root && !o.quiet && (terminal || o.progress);
+  search::summary sum = search::run(s, opt, search_hooks(mpi, s, writer, show, terminal), resumed.results);
   sum.threads = threads;
   sum.processes = mpi.size();
   if (!root) return 0;
@@ -645,6 +657,7 @@ command add_search_command(CLI::App& root) {
   parser->add_flag("--no-baselines", o->no_baselines, "skip the baselines");
   parser->add_option("--top", o->top, "designs listed (default 10)")->check(positive_integer);
   parser->add_flag("--quiet", o->quiet, "no progress on stderr");
+  add_progress_option(*parser, o->progress);
   add_solver_option(*parser, o->solver, "ilp");
   parser
       ->add_option("--placer", o->placer,

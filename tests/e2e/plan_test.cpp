@@ -52,6 +52,16 @@ TEST_CASE("phaze plan finds the best plan and ranks the others, estimate agrees"
         Approx(j.at("time_per_batch_s").get<double>()).epsilon(1e-9));
 }
 
+TEST_CASE("phaze plan --progress: progress lines on stderr, the report unchanged", "[e2e][plan]") {
+  const std::string args = "plan gpt2 --device a100-80gb --devices 8 --global-batch 64";
+  const auto quiet = run_phaze(args);
+  const auto shown = run_phaze(args + " --progress");
+  REQUIRE(shown.status == 0);
+  CHECK(shown.out == quiet.out);
+  CHECK(contains(shown.err, "phaze: plans "));
+  CHECK_FALSE(contains(quiet.err, "phaze: plans "));  // stderr is not a terminal: only with --progress
+}
+
 TEST_CASE("phaze plan --cp: the context-parallel size chosen among those listed, estimate agrees",
           "[e2e][plan]") {
   const std::string model =

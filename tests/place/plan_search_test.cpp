@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "../support/clusters.hpp"
 
 using namespace phaze;
@@ -55,6 +57,35 @@ TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[pl
   // Ranked best first.
   for (std::size_t i = 1; i < found.feasible.size(); ++i)
     CHECK(found.feasible[i - 1].estimate.time_per_batch <= found.feasible[i].estimate.time_per_batch);
+}
+
+TEST_CASE("The plan search reports its progress: every plan once, in order, then the refinement",
+          "[place][plan_search]") {
+  const auto m = zoo::get("gpt2-xl");
+  const auto d = *hw::find_preset("a100-80gb");
+  sched::schedule_cache cache;
+  place::plan_choices choices;
+  choices.refine = sched::any_scheduler{sched::list_scheduler{}};
+  choices.refine_top = 3;
+  std::vector<work_progress> seen;
+  choices.progress = [&](const work_progress& p) { seen.push_back(p); };
+  const auto found = place::search_plans(m, phaze::test::cluster_of(d, 16), batch(64), choices, cache);
+  REQUIRE_FALSE(seen.empty());
+  std::size_t plans = 0;
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    INFO(i << ": " << seen[i].what << " " << seen[i].done << "/" << seen[i].total);
+    CHECK(seen[i].done < seen[i].total);
+    if (seen[i].what == "plans") {
+      CHECK(seen[i].done == plans);  // one report before each plan, counting from 0
+      ++plans;
+    } else {
+      CHECK(seen[i].what == "refining plans");
+      CHECK(plans == seen.front().total);  // the refinement follows every plan
+    }
+    if (i > 0) CHECK(seen[i].seconds >= seen[i - 1].seconds);
+  }
+  CHECK(plans == seen.front().total);
+  CHECK(plans >= found.evaluated);  // items without a (pp, dp) are reported but not plans
 }
 
 TEST_CASE("Fixed choices are honoured, an impossible cluster reports the leanest need",

@@ -14,6 +14,7 @@
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/progress.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/plan_search.hpp"
 #include "phaze/place/rank_assignment.hpp"
@@ -42,6 +43,7 @@ struct rank_search_settings {
   /// Only orders a node-by-node launcher (torchrun) can start: every node's ranks consecutive
   /// (anneal_ranks::node_blocks; an exact order that is not is searched again by such annealing).
   bool node_blocks = false;
+  progress_hook progress;  ///< the annealing's steps ("rank orders"); empty: none
 };
 
 /// A plan's rank order and what it gains.
@@ -100,6 +102,7 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
         .seed(settings.seed)
         .iterations(settings.iterations)
         .node_blocks(settings.node_blocks)
+        .progress(settings.progress)
         .run();
   };
   if (method == rank_method::exact) {

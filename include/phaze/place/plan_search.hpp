@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/progress.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/model_placement.hpp"
 #include "phaze/sched/scheduler.hpp"
@@ -28,9 +30,9 @@ enum class stage_placement { uniform, uneven };
 
 /// What the search may vary: an empty optional or list means "search it"; a list gives the values tried.
 struct plan_choices {
-  stage_placement placement = stage_placement::uniform;
-  model_placer placer = chain_placer{};  ///< places uneven stages
-  std::vector<int> tensor_parallel;      ///< empty: every admissible width
+  stage_placement placement = stage_placement::uneven;  ///< as `phaze plan`: the placer splits stages
+  model_placer placer = chain_placer{};                 ///< places uneven stages
+  std::vector<int> tensor_parallel;                     ///< empty: every admissible width
   /// Expert-parallel sizes tried (mixture-of-experts models; each must divide dp): empty means 1. Only the
   /// uniform placement carries them (the placers' tables hold one parameter count per layer, not the
   /// experts' share that expert parallelism shards over fewer ranks).
@@ -53,6 +55,8 @@ struct plan_choices {
   /// reach them is refined. Plans further down keep their first times.
   std::optional<sched::any_scheduler> refine;
   std::size_t refine_top = 1;
+  /// Called after every plan evaluated ("plans") and every plan refined ("refining plans"); empty: none.
+  progress_hook progress;
 
   /// The microbatch sizes tried: those listed, or the powers of two up to max_microbatch.
   [[nodiscard]] std::vector<std::int64_t> microbatch_sizes() const {
@@ -273,10 +277,17 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
                                        const train::training_knobs& base, const plan_choices& fixed,
                                        const sched::schedule_cache& cache) {
   const auto items = detail::plan_items(m, c, base, fixed);
+  const auto started = std::chrono::steady_clock::now();
+  const auto report = [&](std::string_view what, std::size_t done, std::size_t total) {
+    if (fixed.progress)
+      fixed.progress({what, done, total,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
+  };
   plan_search_result result;
   std::vector<std::size_t> feasible_items;  // item of each feasible plan
   bool any_admissible = false;
   for (std::size_t i = 0; i < items.size(); ++i) {
+    report("plans", i, items.size());
     auto outcome = detail::evaluate_item(m, c, items[i], fixed, cache);
     if (!outcome.plan) continue;
     any_admissible = true;
@@ -298,6 +309,7 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
     const sched::schedule_cache bounds{sched::bound_scheduler{}};
     const sched::schedule_cache refined{*fixed.refine};
     for (std::size_t k = 0; k < feasible_items.size(); ++k) {
+      report("refining plans", k, feasible_items.size());
       const auto bound = detail::evaluate_item(m, c, items[feasible_items[k]], fixed, bounds);
       if (!bound.plan || bound.plan->estimate.time_per_batch.value() > threshold * (1 + 1e-12)) continue;
       auto better = detail::evaluate_item(m, c, items[feasible_items[k]], fixed, refined);

@@ -27,6 +27,7 @@
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/progress.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/train/knobs.hpp"
@@ -390,6 +391,11 @@ class anneal_ranks {
     node_blocks_ = on;
     return *this;
   }
+  /// Reports the steps done ("rank orders", of the iterations) every 256 steps; default none.
+  anneal_ranks& progress(progress_hook hook) {
+    progress_ = std::move(hook);
+    return *this;
+  }
 
   /// The best order seen (exact is not set). Throws input_error for a shape that does not fit or bad
   /// settings.
@@ -410,6 +416,7 @@ class anneal_ranks {
     best.cost = detail::ranks::sane(cost_(c.with_order(identity)));
     best.evaluated = 1;
     const double identity_cost = best.cost;
+    std::int64_t done = 0;  // steps over every chain, for the progress reports
     // The greedy start only where it keeps the search's orders (node_blocks).
     const bool greedy_allowed = !node_blocks_ || detail::ranks::node_blocks(c.with_order(greedy), used);
     for (int k = 0; k < chains_; ++k) {
@@ -429,7 +436,7 @@ class anneal_ranks {
         current = identity_cost;
       }
       const std::int64_t steps = iterations_ / chains_ + (k < iterations_ % chains_ ? 1 : 0);
-      if (!anneal(work, current, used, steps, rng, started, best)) {
+      if (!anneal(work, current, used, steps, rng, started, best, done)) {
         best.stopped_by_time_limit = true;
         break;
       }
@@ -448,6 +455,7 @@ class anneal_ranks {
   double cooling_ = 0.95;
   int chains_ = 4;
   bool node_blocks_ = false;
+  progress_hook progress_;
 
   static constexpr std::int64_t levels = 100;  ///< temperatures per chain
 
@@ -550,14 +558,19 @@ class anneal_ranks {
   /// One chain of `steps` moves from `work` at cost `current`; updates `best`. False when the time limit
   /// stopped it.
   bool anneal(cluster::cluster& work, double current, int used, std::int64_t steps, std::mt19937_64& rng,
-              std::chrono::steady_clock::time_point started, rank_assignment& best) const {
+              std::chrono::steady_clock::time_point started, rank_assignment& best,
+              std::int64_t& done) const {
     const int devices = work.devices();
     if (devices < 2 || steps == 0) return true;
     const double scale = current > 0.0 && current < std::numeric_limits<double>::infinity() ? current : 1.0;
     const std::int64_t per_level = std::max<std::int64_t>(1, steps / levels);
     double temperature = initial_temperature_ * scale;
     std::vector<std::pair<int, int>> swaps;
-    for (std::int64_t i = 0; i < steps; ++i) {
+    for (std::int64_t i = 0; i < steps; ++i, ++done) {
+      if (progress_ && done % 256 == 0) {
+        progress_({"rank orders", static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(iterations_),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
+      }
       if (i % 64 == 63 &&
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > time_limit_s_)
         return false;

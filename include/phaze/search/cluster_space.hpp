@@ -29,6 +29,7 @@
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/progress.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/device.hpp"
 #include "phaze/model/layer.hpp"
@@ -476,6 +477,11 @@ class cluster_search {
     scheduler_ = std::move(s);
     return *this;
   }
+  /// Reports the compositions visited ("compositions") as the search goes; default none.
+  cluster_search& progress(progress_hook hook) {
+    progress_ = std::move(hook);
+    return *this;
+  }
 
   /// Runs the search; throws input_error for a broken space.
   [[nodiscard]] cluster_search_result run() const {
@@ -493,6 +499,9 @@ class cluster_search {
     double fastest = 0.0;  // the best throughput planned so far, at no larger cost (cost order)
     std::vector<std::pair<watts, double>> planned;  // power and throughput of every feasible point so far
     for (std::size_t i = 0; i < mixes.size(); ++i) {
+      if (progress_)
+        progress_({"compositions", i, mixes.size(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
       cluster_point p;
       p.index = i;
       p.mix = mixes[i];
@@ -592,6 +601,7 @@ class cluster_search {
   bool exhaustive_ = false;
   group_orders orders_ = group_orders::every;
   sched::any_scheduler scheduler_ = sched::list_scheduler{};
+  progress_hook progress_;
 };
 
 }  // namespace phaze::search
