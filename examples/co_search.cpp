@@ -29,7 +29,8 @@ int main() {
   s.knobs.microbatches = {1, 2, 4};
   const phaze::search::summary result = phaze::search::run(s, {});
   const auto& best = result.best;
-  const auto reference = phaze::search::evaluate_design(s, phaze::hw::tpuv4_like, 0);
+  // search::run's first baseline: PHAZE's TPUv4-like reference with its best plan under the same knobs.
+  const auto& reference = result.baselines.front().result;
   const auto& d = best.device.systolic;
   std::printf("%s on %d accelerators: %llu designs, %llu evaluated, %llu pruned by the sound bound\n",
               model.config.name.str().c_str(), s.devices, static_cast<unsigned long long>(result.designs),

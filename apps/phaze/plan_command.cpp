@@ -378,14 +378,16 @@ int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found&
     }
     const cluster::cluster on = own.empty() ? c : c.with_order(own);
     // The emitted plan timed as it launches (its split, its rank order), beside the fastest plan found.
-    const train::step_estimate timed = train::estimate_step(m, on, r.parallel, r.knobs, rank_cache, r.split);
+    // On the rank order's layer schedules (the ILP under --solver ilp), tracked for this plan's own gap.
+    const sched::schedule_cache timing = rank_cache.tracked();
+    const train::step_estimate timed = train::estimate_step(m, on, r.parallel, r.knobs, timing, r.split);
     const std::string arguments = io::megatron_arguments(m, r);
     const std::string launch = io::torchrun_launch(on, ranks);
     const double fastest = best_estimate.time_per_batch.value();
     if (parse_format(o.format) == output_format::json) {
       auto j = io::estimate_json(m, on, r.parallel, r.knobs, timed);
-      j["scheduler"] = r.scheduler;
-      j["schedule_gap"] = r.schedule_gap;
+      j["scheduler"] = std::string{timing.scheduler()};
+      j["schedule_gap"] = timing.worst_gap();
       j["best_time_per_batch_s"] = fastest;
       j["arguments"] = arguments;
       auto lines = nlohmann::ordered_json::array();
@@ -400,8 +402,9 @@ int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found&
         emitted <= fastest * (1.0 + 1e-9)
             ? fmt::format("# phaze: {:.4g} s per batch, the fastest plan found\n", emitted)
             : fmt::format(
-                  "# phaze: {:.4g} s per batch; the fastest plan found takes {:.4g} s ({:+.1f}%) but "
-                  "Megatron-LM cannot run it as phaze would (drop --emit megatron to see it)\n",
+                  "# phaze: {:.4g} s per batch; the fastest plan found takes {:.4g} s ({:+.1f}%), in a split "
+                  "or "
+                  "rank order Megatron-LM cannot give it (drop --emit megatron to see it)\n",
                   emitted, fastest, 100.0 * (emitted / fastest - 1.0));
     print_text(arguments + note + launch);
   };
@@ -409,7 +412,7 @@ int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found&
   // (first and last stages free, the others alike), and of Megatron-LM's even splits (the uniform search),
   // so the launch line is never slower than the even split.
   auto runnable = io::fastest_megatron_plan(m, c, found.feasible, cache);
-  if (fixed.placement != place::stage_placement::uniform) {
+  if (uneven) {  // else the search was Megatron-LM's even split already (uniform or interleaved)
     fixed.placement = place::stage_placement::uniform;
     std::optional<place::ranked_plan> even_runnable;
     try {

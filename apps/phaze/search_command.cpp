@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -308,7 +309,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   const search::cluster_search_result found = search::cluster_search(space.value, m, base)
                                                   .choices(choices)
                                                   .exhaustive(o.exhaustive)
-                                                  .progress(line.hook())
+                                                  .progress(o.quiet ? progress_hook{} : line.hook())
                                                   .run();
   line.finish();
   const search::cluster_space& s = space.value;
@@ -530,8 +531,15 @@ search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writ
   };
   h.map = make_map(true);
   h.exchange = make_map(false);
-  h.report = [show, terminal](const search::progress& p) {
-    if (show) print_progress(p, terminal);
+  // Into a log (--progress without a terminal): a line a second, and each pass's last.
+  h.report = [show, terminal,
+              last = std::chrono::steady_clock::time_point{}](const search::progress& p) mutable {
+    if (!show) return;
+    const auto now = std::chrono::steady_clock::now();
+    const bool ends = p.open == 0 && (p.refining || p.done == p.total);
+    if (!terminal && !ends && now - last < std::chrono::seconds{1}) return;
+    last = now;
+    print_progress(p, terminal);
   };
   return h;
 }

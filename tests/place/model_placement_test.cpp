@@ -211,6 +211,7 @@ TEST_CASE("Uneven placement is never slower than the best uniform plan and its t
   train::training_knobs base;
   base.global_batch = 64;
   place::plan_choices choices;
+  choices.placement = place::stage_placement::uniform;
   choices.max_microbatch = 2;
   const auto uniform = place::search_plans(m, phaze::test::cluster_of(d, 64), base, choices, cache);
   choices.placement = place::stage_placement::uneven;
@@ -309,6 +310,7 @@ TEST_CASE("Uneven placement with context parallelism: never slower than uniform,
   base.fused_attention = true;
   base.distributed_optimizer = true;
   place::plan_choices choices;
+  choices.placement = place::stage_placement::uniform;
   choices.context_parallel = {1, 2, 4};
   choices.microbatches = {1};
   choices.recompute = {model::recompute::none, model::recompute::full};

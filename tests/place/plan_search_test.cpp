@@ -23,11 +23,20 @@ train::training_knobs batch(std::int64_t global_batch) {
 }
 }  // namespace
 
+namespace {
+/// Megatron-LM's even split: the plan search these tests check (the placers' uneven splits have their own).
+place::plan_choices even_split() {
+  place::plan_choices choices;
+  choices.placement = place::stage_placement::uniform;
+  return choices;
+}
+}  // namespace
+
 TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[place][plan_search]") {
   const auto m = zoo::get("llama2-7b");
   const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
-  const auto found = place::search_plans(m, phaze::test::cluster_of(d, 16), batch(32), {}, cache);
+  const auto found = place::search_plans(m, phaze::test::cluster_of(d, 16), batch(32), even_split(), cache);
   REQUIRE_FALSE(found.feasible.empty());
   const double best = found.feasible.front().estimate.time_per_batch.value();
   int checked = 0;
@@ -93,7 +102,7 @@ TEST_CASE("Fixed choices are honoured, an impossible cluster reports the leanest
   const auto m = zoo::get("gpt3-175b");
   const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
-  place::plan_choices fixed;
+  place::plan_choices fixed = even_split();
   fixed.tensor_parallel = {8};
   fixed.recompute = {model::recompute::full};
   const auto found = place::search_plans(m, phaze::test::cluster_of(d, 64), batch(64), fixed, cache);
@@ -104,7 +113,7 @@ TEST_CASE("Fixed choices are honoured, an impossible cluster reports the leanest
   }
   // Eight V100s cannot hold GPT-3's weights: nothing fits, and the leanest plan needs more than 16 GB.
   const auto v100 = *hw::find_preset("v100-16gb");
-  const auto none = place::search_plans(m, phaze::test::cluster_of(v100, 8), batch(8), {}, cache);
+  const auto none = place::search_plans(m, phaze::test::cluster_of(v100, 8), batch(8), even_split(), cache);
   CHECK(none.feasible.empty());
   CHECK(none.evaluated > 0);
   CHECK(none.smallest_infeasible_need > v100.hbm);
@@ -164,7 +173,7 @@ TEST_CASE("Context parallelism in the search: the best over the sizes tried, che
   base.precision = hw::precision::fp8;
   base.fused_attention = true;
   base.distributed_optimizer = true;
-  place::plan_choices fixed;
+  place::plan_choices fixed = even_split();
   fixed.context_parallel = {1, 2, 4};
   fixed.microbatches = {1};
   fixed.recompute = {model::recompute::none, model::recompute::full};

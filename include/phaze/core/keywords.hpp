@@ -54,12 +54,18 @@ struct element_of<listed_values<U, N>> {
 
 /// Stops compilation with one sentence when an option of kind `T` is given a value of kind `U` it does not
 /// take: a plain number where a quantity with its unit belongs (the common mistake: `hbm = 32` for
-/// `hbm = 32_GiB`, `area_budget = 600` for `600_mm2`), or any other kind. Returns a stand-in of kind `T`
-/// (one unit) only so that no second diagnostic follows the sentence.
+/// `hbm = 32_GiB`, `area_budget = 600` for `600_mm2`), a set (`one_of`, `pow2`) for an option that takes one
+/// value, or any other kind. Returns a stand-in of kind `T` (one unit), so that compilation goes on to the
+/// call's own checks, which may then add a diagnostic of their own about that stand-in.
 template <class T, class U>
 constexpr T refuse_value_kind() {
   using given = typename element_of<U>::type;
-  if constexpr (is_quantity<T> && std::is_arithmetic_v<given>) {
+  constexpr bool a_set = !std::is_same_v<given, U>;  // one_of(...) or pow2(...)
+  if constexpr (a_set && std::is_convertible_v<given, T>) {
+    static_assert(always_false<U>,
+                  "phaze::dsl: this option takes one value, not a set (one_of(...) or pow2(...)): give a "
+                  "single value; a search varies only the options of an accelerator space or a training run");
+  } else if constexpr (is_quantity<T> && std::is_arithmetic_v<given>) {
     static_assert(
         always_false<U>,
         "phaze::dsl: this option takes a quantity with its unit, not a plain number: write sizes as "

@@ -21,9 +21,9 @@
 #include "phaze/model/model.hpp"
 #include "phaze/place/plan_search.hpp"
 #include "phaze/sched/scheduler.hpp"
+#include "phaze/train/knobs.hpp"
 #include "phaze/train/memory.hpp"
 #include "phaze/train/step.hpp"
-#include "phaze/train/knobs.hpp"
 
 namespace phaze::io {
 
@@ -74,8 +74,9 @@ inline std::optional<place::ranked_plan> megatron_resplit(const model::model& m,
       train::step_estimate e = train::estimate_step(m, c, r.parallel, r.knobs, tracked, split);
       if (!e.fits) continue;
       if (best && !(e.time_per_batch < best->estimate.time_per_batch)) continue;
-      best = place::ranked_plan{r.parallel, r.knobs, std::move(e), std::move(split),
-                                std::string{cache.scheduler()}, tracked.worst_gap()};
+      best = place::ranked_plan{
+          r.parallel,         r.knobs, std::move(e), std::move(split), std::string{cache.scheduler()},
+          tracked.worst_gap()};
     }
   }
   return best;
@@ -84,7 +85,8 @@ inline std::optional<place::ranked_plan> megatron_resplit(const model::model& m,
 /// The fastest plan Megatron-LM can run among `plans` (a plan search's feasible plans, fastest first, each on
 /// the best split of its settings): those it runs as they are, and the first `resplit` of the others each
 /// given its fastest split Megatron-LM can express (megatron_resplit). Nothing when none of them can run.
-inline std::optional<place::ranked_plan> fastest_megatron_plan(const model::model& m, const cluster::cluster& c,
+inline std::optional<place::ranked_plan> fastest_megatron_plan(const model::model& m,
+                                                               const cluster::cluster& c,
                                                                const std::vector<place::ranked_plan>& plans,
                                                                const sched::schedule_cache& cache,
                                                                std::size_t resplit = 4) {

@@ -17,7 +17,7 @@
 #include "phaze/core/error.hpp"
 #include "phaze/io/bounded_file.hpp"
 #include "phaze/io/search_json.hpp"
-#include "phaze/search/engine.hpp"
+#include "phaze/search/evaluate.hpp"
 
 namespace phaze::io {
 

@@ -602,7 +602,8 @@ struct placer_of {
     return Algorithm<cost_table, pipeline_policy>::placer_name;
   }
   /// What the algorithm prices (its `placer_capabilities`).
-  static constexpr placer_capabilities capabilities = Algorithm<cost_table, pipeline_policy>::capabilities;
+  static constexpr placer_capabilities capabilities =
+      capabilities_of<Algorithm<cost_table, pipeline_policy>>();
   template <CostTable Table, class Policy>
   [[nodiscard]] constexpr plan place(const placement_problem<Table>& problem, const Policy& policy,
                                      const placement_request& request) const {

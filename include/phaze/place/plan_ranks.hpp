@@ -43,7 +43,7 @@ struct rank_search_settings {
   /// Only orders a node-by-node launcher (torchrun) can start: every node's ranks consecutive
   /// (anneal_ranks::node_blocks; an exact order that is not is searched again by such annealing).
   bool node_blocks = false;
-  progress_hook progress;  ///< the annealing's steps ("rank orders"); empty: none
+  progress_hook progress{};  ///< the annealing's steps ("rank orders"); empty: none
 };
 
 /// A plan's rank order and what it gains.

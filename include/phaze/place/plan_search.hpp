@@ -56,7 +56,7 @@ struct plan_choices {
   std::optional<sched::any_scheduler> refine;
   std::size_t refine_top = 1;
   /// Called after every plan evaluated ("plans") and every plan refined ("refining plans"); empty: none.
-  progress_hook progress;
+  progress_hook progress{};
 
   /// The microbatch sizes tried: those listed, or the powers of two up to max_microbatch.
   [[nodiscard]] std::vector<std::int64_t> microbatch_sizes() const {

@@ -4,8 +4,9 @@
 /// (sched/ilp.hpp) is the other one; only translation units that ask for it include Lemon and GLPK.
 ///
 ///     sched::schedule_cache fast;                              // list schedules
-///     sched::schedule_cache exact{sched::ilp_scheduler{}};     // ILP schedules (include sched/ilp.hpp)
-///     const sched::schedule s = exact.solve(problem);
+///     sched::schedule_cache ilp{sched::ilp_scheduler{}};       // ILP schedules, the searches' node budget
+///                                                              // (include sched/ilp.hpp)
+///     const sched::schedule s = ilp.solve(problem);
 #pragma once
 
 #include <algorithm>

@@ -175,9 +175,10 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   for (auto& r : out.top) restore(r);
   for (auto& r : out.pareto) restore(r);
   out.space = describe(s);
+  // The search's own time; the baselines come after it.
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The baselines' evaluations are not records of the run: through the exchange map, never `finished`.
   if (o.baselines) out.baselines = baselines(s, out.best, h.exchange ? h.exchange : serial_map, o);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 

@@ -499,8 +499,8 @@ class open_designs {
 struct hooks {
   std::function<std::vector<design_result>(std::size_t, const std::function<design_result(std::size_t)>&)>
       map;
-  /// Like `map`, for evaluations that are not records of results.jsonl (the refinement's bounds): nothing is
-  /// written. Serial when not given.
+  /// Like `map`, for evaluations that are not records of results.jsonl (the refinement's bounds, the
+  /// baselines): nothing is written. Serial when not given.
   std::function<std::vector<design_result>(std::size_t, const std::function<design_result(std::size_t)>&)>
       exchange;
   std::function<void(const design_result&)> finished;
