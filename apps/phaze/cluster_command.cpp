@@ -23,6 +23,7 @@ struct cluster_options {
 
 int run_cluster(const cluster_options& o) {
   const io::cluster_description d = io::read_cluster_file(std::filesystem::path{o.file});
+  for (const std::string& w : d.warnings) fmt::print(stderr, "phaze: warning: {}\n", w);
   if (parse_format(o.format) == output_format::json) {
     print_json(io::schemas::cluster_description, io::describe_cluster_json(d));
   } else {
@@ -52,6 +53,7 @@ chosen_cluster resolve_cluster(const cluster_choice& choice, std::string_view co
           command));
     }
     io::cluster_description d = io::read_cluster_file(std::filesystem::path{choice.file});
+    for (const std::string& w : d.warnings) fmt::print(stderr, "phaze: warning: {}\n", w);
     std::string label = d.name.empty() ? choice.file : d.name;
     std::string groups;
     for (const auto& g : d.value.groups()) {

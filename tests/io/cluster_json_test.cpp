@@ -203,3 +203,20 @@ TEST_CASE("measurements that do not match the cluster are input errors", "[clust
                     R"(, "measurements": [{"nccl_tests": "sendrecv_2node_v2.19.txt", "nodes": [0, 5]}]})"),
       Contains("node 5"));
 }
+
+TEST_CASE("a node entry above what the nodes' interfaces carry is read, with a warning naming it",
+          "[cluster_json]") {
+  // Two DGX A100 nodes: 8 interfaces of 200 Gb/s each, 200 GB/s a node. 500 GB/s between them cannot be one
+  // node's whole bandwidth (perhaps a per-device figure multiplied twice, or a bus bandwidth summed).
+  const auto d = io::cluster_from_json(nlohmann::json::parse(R"({
+      "groups": [{"device": "a100-80gb", "count": 16}],
+      "network": {"links": [{"from": 0, "to": 1, "gb_per_s": 500}]}})"));
+  REQUIRE(d.warnings.size() == 1);
+  CHECK_THAT(d.warnings[0], Catch::Contains("2 node entries"));
+  CHECK_THAT(d.warnings[0],
+             Catch::Contains("network.links[0] gives 500 GB/s from node 0 to node 1, 2.5 times"));
+  // Taken as given all the same: each device's share of the node's 500 GB/s.
+  CHECK(d.value.measured()->at(0, 1).bandwidth.value() == Approx(500e9 / 8.0));
+  // Within the interfaces: no warning.
+  CHECK(io::read_cluster_file(data / "a100-v100-measured.json").warnings.empty());
+}

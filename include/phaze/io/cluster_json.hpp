@@ -6,6 +6,7 @@
 /// whole ("matrix_gb_per_s"). Reading names every field it rejects and every limit it enforces.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "phaze/cluster/analysis.hpp"
@@ -40,6 +42,9 @@ struct cluster_description {
   std::vector<std::string> group_devices;  ///< what each group's "device" named: a preset, a file, "inline"
   std::size_t measured_links = 0;          ///< links the file gave (the rest come from the fabric)
   std::vector<std::string> measurements;   ///< one line per nccl-tests output read (nccl::describe)
+  /// What the file gives that phaze takes as given but a user should look at (one sentence each): node
+  /// entries above what the two nodes' interfaces carry.
+  std::vector<std::string> warnings;
 };
 
 /// Limits of a cluster file, each named in the message that enforces it (docs/clusters.md, "Limits").
@@ -402,9 +407,28 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
                   static_cast<std::size_t>(b)] = l;
       }
     }
+    // Node entries above what the two nodes' interfaces carry: counted, the largest named.
+    int above = 0;
+    double worst_ratio = 1.0;
+    std::string worst;
     auto set = [&](int a, int b, const link_fields& f, const std::string& where) {
       auto& e = m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) +
                           static_cast<std::size_t>(b)];
+      if (f.bandwidth && by_node) {
+        const double carried = std::min(nodes[static_cast<std::size_t>(a)].network.value(),
+                                        nodes[static_cast<std::size_t>(b)].network.value());
+        const double ratio = carried > 0.0 ? *f.bandwidth / carried : 1.0;
+        if (ratio > 1.01) {
+          ++above;
+          if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst = fmt::format(
+                "{} gives {:.4g} GB/s from node {} to node {}, {:.3g} times the {:.4g} GB/s "
+                "their interfaces carry",
+                where, *f.bandwidth / 1e9, a, b, ratio, carried / 1e9);
+          }
+        }
+      }
       if (f.bandwidth) {
         // A node entry is given for the node as a whole; the matrix keeps each device's share.
         const double share =
@@ -505,6 +529,14 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
         if (both) set(b, a, f, ename);
       }
     }
+    if (above > 0) {
+      out.warnings.push_back(fmt::format(
+          "{} node entr{} of \"network\" exceed what the nodes' interfaces carry ({}); a "
+          "node entry is what the whole node reaches while all its devices send, at most its interfaces' "
+          "total (nics_per_node x one interface): check the measurement, or give the nodes' interfaces in "
+          "the group's \"links\"",
+          above, above == 1 ? "y" : "ies", worst));
+    }
     if (out.measured_links == 0 && across.empty()) {
       field_error("network",
                   "gives no links; give \"links\" or \"matrix_gb_per_s\", or drop \"network\" to use the "
@@ -551,6 +583,7 @@ inline cluster_description read_cluster_file(const std::filesystem::path& path) 
   try {
     cluster_description d = cluster_from_json(json, path.parent_path(), path.stem().string());
     d.source = path.string() + (d.source.empty() ? std::string{} : " (" + d.source + ")");
+    for (std::string& w : d.warnings) w = where + ": " + w;
     return d;
   } catch (const input_error& e) {
     throw input_error(where + ": " + e.what());
