@@ -631,6 +631,42 @@ int search_with(const search_options& o, mpi_session& mpi) {
 }
 }  // namespace
 
+/// Runs `phaze search`: the design search, or with --cluster-space the cluster search; the options that do
+/// not apply to the one asked for are refused by name.
+int run_search_command(const search_options& o, const CLI::App& parser) {
+  for (const char* name :
+       {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}) {
+    if (parser.get_option(name)->count() > 0) {
+      throw input_error(fmt::format(
+          "{} sets Megatron-Core's even split, and `phaze search` places stages its own way; give it "
+          "to `phaze plan` or `phaze estimate`",
+          name));
+    }
+  }
+  if (parser.get_option("--shard-gradients")->count() > 0) {
+    throw input_error(
+        "--shard-gradients shards the distributed optimizer's gradients, and `phaze search` plans "
+        "without the distributed optimizer; plan a cluster with ZeRO-2 through `phaze plan "
+        "--distributed-optimizer --shard-gradients`");
+  }
+  if (o.cluster_space.empty()) {
+    for (const char* name :
+         {"--attention", "--attention-kernel", "--cross-entropy", "--vector-kernels", "--overlap",
+          "--memory-headroom", "--host-overhead", "--vocab-padding", "--grad-reduce-in-bf16",
+          "--fp8-param-gather", "--fsdp", "--fsdp-shard", "--fsdp-reshard-after-forward", "--optimizer-dtype",
+          "--bf16-blocks", "--calibration"}) {
+      if (parser.get_option(name)->count() > 0) {
+        throw input_error(
+            fmt::format("{} applies to GPU clusters (--cluster-space); a design search's training step is "
+                        "its spec's (docs/dsl.md)",
+                        name));
+      }
+    }
+    return run_search(o);
+  }
+  return run_cluster_search(o, parser);
+}
+
 command add_search_command(CLI::App& root) {
   auto o = std::make_shared<search_options>();
   CLI::App* parser = root.add_subcommand(
@@ -679,40 +715,7 @@ command add_search_command(CLI::App& root) {
       "fronts of throughput vs cost and vs power (docs/cluster-search.md)");
   add_step_options(*parser, o->step);
   add_format_option(*parser, o->format);
-  return {
-      parser, [o, parser] {
-        for (const char* name :
-             {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"}) {
-          if (parser->get_option(name)->count() > 0) {
-            throw input_error(fmt::format(
-                "{} sets Megatron-Core's even split, and `phaze search` places stages its own way; give it "
-                "to `phaze plan` or `phaze estimate`",
-                name));
-          }
-        }
-        if (parser->get_option("--shard-gradients")->count() > 0) {
-          throw input_error(
-              "--shard-gradients shards the distributed optimizer's gradients, and `phaze search` plans "
-              "without the distributed optimizer; plan a cluster with ZeRO-2 through `phaze plan "
-              "--distributed-optimizer --shard-gradients`");
-        }
-        if (o->cluster_space.empty()) {
-          for (const char* name :
-               {"--attention", "--attention-kernel", "--cross-entropy", "--vector-kernels", "--overlap",
-                "--memory-headroom", "--host-overhead", "--vocab-padding", "--grad-reduce-in-bf16",
-                "--fp8-param-gather", "--fsdp", "--fsdp-shard", "--fsdp-reshard-after-forward",
-                "--optimizer-dtype", "--bf16-blocks", "--calibration"}) {
-            if (parser->get_option(name)->count() > 0) {
-              throw input_error(fmt::format(
-                  "{} applies to GPU clusters (--cluster-space); a design search's training step is "
-                  "its spec's (docs/dsl.md)",
-                  name));
-            }
-          }
-          return run_search(*o);
-        }
-        return run_cluster_search(*o, *parser);
-      }};
+  return {parser, [o, parser] { return run_search_command(*o, *parser); }};
 }
 
 }  // namespace phaze::cli

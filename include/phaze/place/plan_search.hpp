@@ -297,8 +297,8 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
   if (!any_admissible) {
     throw input_error(
         "no admissible plan: no tensor-parallel width, pipeline depth and microbatch divide the "
-        "model, the devices and the global batch; check --devices, --global-batch and the fixed "
-        "choices");
+        "model, the devices and the global batch; check the cluster's devices, the knobs' global_batch and "
+        "the choices fixed in plan_choices (tensor_parallel, pp, dp, microbatches)");
   }
   if (fixed.refine && !result.feasible.empty()) {
     // The refine_top-th time so far, the bound every refined candidate must reach.

@@ -40,7 +40,8 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
         "no admissible plan: no tensor-parallel width (dividing the heads and MLP, within a node), pipeline "
         "depth and data-parallel degree use the " +
         std::to_string(s.devices) + " devices with a microbatch that divides the global batch " +
-        std::to_string(s.global_batch) + "; check --devices, --global-batch, --tp and --microbatches");
+        std::to_string(s.global_batch) +
+        "; check the spec's devices, global_batch, knobs.tensor_parallel and knobs.microbatches");
   }
   const auto start = std::chrono::steady_clock::now();
   const auto order = design_order(s);
