@@ -151,13 +151,14 @@ std::vector<std::pair<int, int>> torchrun_map(const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("phaze plan --cluster --emit megatron: the fastest plan Megatron-LM can run, not a slower even split",
-          "[e2e][cluster]") {
+TEST_CASE(
+    "phaze plan --cluster --emit megatron: the fastest plan Megatron-LM can run, not a slower even split",
+    "[e2e][cluster]") {
   // GPT-2 XL on 16 A100 + 8 V100: the chain placer's best splits give the interior stages different block
   // counts (the stages on V100s hold fewer), which Megatron-LM cannot express; a plan of the search re-split
   // with free first and last stages and equal interior ones is faster than any uniform plan.
-  const std::string args =
-      "plan gpt2-xl --cluster " + mixed + " --global-batch 64 --precision fp16 --solver list --ranks megatron";
+  const std::string args = "plan gpt2-xl --cluster " + mixed +
+                           " --global-batch 64 --precision fp16 --solver list --ranks megatron";
   const auto launch = run_json(args + " --emit megatron");
   const auto uniform = run_json(args + " --placer uniform");
   const double emitted = launch.at("time_per_batch_s").get<double>();
