@@ -299,7 +299,10 @@ struct plans_found {
 /// Searches the plans (on list schedules, refined with the ILP under --solver ilp) and orders the best
 /// plan's ranks; exit 3 when no plan fits.
 plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedule_cache& cache) {
-  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
+  const auto& c = s.c;
+  const auto& m = s.m;
+  const auto& base = s.base;
+  const auto& memories = s.memories;
   // Plans are found on list schedules; with the ILP (the default) the best --top plans are then exact under
   // ILP schedules (place::search_plans refines every plan whose lower bound could reach them).
   if (o.solver == "ilp") s.fixed.refine = scheduler_for("ilp");
@@ -335,9 +338,10 @@ plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedu
 
 /// `--emit rankfile`: an Open MPI rankfile that realises the best plan's order.
 int emit_rankfile(const plan_setup& s, const plans_found& p) {
-  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
-  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
-      p;
+  const auto& chosen = s.chosen;
+  const auto& c = s.c;
+  const auto& m = s.m;
+  const auto& ordered = p.ordered;
   const place::ranked_plan& best = p.best();
   // An Open MPI rankfile that realises the order: rank r on the node and slot of its device.
   const auto nodes = cluster::nodes_of(c);
@@ -357,11 +361,17 @@ int emit_rankfile(const plan_setup& s, const plans_found& p) {
 /// phaze.megatron-launch document).
 int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found& p,
                   const sched::schedule_cache& cache) {
-  [[maybe_unused]] const auto& [chosen, c, m, base, fixed_choices, memories] = s;
-  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
-      p;
+  const auto& c = s.c;
+  const auto& m = s.m;
+  const auto& base = s.base;
+  const auto& found = p.found;
+  const auto& uneven = p.uneven;
+  const auto& rank_cache = p.rank_cache;
+  const auto& order = p.order;
+  const auto& ordered = p.ordered;
+  const auto& best_estimate = p.best_estimate;
   const place::ranked_plan& best = p.best();
-  place::plan_choices fixed = fixed_choices;
+  place::plan_choices fixed = s.fixed;  // the uniform search below changes the placement
   // The fastest plan Megatron-LM can run (its splits have equal interior stages), with the launch that
   // realises its own rank order (the split kept: it is the one Megatron-LM's arguments give).
   const auto emit = [&](const place::ranked_plan& r) {
@@ -438,9 +448,12 @@ int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found&
 /// `--report DIR`: the plan report's files; returns the line that says where they are (empty without
 /// --report).
 std::string write_report(const plan_options& o, const plan_setup& s, const plans_found& p) {
-  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
-  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
-      p;
+  const auto& chosen = s.chosen;
+  const auto& m = s.m;
+  const auto& found = p.found;
+  const auto& placement = p.placement;
+  const auto& shown = p.shown;
+  const auto& best_estimate = p.best_estimate;
   const place::ranked_plan& best = p.best();
   std::string report_note;
   if (!o.report.empty()) {
@@ -485,9 +498,14 @@ nlohmann::ordered_json devices_json(const plans_found& p) {
 
 /// `--format json`: the phaze.plan document.
 int print_plan_json(const plan_setup& s, const plans_found& p) {
-  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
-  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
-      p;
+  const auto& c = s.c;
+  const auto& m = s.m;
+  const auto& found = p.found;
+  const auto& uneven = p.uneven;
+  const auto& shown = p.shown;
+  const auto& order = p.order;
+  const auto& ordered = p.ordered;
+  const auto& best_estimate = p.best_estimate;
   const place::ranked_plan& best = p.best();
   auto j = io::estimate_json(m, ordered, best.parallel, best.knobs, best_estimate);
   j["scheduler"] = best.scheduler;
@@ -518,9 +536,14 @@ int print_plan_json(const plan_setup& s, const plans_found& p) {
 /// The text report: the best plans' table, the best plan's estimate, its rank order and its devices.
 int print_plan_text(const plan_options& o, const plan_setup& s, const plans_found& p,
                     const std::string& report_note) {
-  [[maybe_unused]] const auto& [chosen, c, m, base, fixed, memories] = s;
-  [[maybe_unused]] const auto& [found, uneven, placement, shown, rank_cache, order, ordered, best_estimate] =
-      p;
+  const auto& chosen = s.chosen;
+  const auto& m = s.m;
+  const auto& found = p.found;
+  const auto& placement = p.placement;
+  const auto& shown = p.shown;
+  const auto& order = p.order;
+  const auto& ordered = p.ordered;
+  const auto& best_estimate = p.best_estimate;
   const place::ranked_plan& best = p.best();
   // cp and ep columns only when a shown plan splits the sequence or spreads experts.
   bool with_cp = false;
