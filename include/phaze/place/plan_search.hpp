@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
@@ -55,6 +59,11 @@ struct plan_choices {
   /// reach them is refined. Plans further down keep their first times.
   std::optional<sched::any_scheduler> refine;
   std::size_t refine_top = 1;
+  /// Plans kept, fastest first: 0 keeps every plan that fits (`phaze plan` ranks them all). Above 0 the
+  /// search keeps that many and prunes: a placement that cannot beat the keep-th fastest so far is cut off,
+  /// and with `refine` the plans are priced on lower-bound layer times only, then refined in their order
+  /// (the co-search keeps 1 per design).
+  std::size_t keep = 0;
   /// Called after every plan evaluated ("plans") and every plan refined ("refining plans"); empty: none.
   progress_hook progress{};
 
@@ -65,13 +74,17 @@ struct plan_choices {
     for (std::int64_t mb = 1; mb <= max_microbatch; mb *= 2) sizes.push_back(mb);
     return sizes;
   }
-  /// The recomputation modes tried with knobs `base`: those listed, or none, selective and full, without
-  /// selective under fused attention (nothing of the attention core is stored there, so selective
-  /// recomputation is the plan without recomputation under another name).
+  /// The recomputation modes tried with knobs `base`: those listed (none, selective and full when none
+  /// are), without selective under fused attention where none is tried too (nothing of the attention core
+  /// is stored there, so selective recomputation is the plan without recomputation under another name).
   [[nodiscard]] std::vector<model::recompute> recompute_modes(const train::training_knobs& base) const {
-    if (!recompute.empty()) return recompute;
-    if (base.fused_attention) return {model::recompute::none, model::recompute::full};
-    return {model::recompute::none, model::recompute::selective, model::recompute::full};
+    std::vector<model::recompute> modes = recompute;
+    if (modes.empty()) modes = {model::recompute::none, model::recompute::selective, model::recompute::full};
+    const auto tried = [&](model::recompute r) {
+      return std::find(modes.begin(), modes.end(), r) != modes.end();
+    };
+    if (base.fused_attention && tried(model::recompute::none)) std::erase(modes, model::recompute::selective);
+    return modes;
   }
   /// The sequence-parallel settings tried: those listed, or off and on (on only where tp > 1:
   /// train::sequence_parallel_runs).
@@ -94,9 +107,13 @@ struct ranked_plan {
 /// not.
 struct plan_search_result {
   std::vector<ranked_plan> feasible;
-  std::size_t evaluated = 0;
+  std::size_t evaluated = 0;            ///< (tp, knob setting) items placed: every plan priced, pruned or not
   std::size_t refined = 0;              ///< plans timed again with plan_choices::refine
   bytes smallest_infeasible_need{0.0};  ///< peak memory per device of the leanest plan that did not fit
+  /// The largest gap of any layer schedule the search looked up (0: every one proven optimal; with
+  /// plan_choices::refine and `keep`, of the refined plans' schedules): how much better schedules could
+  /// speed any plan it priced up, at most.
+  double worst_gap = 0.0;
 };
 
 namespace detail {
@@ -117,19 +134,6 @@ void for_each_knob_setting(const train::training_knobs& base, const plan_choices
   }
 }
 
-/// Adds one evaluated plan to the result: to the feasible list, or to the smallest infeasible need.
-inline void record(plan_search_result& result, ranked_plan r) {
-  ++result.evaluated;
-  if (r.estimate.fits) {
-    result.feasible.push_back(std::move(r));
-  } else if (result.smallest_infeasible_need.value() == 0.0 ||
-             r.estimate.peak_memory < result.smallest_infeasible_need) {
-    result.smallest_infeasible_need = r.estimate.peak_memory;
-  }
-}
-}  // namespace detail
-
-namespace detail {
 /// One thing plan search evaluates: a fully given uniform plan, or a (tp, knob setting) whose stages the
 /// placer chooses.
 struct plan_item {
@@ -138,40 +142,63 @@ struct plan_item {
   train::training_knobs knobs;
 };
 
-/// The outcome of one item through a schedule cache: a plan (fitting or not), or nothing when no (pp, dp)
-/// uses the devices (uneven items only).
+/// The outcome of one item through a schedule cache.
 struct item_outcome {
-  std::optional<ranked_plan> plan;
+  enum class kind { not_admissible, pruned, priced };
+  kind what = kind::priced;
+  /// priced: the plan (estimate.fits false: it does not fit, estimate.peak_memory its least need); always:
+  /// scheduler and schedule_gap, those of the schedules the item looked up.
+  ranked_plan plan;
 };
 
+/// Places or times one item on layer times from `cache`. An uneven item is placed by the choices' placer
+/// and cut off at `cutoff_s` (pruned: no plan beats it); not_admissible when no (pp, dp) uses the devices
+/// with its batch.
 inline item_outcome evaluate_item(const model::model& m, const cluster::cluster& c, const plan_item& item,
-                                  const plan_choices& fixed, const sched::schedule_cache& cache) {
+                                  const plan_choices& fixed, const sched::schedule_cache& cache,
+                                  double cutoff_s = std::numeric_limits<double>::infinity()) {
   item_outcome out;
+  const sched::schedule_cache own = cache.tracked();  // the gap of this item's schedules alone
   if (!item.uneven) {
-    std::vector<train::stage_layers> split = train::uniform_split(m, item.parallel.pp, item.knobs);
-    out.plan = ranked_plan{item.parallel, item.knobs,
-                           train::estimate_step(m, c, item.parallel, item.knobs, cache), std::move(split)};
+    out.plan =
+        ranked_plan{item.parallel, item.knobs, train::estimate_step(m, c, item.parallel, item.knobs, own),
+                    train::uniform_split(m, item.parallel.pp, item.knobs)};
   } else {
-    placement_request f;
-    f.pp = fixed.pp.value_or(0);
-    f.dp = fixed.dp.value_or(0);
-    model_placement placed;
+    placement_request request;
+    request.pp = fixed.pp.value_or(0);
+    request.dp = fixed.dp.value_or(0);
+    request.cutoff_s = cutoff_s;
     try {
-      placed = place_model(m, c, item.knobs, {item.parallel.tp}, cache, f, fixed.placer, item.parallel.cp);
+      const model_placement placed =
+          place_model(m, c, item.knobs, {item.parallel.tp}, own, request, fixed.placer, item.parallel.cp);
+      if (placed.placed.above_cutoff) {
+        out.what = item_outcome::kind::pruned;
+      } else if (!placed.placed.feasible) {
+        out.plan.estimate.fits = false;
+        out.plan.estimate.peak_memory = placed.placed.smallest_memory_need;
+      } else {
+        out.plan = ranked_plan{placed.parallel, item.knobs, placed.estimate, placed.split};
+      }
     } catch (const no_admissible_configuration&) {
-      return out;  // no (pp, dp) uses the devices with this batch: not a plan
+      out.what = item_outcome::kind::not_admissible;  // no (pp, dp) uses the devices with this batch
     }
-    if (!placed.placed.feasible) {
-      out.plan = ranked_plan{};  // evaluated, did not fit
-      out.plan->estimate.fits = false;
-      out.plan->estimate.peak_memory = placed.placed.smallest_memory_need;
-      return out;
-    }
-    out.plan = ranked_plan{placed.parallel, item.knobs, placed.estimate, placed.split};
   }
-  out.plan->scheduler = std::string{cache.scheduler()};
-  out.plan->schedule_gap = cache.worst_gap();
+  out.plan.scheduler = std::string{cache.scheduler()};
+  out.plan.schedule_gap = own.worst_gap();
   return out;
+}
+
+/// Counts one item's outcome in the result (priced or pruned: evaluated; a plan that does not fit: the
+/// smallest infeasible need) and hands back the plan when it fits.
+inline std::optional<ranked_plan> record(plan_search_result& result, item_outcome outcome) {
+  if (outcome.what == item_outcome::kind::not_admissible) return std::nullopt;
+  ++result.evaluated;
+  if (outcome.what == item_outcome::kind::pruned) return std::nullopt;
+  if (outcome.plan.estimate.fits) return std::move(outcome.plan);
+  const bytes need = outcome.plan.estimate.peak_memory;
+  if (result.smallest_infeasible_need.value() == 0.0 || need < result.smallest_infeasible_need)
+    result.smallest_infeasible_need = need;
+  return std::nullopt;
 }
 
 /// The items of a search: every admissible (tp, pp, dp) and knob setting (uniform), or every tp and knob
@@ -260,66 +287,155 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
 inline bool faster(const ranked_plan& a, const ranked_plan& b) {
   return a.estimate.time_per_batch < b.estimate.time_per_batch;
 }
-}  // namespace detail
 
-/// Searches the plans of `m` on every device of cluster `c`. `base` gives the knobs that are not searched
-/// (global batch, sequence, precision, optimizer, distributed optimizer, schedule, virtual stages).
-/// With stage_placement::uniform every admissible (tp, pp, dp) and knob setting is evaluated with the
-/// uniform split; with stage_placement::uneven, for every tp, cp and knob setting `fixed.placer` (chain_dp
-/// by default) finds the best pp, dp and split under the same model (one plan per tp, cp and knob setting;
-/// the interleaved schedule is always placed uniformly; expert parallelism above 1 needs the uniform
-/// placement, an input_error otherwise). The uneven plan of a setting is never slower than its
-/// best uniform plan. Layer times come from `cache`; with `fixed.refine` the best `fixed.refine_top` plans
-/// are exact under that scheduler: a plan's time with lower-bound layer times (sched::bound_scheduler) is no
-/// later than with any schedule, and no refined time is later than the first, so every item whose bound is
-/// within the refine_top-th first time is evaluated again with the refined scheduler.
-inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
-                                       const train::training_knobs& base, const plan_choices& fixed,
-                                       const sched::schedule_cache& cache) {
-  const auto items = detail::plan_items(m, c, base, fixed);
-  const auto started = std::chrono::steady_clock::now();
-  const auto report = [&](std::string_view what, std::size_t done, std::size_t total) {
+/// The k-th smallest of `times`; infinity while there are fewer than k (or k is 0).
+inline double kth_fastest(std::vector<double> times, std::size_t k) {
+  if (k == 0 || times.size() < k) return std::numeric_limits<double>::infinity();
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(k - 1), times.end());
+  return times[k - 1];
+}
+
+/// One search's items, choices and progress, shared by its passes.
+struct plan_run {
+  const model::model& m;
+  const cluster::cluster& c;
+  const plan_choices& fixed;
+  std::vector<plan_item> items;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  void report(std::string_view what, std::size_t done, std::size_t total) const {
     if (fixed.progress)
       fixed.progress({what, done, total,
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
-  };
-  plan_search_result result;
-  std::vector<std::size_t> feasible_items;  // item of each feasible plan
-  bool any_admissible = false;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    report("plans", i, items.size());
-    auto outcome = detail::evaluate_item(m, c, items[i], fixed, cache);
-    if (!outcome.plan) continue;
-    any_admissible = true;
-    if (outcome.plan->estimate.fits) feasible_items.push_back(i);
-    detail::record(result, std::move(*outcome.plan));
   }
-  if (!any_admissible) {
-    throw input_error(
+  [[nodiscard]] item_outcome evaluate(std::size_t i, const sched::schedule_cache& cache,
+                                      double cutoff_s = std::numeric_limits<double>::infinity()) const {
+    return evaluate_item(m, c, items[i], fixed, cache, cutoff_s);
+  }
+  [[noreturn]] static void none_admissible() {
+    throw no_admissible_configuration(
         "no admissible plan: no tensor-parallel width, pipeline depth and microbatch divide the "
         "model, the devices and the global batch; check the cluster's devices, the knobs' global_batch and "
         "the choices fixed in plan_choices (tensor_parallel, pp, dp, microbatches)");
   }
-  if (fixed.refine && !result.feasible.empty()) {
-    // The refine_top-th time so far, the bound every refined candidate must reach.
-    std::vector<double> times;
-    for (const auto& r : result.feasible) times.push_back(r.estimate.time_per_batch.value());
-    std::sort(times.begin(), times.end());
-    const double threshold = times[std::min(times.size(), std::max<std::size_t>(fixed.refine_top, 1)) - 1];
-    const sched::schedule_cache bounds{sched::bound_scheduler{}};
-    const sched::schedule_cache refined{*fixed.refine};
-    for (std::size_t k = 0; k < feasible_items.size(); ++k) {
-      report("refining plans", k, feasible_items.size());
-      const auto bound = detail::evaluate_item(m, c, items[feasible_items[k]], fixed, bounds);
-      if (!bound.plan || bound.plan->estimate.time_per_batch.value() > threshold * (1 + 1e-12)) continue;
-      auto better = detail::evaluate_item(m, c, items[feasible_items[k]], fixed, refined);
-      if (better.plan && better.plan->estimate.fits) {
-        result.feasible[k] = std::move(*better.plan);
-        ++result.refined;
-      }
+};
+
+/// A plan that fits, with the item it came from.
+struct kept_plan {
+  std::size_t item = 0;
+  ranked_plan plan;
+};
+
+/// Every item priced on `cache`. With `keep` > 0 an uneven item is cut off at the keep-th fastest time so
+/// far (a plan that cannot be kept is not placed to the end).
+inline std::vector<kept_plan> price_items(const plan_run& run, const sched::schedule_cache& cache,
+                                          std::size_t keep, plan_search_result& result) {
+  std::vector<kept_plan> kept;
+  std::vector<double> times;
+  bool any_admissible = false;
+  for (std::size_t i = 0; i < run.items.size(); ++i) {
+    run.report("plans", i, run.items.size());
+    item_outcome outcome = run.evaluate(i, cache, kth_fastest(times, keep));
+    result.worst_gap = std::max(result.worst_gap, outcome.plan.schedule_gap);
+    if (outcome.what == item_outcome::kind::not_admissible) continue;
+    any_admissible = true;
+    if (auto plan = record(result, std::move(outcome))) {
+      times.push_back(plan->estimate.time_per_batch.value());
+      kept.push_back({i, std::move(*plan)});
     }
   }
+  if (!any_admissible) plan_run::none_admissible();
+  return kept;
+}
+
+/// Refines plans on `refined` layer times in the order of their lower bounds (`order`: (bound, index into
+/// `kept`), sorted), until no bound can reach the `exact`-th fastest time: a bound is no later than the
+/// plan under any schedule, and a refined time no later than the first, so every plan that can be among
+/// the `exact` fastest is refined. With `cutoff`, a refinement is cut off at that time (the plans beyond it
+/// are not kept).
+inline void refine_in_bound_order(const plan_run& run,
+                                  const std::vector<std::pair<double, std::size_t>>& order,
+                                  const sched::schedule_cache& refined, std::size_t exact, bool cutoff,
+                                  std::vector<kept_plan>& kept, plan_search_result& result) {
+  std::vector<double> times;
+  for (const kept_plan& k : kept) times.push_back(k.plan.estimate.time_per_batch.value());
+  for (std::size_t n = 0; n < order.size(); ++n) {
+    run.report("refining plans", n, order.size());
+    const auto& [bound, at] = order[n];
+    const double reach = kth_fastest(times, exact);
+    if (bound > reach * (1 + 1e-12)) break;  // no later bound can reach the exact plans either
+    item_outcome better =
+        run.evaluate(kept[at].item, refined, cutoff ? reach : std::numeric_limits<double>::infinity());
+    ++result.refined;
+    if (better.what != item_outcome::kind::priced || !better.plan.estimate.fits) continue;
+    result.worst_gap = std::max(result.worst_gap, better.plan.schedule_gap);
+    times[at] = better.plan.estimate.time_per_batch.value();
+    kept[at].plan = std::move(better.plan);
+  }
+}
+}  // namespace detail
+
+/// Searches the plans of `m` on every device of cluster `c`: the planning service behind `phaze plan`, the
+/// co-search (one search per design), the cluster search (one per composition) and the baselines. `base`
+/// gives the knobs that are not searched (global batch, sequence, precision, optimizer, distributed
+/// optimizer, schedule, virtual stages).
+///
+/// Items: with stage_placement::uniform every admissible (tp, pp, dp, cp, ep) and knob setting, timed on the
+/// uniform split; with stage_placement::uneven, every tp, cp and knob setting, for which `fixed.placer`
+/// (chain_dp by default) finds the best pp, dp and split under the same model (the interleaved schedule is
+/// always placed uniformly; expert parallelism above 1 needs the uniform placement, an input_error
+/// otherwise). The uneven plan of a setting is never slower than its best uniform plan. Each item's layer
+/// times come from `cache`; `fixed.keep` > 0 keeps the fastest `keep` plans and cuts every placement off at
+/// the keep-th fastest time so far.
+///
+/// Refinement (`fixed.refine`): the fastest `refine_top` plans (`keep` with `keep` > 0) are exact under
+/// that scheduler. A plan's time with lower-bound layer times (sched::bound_scheduler) is no later than
+/// with any schedule, and a refined time no later than the first, so plans are refined in the order of
+/// their bounds until no bound reaches the refine_top-th fastest time. With `keep` > 0 the plans are
+/// never priced on `cache` at all: every item is priced on bounds and refined in their order (the
+/// co-search's one best plan per design). Throws no_admissible_configuration when no item is admissible.
+inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
+                                       const train::training_knobs& base, const plan_choices& fixed,
+                                       const sched::schedule_cache& cache) {
+  const detail::plan_run run{m, c, fixed, detail::plan_items(m, c, base, fixed)};
+  plan_search_result result;
+  std::vector<detail::kept_plan> kept;
+  if (fixed.refine) {
+    // The first pass prices every plan (keep 0: all are ranked) or only bounds them (keep > 0).
+    const sched::schedule_cache bounds{sched::bound_scheduler{}};
+    std::vector<std::pair<double, std::size_t>> order;  // (lower bound on time, index into kept)
+    if (fixed.keep > 0) {
+      plan_search_result bounded;
+      auto candidates = detail::price_items(run, bounds, 0, bounded);
+      result.evaluated = bounded.evaluated;
+      result.smallest_infeasible_need = bounded.smallest_infeasible_need;  // memory is the same under any
+      for (std::size_t k = 0; k < candidates.size(); ++k)
+        order.emplace_back(candidates[k].plan.estimate.time_per_batch.value(), k);
+      kept = std::move(candidates);
+      for (auto& k : kept) k.plan.estimate.time_per_batch = seconds{std::numeric_limits<double>::infinity()};
+    } else {
+      kept = detail::price_items(run, cache, 0, result);
+      for (std::size_t k = 0; k < kept.size(); ++k) {
+        const detail::item_outcome bound = run.evaluate(kept[k].item, bounds);
+        order.emplace_back(bound.plan.estimate.time_per_batch.value(), k);
+      }
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    const std::size_t exact = fixed.keep > 0 ? fixed.keep : std::max<std::size_t>(fixed.refine_top, 1);
+    detail::refine_in_bound_order(run, order, sched::schedule_cache{*fixed.refine}, exact, fixed.keep > 0,
+                                  kept, result);
+    if (fixed.keep > 0) {  // the plans never refined have no time on the refined scheduler: not kept
+      std::erase_if(kept, [](const detail::kept_plan& k) {
+        return !std::isfinite(k.plan.estimate.time_per_batch.value());
+      });
+    }
+  } else {
+    kept = detail::price_items(run, cache, fixed.keep, result);
+  }
+  for (auto& k : kept) result.feasible.push_back(std::move(k.plan));
   std::stable_sort(result.feasible.begin(), result.feasible.end(), detail::faster);
+  if (fixed.keep > 0 && result.feasible.size() > fixed.keep) result.feasible.resize(fixed.keep);
   return result;
 }
 

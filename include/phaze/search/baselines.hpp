@@ -81,31 +81,14 @@ inline std::vector<baseline> baselines(
   design_result uniform = best;
   uniform.status = outcome::infeasible;
   uniform.samples_per_s = 0.0;
-  train::training_knobs base;
-  base.global_batch = s.global_batch;
-  base.precision = s.knobs.precision;
-  base.opt = s.knobs.opt;
-  base.schedule = s.knobs.schedule;
-  base.distributed_optimizer = s.knobs.distributed_optimizer;
-  // One plan search over the spec's own widths and knob lists, refined like the designs when the options
-  // refine (place::search_plans).
+  // One plan search over the spec's own widths and knob lists with uniform stages, refined like the designs
+  // when the options refine (the planning service, place::search_plans).
   const sched::schedule_cache cache{o.scheduler};
   const cluster::cluster on = cluster_of(s, best.device);
-  place::plan_choices choices;
+  place::plan_choices choices = plan_choices_of(s, o, o.refine.has_value());
   choices.placement = place::stage_placement::uniform;
-  // As the search: a width where none of the spec's sequence-parallel settings runs is not tried.
-  for (const int tp : detail::widths_for(s, run, on)) {
-    if (std::any_of(s.knobs.sequence_parallel.begin(), s.knobs.sequence_parallel.end(),
-                    [&](bool sp) { return train::sequence_parallel_runs(sp, tp); }))
-      choices.tensor_parallel.push_back(tp);
-  }
-  choices.microbatches = s.knobs.microbatches;
-  choices.recompute = s.knobs.recompute;
-  choices.sequence_parallel = s.knobs.sequence_parallel;
-  choices.refine = o.refine;
   try {
-    const auto found = choices.tensor_parallel.empty() ? place::plan_search_result{}
-                                                       : place::search_plans(run, on, base, choices, cache);
+    const auto found = place::search_plans(run, on, base_knobs(s), choices, cache);
     if (!found.feasible.empty()) {
       const auto& r = found.feasible.front();
       uniform.status = outcome::evaluated;

@@ -455,11 +455,14 @@ class cluster_search {
   cluster_search(cluster_space space, model::model m, train::training_knobs base)
       : space_(std::move(space)), model_(std::move(m)), base_(base) {
     choices_.placement = place::stage_placement::uneven;
+    choices_.keep = 1;
   }
 
-  /// What each composition's plan search varies and fixes (place::plan_choices).
+  /// What each composition's plan search varies and fixes (place::plan_choices). A composition keeps its
+  /// best plan only (plan_choices::keep is set to 1: placements that cannot beat it are cut off).
   cluster_search& choices(place::plan_choices c) {
     choices_ = std::move(c);
+    choices_.keep = 1;
     return *this;
   }
   /// Plan every composition (no pruning): the oracle the tests compare with.

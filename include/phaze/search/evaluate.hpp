@@ -34,7 +34,6 @@
 #include "phaze/sched/scheduler.hpp"
 #include "phaze/search/result.hpp"
 #include "phaze/search/spec.hpp"
-#include "phaze/train/knob_settings.hpp"
 #include "phaze/train/step.hpp"
 
 namespace phaze::search {
@@ -108,104 +107,50 @@ inline hw::energy energy_per_sample(const model::model& run, const hw::device& d
   return hw::energy{per_microbatch_rank * static_cast<double>(p.tp) / static_cast<double>(k.microbatch)};
 }
 
-namespace detail {
-/// The widths tried on a design: the admissible ones, restricted to the spec's list when it gives one.
-inline std::vector<int> widths_for(const spec& s, const model::model& run, const cluster::cluster& c) {
-  std::vector<int> out;
-  for (const int tp : place::admissible_widths(run, c)) {
-    if (s.knobs.tensor_parallel.empty() ||
-        std::find(s.knobs.tensor_parallel.begin(), s.knobs.tensor_parallel.end(), tp) !=
-            s.knobs.tensor_parallel.end()) {
-      out.push_back(tp);
-    }
-  }
-  return out;
+/// The knobs a spec does not search (global batch, precision, optimizer, schedule, distributed optimizer,
+/// virtual stages); the planning service sets microbatch, recomputation and sequence parallelism.
+inline train::training_knobs base_knobs(const spec& s) {
+  return train::knobs_of(s.knobs, train::knob_setting{1, model::recompute::none, false}, s.global_batch);
 }
-}  // namespace detail
+
+/// What the planning service (place::search_plans) tries for a spec: its knob lists and widths, uneven
+/// stages by the options' placer, the best plan only (`keep` 1), refined with the options' refining
+/// scheduler when `refine`.
+inline place::plan_choices plan_choices_of(const spec& s, const options& o, bool refine) {
+  place::plan_choices choices;
+  choices.placement = place::stage_placement::uneven;
+  choices.placer = o.placer;
+  choices.tensor_parallel.assign(s.knobs.tensor_parallel.begin(), s.knobs.tensor_parallel.end());
+  for (const std::int64_t mb : s.knobs.microbatches)
+    if (mb > 0 && s.global_batch % mb == 0) choices.microbatches.push_back(mb);
+  choices.recompute.assign(s.knobs.recompute.begin(), s.knobs.recompute.end());
+  choices.sequence_parallel.assign(s.knobs.sequence_parallel.begin(), s.knobs.sequence_parallel.end());
+  choices.keep = 1;
+  if (refine) choices.refine = o.refine;
+  return choices;
+}
 
 /// Whether any knob setting, tensor-parallel width, pipeline depth and data-parallel degree can run the
 /// spec's model on its cluster at all (widths as the space's base design admits them: every design of a
 /// space shares its links). A spec that admits none is bad input, found before the search.
 inline bool any_admissible_plan(const spec& s) {
   const model::model run = model_of(s);
-  for (const std::int64_t mb : s.knobs.microbatches) {
-    if (mb < 1 || s.global_batch % mb != 0) continue;
-    for (const bool sp : s.knobs.sequence_parallel) {
-      for (const int tp : detail::widths_for(s, run, cluster_of(s, s.space.base()))) {
-        if (!train::sequence_parallel_runs(sp, tp)) continue;
-        train::training_knobs k;
-        k.global_batch = s.global_batch;
-        k.microbatch = mb;
-        k.sequence_parallel = sp;
-        try {
-          train::validate(run, train::parallelism{tp, 1, 1}, k, tp);
-        } catch (const input_error&) {
-          continue;
-        }
-        for (std::int64_t pp = 1; pp <= model::body_nodes(run); ++pp) {
-          if (s.devices % (tp * pp) != 0) continue;
-          const std::int64_t dp = s.devices / (tp * pp);
-          if ((s.global_batch / mb) % dp == 0) return true;
-        }
-      }
+  const options o;
+  const cluster::cluster c = cluster_of(s, s.space.base());
+  const place::plan_choices choices = plan_choices_of(s, o, false);
+  if (choices.microbatches.empty()) return false;
+  for (const auto& item : place::detail::plan_items(run, c, base_knobs(s), choices)) {
+    const int tp = item.parallel.tp;
+    for (std::int64_t pp = 1; pp <= model::body_nodes(run); ++pp) {
+      if (s.devices % (tp * pp) != 0) continue;
+      const std::int64_t dp = s.devices / (tp * pp);
+      if ((s.global_batch / item.knobs.microbatch) % dp == 0) return true;
     }
   }
   return false;
 }
 
 namespace detail {
-/// One knob setting of a spec on a design: its knobs and the tensor-parallel widths it admits.
-struct setting {
-  train::training_knobs knobs;
-  std::vector<int> widths;
-};
-
-/// Every knob setting of the spec (train::knob_settings: microbatch, then recomputation, then sequence
-/// parallelism) with a width that admits it, in that order.
-inline std::vector<setting> settings_for(const spec& s, const model::model& run,
-                                         const std::vector<int>& all_widths) {
-  std::vector<setting> out;
-  for (const train::knob_setting& knob : train::knob_settings(s.knobs, s.global_batch)) {
-    // run already has the spec's sequence
-    const train::training_knobs k = train::knobs_of(s.knobs, knob, s.global_batch);
-    std::vector<int> widths;
-    for (const int tp : all_widths) {
-      if (!train::sequence_parallel_runs(k.sequence_parallel, tp)) continue;
-      try {
-        train::validate(run, train::parallelism{tp, 1, 1}, k, tp);
-      } catch (const input_error&) {
-        continue;
-      }
-      widths.push_back(tp);
-    }
-    if (!widths.empty()) out.push_back({k, std::move(widths)});
-  }
-  return out;
-}
-
-/// One setting placed: the model's tables through `cache`, placed by the options' placer over every width,
-/// pipeline depth and data-parallel degree using all devices, faster than `cutoff` seconds. Nothing when no
-/// (tp, pp, dp) uses every device with this batch.
-struct placed_setting {
-  place::plan plan;
-  std::size_t nodes = 0;  ///< nodes of the tables (to read the plan's stages)
-};
-inline std::optional<placed_setting> place_setting(const model::model& run, const cluster::cluster& c,
-                                                   const setting& st, const sched::schedule_cache& cache,
-                                                   const options& o, double cutoff) {
-  const place::model_problem mp = place::model_tables(run, c, st.knobs, st.widths, cache);
-  place::placement_request request;
-  request.max_pp = st.knobs.shard_gradients ? 1 : static_cast<int>(model::body_nodes(run));  // ZeRO-2: pp 1
-  request.use_all_devices = true;
-  request.cutoff_s = cutoff;
-  try {
-    return placed_setting{o.placer.place(mp.problem, mp.policy, request),
-                          mp.problem.tables.front().nodes.size()};
-  } catch (const place::no_admissible_configuration&) {
-    return std::nullopt;
-  }
-}
-
 /// A design's record before placement: index, device, area and the peak-rate bound.
 inline design_result blank_result(const spec& s, const hw::device& d, std::uint64_t index) {
   design_result r;
@@ -216,108 +161,64 @@ inline design_result blank_result(const spec& s, const hw::device& d, std::uint6
   return r;
 }
 
-/// Completes a design's record with its chosen plan (estimated through `cache`), or marks it infeasible.
-inline void record_choice(const spec& s, const model::model& run, const cluster::cluster& c, design_result& r,
-                          const std::optional<placed_setting>& chosen, const train::training_knobs& knobs,
-                          double smallest_need, const sched::schedule_cache& cache) {
-  if (!chosen) {
-    r.status = outcome::infeasible;
-    r.smallest_memory_need =
-        bytes{smallest_need < std::numeric_limits<double>::infinity() ? smallest_need : 0.0};
-    return;
+/// A design's best plan by the planning service (place::search_plans with plan_choices_of), on layer
+/// times from `cache`: its record, infeasible when no plan fits (or none is admissible).
+inline design_result plan_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
+                                 bool refine, const sched::schedule_cache& cache) {
+  const model::model run = model_of(s);
+  design_result r = blank_result(s, d, index);
+  const cluster::cluster c = cluster_of(s, d);
+  place::plan_search_result found;
+  try {
+    found = place::search_plans(run, c, base_knobs(s), plan_choices_of(s, o, refine), cache);
+  } catch (const place::no_admissible_configuration&) {
+    r.status = outcome::infeasible;  // no width, depth and microbatch divide the devices and the batch
+    return r;
   }
-  const place::plan& found = chosen->plan;
+  r.configurations = found.evaluated;
+  r.schedule_gap = found.worst_gap;
+  if (found.feasible.empty()) {
+    r.status = outcome::infeasible;
+    r.smallest_memory_need = found.smallest_infeasible_need;
+    return r;
+  }
+  const place::ranked_plan& best = found.feasible.front();
   r.status = outcome::evaluated;
-  r.parallel = {found.tp, found.pp, found.dp};
-  r.knobs = knobs;
-  r.split = place::stage_split(found, chosen->nodes);
-  const sched::schedule_cache plan_cache = cache.tracked();  // the gap of this plan's schedules alone
-  r.estimate = train::estimate_step(run, c, r.parallel, r.knobs, plan_cache, r.split);
-  r.scheduler = std::string{cache.scheduler()};
-  r.schedule_gap = plan_cache.worst_gap();
+  r.parallel = {best.parallel.tp, best.parallel.pp, best.parallel.dp};
+  r.knobs = best.knobs;
+  r.split = best.split;
+  r.estimate = best.estimate;
+  r.scheduler = best.scheduler;
+  // A refined design reports its own plan's schedules; a first-pass one every schedule it priced (the
+  // refinement's bound: how much better schedules could speed any of its settings up).
+  r.schedule_gap = refine ? best.schedule_gap : std::max(best.schedule_gap, found.worst_gap);
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
+  return r;
 }
 }  // namespace detail
 
-/// The best plan of one design over every knob setting of the spec: for each (microbatch, recomputation,
-/// sequence parallelism) the options' placer (the chain DP) places the model under step_policy over every
-/// width, pipeline depth and data-parallel degree using all devices, with the best time found so far as its
-/// cutoff, on layer times from the options' scheduler. `configurations` counts the knob settings placed;
-/// `schedule_gap` is the largest gap of the schedules used (list schedules: how far the ILP could improve a
-/// layer at most).
+/// The best plan of one design over every knob setting of the spec, by the planning service
+/// (place::search_plans): for each (tensor-parallel width, microbatch, recomputation, sequence parallelism)
+/// the options' placer (the chain DP) places the model under step_policy over every pipeline depth and
+/// data-parallel degree using all devices, cut off at the best time found so far, on layer times from the
+/// options' scheduler. `configurations` counts the (width, knob setting) pairs placed; `schedule_gap` is the
+/// largest gap of the schedules used (list schedules: how far the ILP could improve a layer at most).
 inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index,
                                      const options& o = {}) {
-  const model::model run = model_of(s);
-  design_result r = detail::blank_result(s, d, index);
-  const cluster::cluster c = cluster_of(s, d);
-  const sched::schedule_cache cache{o.scheduler};
-  double best = std::numeric_limits<double>::infinity();
-  double smallest_need = std::numeric_limits<double>::infinity();
-  std::optional<detail::placed_setting> chosen;
-  train::training_knobs chosen_knobs;
-  for (const auto& st : detail::settings_for(s, run, detail::widths_for(s, run, c))) {
-    auto found = detail::place_setting(run, c, st, cache, o, best);
-    if (!found) continue;
-    ++r.configurations;
-    if (!found->plan.feasible) {
-      if (!found->plan.above_cutoff)
-        smallest_need = std::min(smallest_need, found->plan.smallest_memory_need.value());
-      continue;
-    }
-    best = found->plan.time_per_batch.value();
-    chosen = std::move(found);
-    chosen_knobs = st.knobs;
-  }
-  detail::record_choice(s, run, c, r, chosen, chosen_knobs, smallest_need, cache);
-  // The refinement's bound: how much better schedules could speed any of this design's settings up.
-  r.schedule_gap = std::max(r.schedule_gap, cache.worst_gap());
-  return r;
+  return detail::plan_design(s, d, index, o, false, sched::schedule_cache{o.scheduler});
 }
 
 /// The best plan of one design with layer times from `refined` (the ILP): exact over the knob settings
-/// without refining most of them. Each knob setting and tensor-parallel width is first placed on lower-bound
-/// layer times (sched::bound_scheduler), which no schedule beats; they are then refined in the order of those
-/// bounds until no bound is faster than the best refined plan. `schedule_gap` is the largest gap of the
-/// refined schedules (0 when all are proven optimal).
+/// without refining most of them. The planning service places each knob setting and tensor-parallel width
+/// on lower-bound layer times (sched::bound_scheduler), which no schedule beats, and refines them in the
+/// order of those bounds until no bound is faster than the best refined plan. `schedule_gap` is the gap of
+/// the chosen plan's refined schedules (0 when all are proven optimal).
 inline design_result refine_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
                                    const sched::any_scheduler& refined) {
-  const model::model run = model_of(s);
-  design_result r = detail::blank_result(s, d, index);
-  const cluster::cluster c = cluster_of(s, d);
-  const sched::schedule_cache bounds{sched::bound_scheduler{}};
-  const sched::schedule_cache cache{refined};
-  // One item per knob setting and tensor-parallel width: a width whose bound cannot win is never refined.
-  std::vector<detail::setting> settings;
-  for (const auto& st : detail::settings_for(s, run, detail::widths_for(s, run, c)))
-    for (const int tp : st.widths) settings.push_back({st.knobs, {tp}});
-  std::vector<std::pair<double, std::size_t>> order;  // (lower bound on time, item)
-  double smallest_need = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < settings.size(); ++i) {
-    const auto bound =
-        detail::place_setting(run, c, settings[i], bounds, o, std::numeric_limits<double>::infinity());
-    if (!bound) continue;
-    ++r.configurations;
-    if (!bound->plan.feasible) {  // memory does not depend on schedules: infeasible under any
-      smallest_need = std::min(smallest_need, bound->plan.smallest_memory_need.value());
-      continue;
-    }
-    order.emplace_back(bound->plan.time_per_batch.value(), i);
-  }
-  std::stable_sort(order.begin(), order.end());
-  double best = std::numeric_limits<double>::infinity();
-  std::optional<detail::placed_setting> chosen;
-  train::training_knobs chosen_knobs;
-  for (const auto& [bound, i] : order) {
-    if (bound >= best) break;  // no later setting can beat the best refined plan
-    auto found = detail::place_setting(run, c, settings[i], cache, o, best);
-    if (!found || !found->plan.feasible) continue;
-    best = found->plan.time_per_batch.value();
-    chosen = std::move(found);
-    chosen_knobs = settings[i].knobs;
-  }
-  detail::record_choice(s, run, c, r, chosen, chosen_knobs, smallest_need, cache);
-  return r;
+  options with = o;
+  with.refine = refined;
+  return detail::plan_design(s, d, index, with, true, sched::schedule_cache{o.scheduler});
 }
 
 /// A design's best plan as the search reports it: refined with `o.refine` when the options set it.
