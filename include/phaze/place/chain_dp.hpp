@@ -297,7 +297,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     if constexpr (UnevenPipelinePolicy<Policy>) {
       const std::size_t n = pre.work.size() - 1;
       work.uniform_cuts = true;
-      if constexpr (requires { policy.cut_s(s, 0.0, c); }) {
+      if constexpr (CutPricingPolicy<Policy>) {
         work.per_cut = true;
         work.cut.assign(n + 1, 0.0);
         double priced_bytes = -1.0;

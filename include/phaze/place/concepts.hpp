@@ -6,6 +6,7 @@
 #pragma once
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -69,7 +70,77 @@ template <class P>
 concept has_in_flight = requires(const P& p, const placement_settings& s, int stage, const stage_context& c) {
   { p.microbatches_in_flight(s, stage, c) } -> std::convertible_to<double>;
 };
+template <class P>
+concept has_pipeline = requires(const P& p, const placement_settings& s, const stage_context& c) {
+  { p.pipeline_s(s, 0.0, 0.0, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_cut = requires(const P& p, const placement_settings& s, const stage_context& c) {
+  { p.cut_s(s, 0.0, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_stage_table = requires(const P& p, std::size_t ti, int stage, const stage_context& c) {
+  { p.stage_table(ti, stage, c) } -> std::convertible_to<std::size_t>;
+};
+template <class P>
+concept has_stage_capacity = requires(const P& p, const placement_settings& s, int stage,
+                                      const stage_context& c) {
+  { p.stage_capacity(s, stage, c) } -> std::convertible_to<double>;
+};
+template <class P>
+concept has_configures = requires(const P& p, std::size_t ti) {
+  { p.configures(ti) } -> std::convertible_to<bool>;
+};
 }  // namespace detail::concepts
+
+/// What a placement policy prices beyond PlacementPolicy's members, each with members of its own. A policy
+/// declares it with `static constexpr policy_capabilities capabilities{...}`; the placers use those members
+/// only where it is declared, and explain_placement_policy stops compilation when a declared member is
+/// missing or a member is present but not declared, so a misspelt or forgotten member cannot silently give
+/// the answer of a policy without it.
+struct policy_capabilities {
+  /// `pipeline_s(settings, slowest_stage_s, stage_time_sum_s, context)`: the pipeline is not set by the
+  /// slowest stage alone (UnevenPipelinePolicy).
+  bool uneven_pipeline = false;
+  /// `cut_s(settings, cut_bytes, context)`: what one pipeline cut adds to the stages beside it, priced by its
+  /// bytes (CutPricingPolicy; needs uneven_pipeline).
+  bool prices_cuts = false;
+  /// `stage_table(ti, stage, context)`, `stage_capacity(settings, stage, context)` and `configures(ti)`: each
+  /// stage costed on its own devices' table and memory, on a cluster of several device types
+  /// (MixedDevicePolicy).
+  bool mixed_devices = false;
+};
+
+/// The policy capabilities `P` declares; none when it declares none.
+template <class P>
+constexpr policy_capabilities policy_capabilities_of() {
+  if constexpr (requires {
+                  { P::capabilities } -> std::convertible_to<policy_capabilities>;
+                }) {
+    return P::capabilities;
+  } else {
+    return {};
+  }
+}
+
+/// A placement policy whose pipeline is not set by the slowest stage alone: it declares
+/// policy_capabilities::uneven_pipeline and has `pipeline_s` (place/objective.hpp says what it must satisfy).
+template <class P>
+concept UnevenPipelinePolicy = policy_capabilities_of<P>()
+.uneven_pipeline&& detail::concepts::has_pipeline<P>;
+
+/// An UnevenPipelinePolicy that prices each cut by its bytes: it declares policy_capabilities::prices_cuts
+/// and has `cut_s`.
+template <class P>
+concept CutPricingPolicy = UnevenPipelinePolicy<P> && policy_capabilities_of<P>()
+.prices_cuts&& detail::concepts::has_cut<P>;
+
+/// A placement policy for clusters of several device types: it declares policy_capabilities::mixed_devices
+/// and has `stage_table`, `stage_capacity` and `configures` (place/objective.hpp: stage_table_of).
+template <class P>
+concept MixedDevicePolicy = policy_capabilities_of<P>()
+.mixed_devices&& detail::concepts::has_stage_table<P>&& detail::concepts::has_stage_capacity<P>&&
+    detail::concepts::has_configures<P>;
 
 /// A placement policy: how a stage's load becomes its time, cost and memory, and how stage costs and the
 /// largest stage's parameters become the time per batch (docs/layer-table.md, place/objective.hpp). Members:
@@ -86,8 +157,49 @@ concept PlacementPolicy = std::copy_constructible<P> && detail::concepts::says_w
     detail::concepts::has_batch_time<P> && detail::concepts::has_stage_memory<P> &&
     detail::concepts::has_in_flight<P>;
 
-/// Stops compilation with one sentence naming the first requirement of PlacementPolicy that `P` misses; true
-/// when it meets them all. The placers call it when they are made with a policy.
+/// Stops compilation with one sentence when what policy `P` declares (policy_capabilities) and the members it
+/// has disagree: a declared capability whose member is missing, or a member of a capability not declared.
+template <class P>
+consteval void explain_policy_capabilities() {
+  using namespace detail::concepts;
+  constexpr policy_capabilities declared = policy_capabilities_of<P>();
+  if constexpr (declared.uneven_pipeline && !has_pipeline<P>) {
+    static_assert(
+        has_pipeline<P>,
+        "phaze::place::PlacementPolicy: the policy declares policy_capabilities::uneven_pipeline but "
+        "'pipeline_s(settings, slowest_stage_s, stage_time_sum_s, context)' is missing; add `double "
+        "pipeline_s(const placement_settings&, double, double, const stage_context&) const`");
+  } else if constexpr (!declared.uneven_pipeline && has_pipeline<P>) {
+    static_assert(declared.uneven_pipeline,
+                  "phaze::place::PlacementPolicy: the policy has 'pipeline_s' but does not declare it; add "
+                  "`static constexpr policy_capabilities capabilities{.uneven_pipeline = true};`");
+  } else if constexpr (declared.prices_cuts && !(has_cut<P> && declared.uneven_pipeline)) {
+    static_assert(has_cut<P> && declared.uneven_pipeline,
+                  "phaze::place::PlacementPolicy: the policy declares policy_capabilities::prices_cuts but "
+                  "'cut_s(settings, cut_bytes, context)' is missing or uneven_pipeline is not declared; add "
+                  "`double cut_s(const placement_settings&, double, const stage_context&) const` and both");
+  } else if constexpr (!declared.prices_cuts && has_cut<P>) {
+    static_assert(declared.prices_cuts,
+                  "phaze::place::PlacementPolicy: the policy has 'cut_s' but does not declare it; add "
+                  "`.prices_cuts = true` (with `.uneven_pipeline = true`) to its policy_capabilities");
+  } else if constexpr (declared.mixed_devices &&
+                       !(has_stage_table<P> && has_stage_capacity<P> && has_configures<P>)) {
+    static_assert(has_stage_table<P> && has_stage_capacity<P> && has_configures<P>,
+                  "phaze::place::PlacementPolicy: the policy declares policy_capabilities::mixed_devices but "
+                  "one of 'stage_table(ti, stage, context)', 'stage_capacity(settings, stage, context)' and "
+                  "'configures(ti)' is missing; add all three (place::step_policy has them)");
+  } else if constexpr (!declared.mixed_devices &&
+                       (has_stage_table<P> || has_stage_capacity<P> || has_configures<P>)) {
+    static_assert(declared.mixed_devices,
+                  "phaze::place::PlacementPolicy: the policy has 'stage_table', 'stage_capacity' or "
+                  "'configures' but does not declare them; add `.mixed_devices = true` to its "
+                  "policy_capabilities, with all three members");
+  }
+}
+
+/// Stops compilation with one sentence naming the first requirement of PlacementPolicy that `P` misses, or a
+/// disagreement between the policy_capabilities it declares and its members; true when it meets them all.
+/// The placers call it when they are made with a policy.
 template <class P, class Node = cost_node>
 consteval bool explain_placement_policy() {
   using namespace detail::concepts;
@@ -136,6 +248,8 @@ consteval bool explain_placement_policy() {
         has_in_flight<P>,
         "phaze::place::PlacementPolicy: 'microbatches_in_flight(settings, stage, context)' is missing; add "
         "`double microbatches_in_flight(const placement_settings&, int, const stage_context&) const`");
+  } else {
+    explain_policy_capabilities<P>();
   }
   return PlacementPolicy<P, Node>;
 }

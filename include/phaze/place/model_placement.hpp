@@ -62,6 +62,10 @@ struct width_terms {
 /// stage_capacity: place/objective.hpp).
 struct step_policy {
   static constexpr bool allreduce_of_largest_stage = true;
+  /// The pipeline of uneven stages (pipeline_s), each cut priced by its bytes (cut_s), each stage on its own
+  /// devices (stage_table, stage_capacity, configures).
+  static constexpr policy_capabilities capabilities{
+      .uneven_pipeline = true, .prices_cuts = true, .mixed_devices = true};
 
   train::step_model model;
   std::vector<width_terms> widths;  ///< one per table

@@ -122,22 +122,19 @@ struct bottleneck_policy : pipeline_policy {
   }
 };
 
-/// A placement policy whose pipeline is not set by the slowest stage alone: the training-step model's
-/// (m - 1) t_max + sum_i t_i for stages of uneven times (step_policy; train::step_model::pipeline_time). It
-/// has `pipeline_s(settings, slowest_stage_time, stage_time_sum, context)`, nondecreasing in both times, and
-/// its stage cost is the pipeline if that stage were the slowest: pipeline_s(settings, stage_time_s(settings,
-/// load, context), context.stage_time_sum_s, context), whose largest over the stages is the pipeline; its
-/// batch_time_s adds the data-parallel terms to it. What a stage adds to its work may depend only on the
-/// cuts it waits for: either the same for every load (stage_time_s(load) - load.work_s constant), or, when
-/// the policy has `cut_s(settings, cut_bytes, context)`, stage_time_s(load) = (work + cut_s(forward)) +
-/// cut_s(backward) with the cuts of train::step_model::cuts_waited_for (step_policy: the sends of the stage's
-/// own cuts), and a load without boundaries paying a lower bound of any cut. When every cut costs the same,
-/// the stage times add up to the same for every split of one table (stage_time_sum) and the DPs stay exact
-/// by minimizing the slowest stage; chain_dp minimizes the sum too on mixed tables and uneven cuts.
-template <class P>
-concept UnevenPipelinePolicy = requires(const P& p, const placement_settings& s, const stage_context& c) {
-  { p.pipeline_s(s, 0.0, 0.0, c) } -> std::convertible_to<double>;
-};
+// What an UnevenPipelinePolicy (place/concepts.hpp) must satisfy: a pipeline not set by the slowest stage
+// alone, the training-step model's (m - 1) t_max + sum_i t_i for stages of uneven times (step_policy;
+// train::step_model::pipeline_time). Its `pipeline_s(settings, slowest_stage_time, stage_time_sum,
+// context)` is nondecreasing in both times, and its stage cost is the pipeline if that stage were the
+// slowest: pipeline_s(settings, stage_time_s(settings, load, context), context.stage_time_sum_s, context),
+// whose largest over the stages is the pipeline; its
+// batch_time_s adds the data-parallel terms to it. What a stage adds to its work may depend only on the
+// cuts it waits for: either the same for every load (stage_time_s(load) - load.work_s constant), or, for a
+// CutPricingPolicy (`cut_s(settings, cut_bytes, context)`), stage_time_s(load) = (work + cut_s(forward)) +
+// cut_s(backward) with the cuts of train::step_model::cuts_waited_for (step_policy: the sends of the stage's
+// own cuts), and a load without boundaries paying a lower bound of any cut. When every cut costs the same,
+// the stage times add up to the same for every split of one table (stage_time_sum) and the DPs stay exact
+// by minimizing the slowest stage; chain_dp minimizes the sum too on mixed tables and uneven cuts.
 
 /// One stage of a plan.
 struct plan_stage {
@@ -196,7 +193,7 @@ inline constexpr std::size_t no_stage_table = static_cast<std::size_t>(-1);
 template <class Policy>
 constexpr std::size_t stage_table_of(const Policy& policy, std::size_t ti, int stage,
                                      const stage_context& c) {
-  if constexpr (requires { policy.stage_table(ti, stage, c); }) {
+  if constexpr (MixedDevicePolicy<Policy>) {
     return policy.stage_table(ti, stage, c);
   } else {
     return ti;
@@ -208,7 +205,7 @@ constexpr std::size_t stage_table_of(const Policy& policy, std::size_t ti, int s
 template <class Policy>
 constexpr double stage_capacity_of(const Policy& policy, const placement_settings& s, int stage,
                                    const stage_context& c) {
-  if constexpr (requires { policy.stage_capacity(s, stage, c); }) {
+  if constexpr (MixedDevicePolicy<Policy>) {
     return policy.stage_capacity(s, stage, c);
   } else {
     return s.memory_per_device.value();
@@ -219,7 +216,7 @@ constexpr double stage_capacity_of(const Policy& policy, const placement_setting
 /// only serves other tables' stages: the tables of other device types).
 template <class Policy>
 constexpr bool configures(const Policy& policy, std::size_t ti) {
-  if constexpr (requires { policy.configures(ti); }) {
+  if constexpr (MixedDevicePolicy<Policy>) {
     return policy.configures(ti);
   } else {
     return true;
