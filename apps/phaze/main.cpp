@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.hpp"
+#include "option_words.hpp"
 #include "phaze/core/error.hpp"
 
 #ifndef PHAZE_VERSION
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", help_hint(app));
     return usage_exit;
   } catch (const phaze::error& e) {
-    print_error(e.what());
+    print_error(phaze::cli::in_option_words(e.what()));
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
     fmt::print(stderr, "phaze: internal error: {}\n", e.what());

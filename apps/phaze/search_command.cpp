@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "option_words.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/io/bounded_file.hpp"
 #include "phaze/io/cluster_front_svg.hpp"
@@ -370,7 +371,7 @@ int run_search(const search_options& o) {
   try {
     return search_with(o, mpi);
   } catch (const error& e) {
-    std::fprintf(stderr, "phaze: error: %s\n", e.what());
+    std::fprintf(stderr, "phaze: error: %s\n", cli::in_option_words(e.what()).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, static_cast<int>(e.code()));
   } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 # Installs the phaze build tree into a scratch prefix, then configures, builds and runs tests/consumer
-# against it with find_package(phaze): main.cpp and phaze's co-search example (examples/co_search.cpp, read
-# where it is, never copied), both linking only phaze::phaze.
+# against it with find_package(phaze): main.cpp and phaze's newcomer examples (examples/co_search.cpp,
+# custom_placer.cpp, mixed_cluster.cpp, read where they are, never copied), all linking only phaze::phaze.
 # Inputs: PHAZE_BINARY_DIR, PHAZE_CONSUMER_SOURCE, PHAZE_CONSUMER_DIR, PHAZE_EXAMPLE_DIR; optional
 # PHAZE_CXX_COMPILER (the compiler phaze was configured with) and PHAZE_CONSUMER_ARGS (more -D options for
 # the consumer's configure, e.g. -DPHAZE_GLPK_LIBRARY=/nonexistent to see a missing dependency reported).
@@ -49,3 +49,17 @@ if(rc OR NOT out MATCHES "${counts}" OR NOT out MATCHES "${best}")
   message(FATAL_ERROR "co-search example failed (${rc}): ${out}")
 endif()
 message(STATUS "co-search example: ${out}")
+
+# The custom placer example exits 1 when the user's greedy placer beats the exact chain DP; it prints both.
+execute_process(COMMAND "${PHAZE_CONSUMER_DIR}/build/custom_placer" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(rc OR NOT out MATCHES "greedy placer: best [0-9.]+ samples/s" OR NOT out MATCHES "chain [0-9.]+ s per batch")
+  message(FATAL_ERROR "custom placer example failed (${rc}): ${out}")
+endif()
+message(STATUS "custom placer example: ${out}")
+
+# The mixed-cluster example exits 1 when no plan fits or its stages do not use both device types.
+execute_process(COMMAND "${PHAZE_CONSUMER_DIR}/build/mixed_cluster" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(rc OR NOT out MATCHES "[1-9][0-9]* plans evaluated, [1-9][0-9]* fit" OR NOT out MATCHES "stage 0 on h100-sxm")
+  message(FATAL_ERROR "mixed-cluster example failed (${rc}): ${out}")
+endif()
+message(STATUS "mixed-cluster example: ${out}")

@@ -695,7 +695,7 @@ TEST_CASE("Llama 4 imports from its text_config: experts every N-th block, a sha
   CHECK(maverick.config.attention_chunk == 8192);
   CHECK(phaze::model::with_sequence(maverick, 4096).config.sequence == 4096);
   CHECK_THAT(input_error_of([&] { (void)phaze::model::with_sequence(maverick, 16384); }),
-             Catch::Contains("chunks of 8192") && Catch::Contains("--seq 8192"));
+             Catch::Contains("chunks of 8192") && Catch::Contains("`sequence` 8192"));
   // The text model alone (model_type llama4_text) and a config without model_type import alike.
   const auto whole = read_config("llama-4-maverick-17b-128e.json");
   CHECK(from_hf_config(whole.at("text_config"), "maverick") == maverick);

@@ -158,7 +158,7 @@ TEST_CASE("hybrid patterns and Mamba-2 sizes are checked", "[model][hybrid]") {
   s.sequence_parallel = false;
   s.cp = 2;
   s.fused_attention = true;
-  CHECK_THAT(input_error_of([&] { model::validate_model_shape(nano, s); }), Catch::Contains("--cp 1"));
+  CHECK_THAT(input_error_of([&] { model::validate_model_shape(nano, s); }), Catch::Contains("`cp` 1"));
   // Experts blocks without experts, and experts without 'E' blocks.
   auto c = nano.config;
   c.experts = 0;

@@ -83,8 +83,8 @@ TEST_CASE("TransGAN's parameters and FLOPs equal the closed forms of its archite
 TEST_CASE("a composite model keeps its own sequences and refuses the schedules of identical blocks",
           "[model][transgan]") {
   const model::model m = zoo::transgan();
-  CHECK_THROWS_WITH(with_sequence(m, 2048), Catch::Contains("drop --seq"));
-  CHECK_THROWS_WITH(with_vocab(m, 50000), Catch::Contains("drop --vocab"));
+  CHECK_THROWS_WITH(with_sequence(m, 2048), Catch::Contains("drop `sequence`"));
+  CHECK_THROWS_WITH(with_vocab(m, 50000), Catch::Contains("drop `vocab`"));
   CHECK(with_sequence(m, m.config.sequence) == m);
   // Tensor parallelism splits both kinds of block over their 4 heads, never 8.
   CHECK(splits_over(m, 4));

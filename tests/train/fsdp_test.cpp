@@ -239,7 +239,7 @@ TEST_CASE("fsdp: memory with the weights kept gathered, and under a pipeline wit
   // The policy needs fsdp.
   auto lone = fsdp_test::knobs(false);
   lone.fsdp_reshard_after_forward = train::fsdp_reshard::never;
-  CHECK_THROWS_WITH(train::validate(m, flat, lone, 8), Catch::Contains("give --fsdp with it"));
+  CHECK_THROWS_WITH(train::validate(m, flat, lone, 8), Catch::Contains("give `fsdp` with it"));
   CHECK(train::parse_fsdp_reshard("default") == train::fsdp_reshard::by_pipeline);
   CHECK_THROWS_WITH(train::parse_fsdp_reshard("sometimes"),
                     Catch::Contains("'default', 'always' or 'never'"));
@@ -290,8 +290,8 @@ TEST_CASE("ZeRO-2: gradients sharded like the optimizer state, reduce-scattered 
   // The rules: with the distributed optimizer, without fsdp, without a pipeline.
   auto alone = zero2;
   alone.distributed_optimizer = false;
-  CHECK_THROWS_WITH(train::validate(m, p, alone, 8), Catch::Contains("give --distributed-optimizer"));
-  CHECK_THROWS_WITH(train::validate(m, train::parallelism{1, 2, 4}, zero2, 8), Catch::Contains("--pp 1"));
+  CHECK_THROWS_WITH(train::validate(m, p, alone, 8), Catch::Contains("give `distributed_optimizer`"));
+  CHECK_THROWS_WITH(train::validate(m, train::parallelism{1, 2, 4}, zero2, 8), Catch::Contains("`pp` 1"));
 }
 
 TEST_CASE("fsdp: more exposed communication than ZeRO-1, a smaller optimizer step, equal on one rank",
@@ -426,9 +426,9 @@ TEST_CASE("hybrid sharding: states over a group, gathers inside it, shards all-r
   // The rules: a group that does not divide dp x cp, a group without fsdp, and experts are refused.
   auto odd = node;
   odd.fsdp_shard = 3;
-  CHECK_THROWS_WITH(train::validate(m, p, odd, 64), Catch::Contains("--fsdp-shard must divide"));
+  CHECK_THROWS_WITH(train::validate(m, p, odd, 64), Catch::Contains("`fsdp_shard` must divide"));
   auto bare = fsdp_test::knobs(false);
   bare.fsdp_shard = 8;
-  CHECK_THROWS_WITH(train::validate(m, p, bare, 64), Catch::Contains("give --fsdp"));
+  CHECK_THROWS_WITH(train::validate(m, p, bare, 64), Catch::Contains("give `fsdp`"));
   CHECK_NOTHROW(train::validate(m, p, node, 64));
 }

@@ -65,7 +65,7 @@ TEST_CASE("the host's time per op must lie in [0, 1 ms]", "[knobs]") {
     run r;
     r.k.host_overhead = bad;
     CAPTURE(bad);
-    CHECK_THROWS_WITH(r.validate(), Catch::Contains("--host-overhead"));
+    CHECK_THROWS_WITH(r.validate(), Catch::Contains("`host_overhead`"));
   }
   for (const double good : {0.0, train::eager_host_per_op, 1e-3}) {
     run r;

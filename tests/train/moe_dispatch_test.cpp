@@ -270,7 +270,7 @@ TEST_CASE("EP overlap refuses what Megatron-Core refuses, and does nothing witho
   auto flex = moe_run_knobs();
   flex.dispatcher = train::moe_dispatcher::flex;
   flex.sequence_parallel = true;
-  CHECK(refusal(m, {2, 1, 8, 1, 8}, flex).find("--etp 1") != none);
+  CHECK(refusal(m, {2, 1, 8, 1, 8}, flex).find("`etp` 1") != none);
   train::validate(m, {2, 1, 8, 1, 16, 1}, flex, 16);
   auto padded = m;
   padded.config.capacity_factor = 1.0;

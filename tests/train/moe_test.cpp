@@ -407,7 +407,7 @@ TEST_CASE("expert tensor parallelism below tp: the same expert work and state pe
   CHECK_THAT(input_error_of([&] {
                train::validate(m, train::parallelism{2, 1, 16, 1, 32}, k, 32);
              }),
-             Catch::Contains("--etp 1"));
+             Catch::Contains("`etp` 1"));
   const train::parallelism p{2, 1, 16, 1, 32, 1};
   CHECK_NOTHROW(train::validate(m, p, k, 32));
   CHECK(train::plan_shape{2, 1, 16, 2, 1, 32, 1}.expert_gradient_ranks() == 1);

@@ -494,7 +494,7 @@ TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's sp
   // and without them 15 blocks do not divide into 8 chunks.
   const std::vector<std::int64_t> blocks{15, 16, 16, 16, 16, 16, 16, 15};
   CHECK(train::split_of_blocks(m, blocks, 8, 8, true, true) == split);
-  CHECK_THROWS_WITH(train::split_of_blocks(m, blocks, 8, 8), Catch::Contains("--vp"));
+  CHECK_THROWS_WITH(train::split_of_blocks(m, blocks, 8, 8), Catch::Contains("`virtual_stages`"));
   CHECK_THROWS_WITH(train::split_of_blocks(m, blocks, 8, 8, true, false), Catch::Contains("stage 7"));
   // The step of the default split is the step of that split given explicitly; its memory peaks where the
   // given split's does.
@@ -524,7 +524,7 @@ TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's sp
   // 127 blocks and two counted layers do not divide into 64 chunks: Megatron-Core's rule, named.
   c.layers = 127;
   CHECK_THROWS_WITH(train::validate(model::make_model(c), p, k, 64),
-                    Catch::Contains("--account-for-embedding-in-pipeline-split"));
+                    Catch::Contains("`embedding_in_pipeline_split`"));
   // Under 1F1B only the embedding counted: 32 blocks + 1 over 3 stages of 11 layers.
   c.layers = 32;
   const model::model small = model::make_model(c);

@@ -113,10 +113,10 @@ namespace rules {
 [[noreturn]] inline void the_sequence_of_a_composite_model_is_fixed_by_its_layers() {
   throw input_error(
       "this model's layers have sequence lengths of their own (a composite model); its sequence cannot be "
-      "changed: drop --seq");
+      "changed: drop `sequence`");
 }
 [[noreturn]] inline void a_composite_model_has_no_vocabulary_to_change() {
-  throw input_error("no layer of this model is built from its vocabulary (a composite model); drop --vocab");
+  throw input_error("no layer of this model is built from its vocabulary (a composite model); drop `vocab`");
 }
 }  // namespace rules
 
@@ -386,11 +386,11 @@ inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constex
 namespace rules {
 [[noreturn]] inline void bf16_blocks_exceed_the_blocks_of_the_model() {
   throw input_error(
-      "--bf16-blocks asks for more blocks in bf16 at the start and the end than the model has blocks; give "
+      "`bf16_blocks` asks for more blocks in bf16 at the start and the end than the model has blocks; give "
       "START,END with START + END at most the block count");
 }
 [[noreturn]] inline void bf16_blocks_must_not_be_negative() {
-  throw input_error("--bf16-blocks counts blocks: give START,END with both >= 0");
+  throw input_error("`bf16_blocks` counts blocks: give START,END with both >= 0");
 }
 }  // namespace rules
 

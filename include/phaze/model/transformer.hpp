@@ -286,23 +286,23 @@ namespace rules {
   throw input_error("number of transformer layers must be positive");
 }
 [[noreturn]] inline void context_parallel_size_must_be_positive() {
-  throw input_error("the context-parallel size must be at least 1; give --cp N with N >= 1");
+  throw input_error("the context-parallel size must be at least 1; give `cp` N with N >= 1");
 }
 [[noreturn]] inline void context_parallelism_needs_sequence_divisible_by_2_cp() {
   throw input_error(
       "context parallelism splits each sequence into 2 * cp chunks (two per rank, balancing the causal "
       "mask); "
-      "give a --seq divisible by 2 * cp, or a smaller --cp");
+      "give a `sequence` divisible by 2 * cp, or a smaller `cp`");
 }
 [[noreturn]] inline void context_parallelism_needs_fused_attention() {
   throw input_error(
       "context parallelism runs ring attention over fused attention kernels (Transformer Engine); give "
-      "--attention fused (or auto on GPUs that run it), or --cp 1");
+      "`fused_attention` (or auto on GPUs that run it), or `cp` 1");
 }
 [[noreturn]] inline void vocabulary_padding_must_be_positive() {
   throw input_error(
       "the vocabulary padding multiple must be at least 1 (Megatron-LM's --make-vocab-size-divisible-by; 1: "
-      "no padding beyond a multiple of tp); give --vocab-padding N with N >= 1");
+      "no padding beyond a multiple of tp); give `vocab_padding` N with N >= 1");
 }
 [[noreturn]] inline void vocabulary_size_must_be_positive() {
   throw input_error("vocabulary size must be positive");
@@ -344,7 +344,7 @@ namespace rules {
 }
 [[noreturn]] inline void expert_tensor_parallel_size_must_divide_tp() {
   throw input_error(
-      "the expert tensor-parallel size (--etp) must be a divisor of the tensor-parallel width (1 up to tp): "
+      "the expert tensor-parallel size (`etp`) must be a divisor of the tensor-parallel width (1 up to tp): "
       "the experts' GEMMs split over a part of each tensor-parallel group");
 }
 [[noreturn]] inline void kv_heads_must_divide_attention_heads() {
@@ -393,7 +393,7 @@ namespace rules {
   throw input_error(
       "the model attends within chunks of " + std::to_string(chunk) +
       " tokens (Llama 4's attention_chunk_size), and phaze models a training sequence of at most "
-      "one chunk, where that is causal attention over the whole sequence; give --seq " +
+      "one chunk, where that is causal attention over the whole sequence; give `sequence` " +
       std::to_string(chunk) + " or less");
 }
 [[noreturn]] inline void moe_every_needs_an_offset_below_it() {
@@ -419,11 +419,11 @@ namespace rules {
       "heads");
 }
 [[noreturn]] inline void expert_parallel_size_must_be_positive() {
-  throw input_error("the expert-parallel size must be at least 1; give --ep N with N >= 1");
+  throw input_error("the expert-parallel size must be at least 1; give `ep` N with N >= 1");
 }
 [[noreturn]] inline void expert_parallelism_needs_a_mixture_of_experts_model() {
   throw input_error(
-      "--ep above 1 needs a mixture-of-experts model (experts > 0); give --ep 1 for a dense one");
+      "`ep` above 1 needs a mixture-of-experts model (experts > 0); give `ep` 1 for a dense one");
 }
 [[noreturn]] inline void expert_parallel_size_must_divide_experts() {
   throw input_error(
@@ -438,7 +438,7 @@ namespace rules {
 [[noreturn]] inline void mixture_of_experts_with_tp_needs_sequence_parallelism() {
   throw input_error(
       "a mixture-of-experts block with tensor parallelism needs sequence parallelism (Megatron-Core requires "
-      "it); add --sequence-parallel or use tp 1");
+      "it); add `sequence_parallel` or use tp 1");
 }
 [[noreturn]] inline void hybrid_pattern_must_name_every_block() {
   throw input_error(
@@ -470,7 +470,7 @@ namespace rules {
 [[noreturn]] inline void mamba_blocks_take_no_context_parallelism() {
   throw input_error(
       "phaze does not model context parallelism over Mamba-2 blocks (Megatron-Core exchanges their channels "
-      "by all-to-all); give --cp 1");
+      "by all-to-all); give `cp` 1");
 }
 /// A size above its limit (limits.hpp, docs/limits.md): `field` names it, `most` is the limit.
 [[noreturn]] inline void model_size_above_its_limit(const char* field, std::int64_t value,

@@ -224,12 +224,12 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
     throw input_error(
         "expert parallelism above 1 needs the uniform placement: the placers split stages on one "
         "parameter count per layer, not the experts' share that expert parallelism shards; use the "
-        "uniform placer (--placer uniform)");
+        "uniform placer (`placement` uniform)");
   }
   if (uneven && train::counts_embedding_or_loss(base)) {
     throw input_error(
         "the embedding or loss counted as a pipeline layer sets Megatron-Core's even split; use the uniform "
-        "placement (--placer uniform), or leave them out to search uneven splits");
+        "placement (`placement` uniform), or leave them out to search uneven splits");
   }
   // Rules of the base knobs alone, said here rather than lost in every item's refusal.
   if (base.shard_gradients && (!base.distributed_optimizer || base.fsdp))

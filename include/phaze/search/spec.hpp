@@ -43,7 +43,7 @@ inline model::model model_of(const spec& s) {
 
 namespace rules {
 [[noreturn]] inline void search_needs_devices_and_a_batch() {
-  throw input_error("a search needs --devices and --global-batch of at least 1");
+  throw input_error("a search needs `devices` and `global_batch` of at least 1");
 }
 [[noreturn]] inline void microbatches_must_divide_the_batch() {
   throw input_error(

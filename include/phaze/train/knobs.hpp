@@ -388,233 +388,236 @@ namespace rules {
 // expression calling it stops compilation with its name; at run time it throws input_error saying how to fix.
 [[noreturn]] inline void bf16_gradients_need_bf16_or_fp8_training() {
   throw input_error(
-      "--grad-reduce-in-bf16 keeps gradients in bf16, which mixed-precision bf16 or fp8 training does; give "
-      "--precision bf16 or fp8, or drop --grad-reduce-in-bf16");
+      "`grad_reduce_in_bf16` keeps gradients in bf16, which mixed-precision bf16 or fp8 training does; give "
+      "`precision` bf16 or fp8, or drop `grad_reduce_in_bf16`");
 }
 [[noreturn]] inline void fp8_param_gather_needs_fp8_training() {
   throw input_error(
-      "--fp8-param-gather keeps the weights in FP8, which needs FP8 training; give --precision fp8, or drop "
-      "--fp8-param-gather");
+      "`fp8_param_gather` keeps the weights in FP8, which needs FP8 training; give `precision` fp8, or drop "
+      "`fp8_param_gather`");
 }
 [[noreturn]] inline void fp8_param_gather_needs_the_distributed_optimizer() {
   throw input_error(
-      "--fp8-param-gather all-gathers the FP8 weights through a sharded data-parallel scheme "
+      "`fp8_param_gather` all-gathers the FP8 weights through a sharded data-parallel scheme "
       "(Megatron-Core's distributed optimizer, or Megatron-FSDP's sharded buffers); add "
-      "--distributed-optimizer or --fsdp, or drop --fp8-param-gather");
+      "`distributed_optimizer` or `fsdp`, or drop `fp8_param_gather`");
 }
 [[noreturn]] inline void optimizer_dtype_must_be_fp32_bf16_or_fp16() {
   throw input_error(
-      "the optimizer state is kept in fp32, bf16 or fp16; give --optimizer-dtype fp32, bf16 or fp16");
+      "the optimizer state is kept in fp32, bf16 or fp16; give `optimizer_dtype` fp32, bf16 or fp16");
 }
 [[noreturn]] inline void low_precision_optimizer_state_needs_mixed_precision() {
   throw input_error(
-      "--optimizer-dtype bf16 or fp16 keeps the optimizer state below fp32, which needs mixed-precision "
-      "training (fp32 training keeps its fp32 weights as the master copy); give --precision bf16, fp16 "
-      "or fp8, or --optimizer-dtype fp32");
+      "`optimizer_dtype` bf16 or fp16 keeps the optimizer state below fp32, which needs mixed-precision "
+      "training (fp32 training keeps its fp32 weights as the master copy); give `precision` bf16, fp16 "
+      "or fp8, or `optimizer_dtype` fp32");
 }
 [[noreturn]] inline void bf16_optimizer_state_needs_bf16_weights() {
   throw input_error(
-      "--optimizer-dtype bf16 updates the bf16 weights in place, so the weights must be bf16: give "
-      "--precision bf16 or fp8 without --fp8-param-gather, or --optimizer-dtype fp16");
+      "`optimizer_dtype` bf16 updates the bf16 weights in place, so the weights must be bf16: give "
+      "`precision` bf16 or fp8 without `fp8_param_gather`, or `optimizer_dtype` fp16");
 }
 [[noreturn]] inline void recompute_layers_must_not_be_negative() {
-  throw input_error("--recompute-layers counts blocks per model chunk: give N >= 1 (or 0 for every block)");
+  throw input_error("`recompute_layers` counts blocks per model chunk: give N >= 1 (or 0 for every block)");
 }
 [[noreturn]] inline void recompute_layers_need_full_recomputation() {
   throw input_error(
-      "--recompute-layers says how many blocks full recomputation recomputes; give --recompute full with it, "
-      "or drop --recompute-layers");
+      "`recompute_layers` says how many blocks full recomputation recomputes; give `recompute` full with it, "
+      "or drop `recompute_layers`");
 }
 [[noreturn]] inline void recompute_modules_need_selective_recomputation() {
   throw input_error(
-      "--recompute-modules names the submodules selective recomputation runs again (core_attn, mlp, moe, "
+      "`recompute_modules` names the submodules selective recomputation runs again (core_attn, mlp, moe, "
       "shared_experts, layernorm, moe_act, mla_up_proj) or torchtitan's per-op policy (op); give "
-      "--recompute selective with one or more of them, or drop --recompute-modules");
+      "`recompute` selective with one or more of them, or drop `recompute_modules`");
 }
 [[noreturn]] inline void op_policy_stands_alone() {
   throw input_error(
-      "--recompute-modules op is torchtitan's per-op policy over the whole block and takes no Megatron-Core "
+      "`recompute_modules` op is torchtitan's per-op policy over the whole block and takes no Megatron-Core "
       "submodule beside it; give op alone, or drop it");
 }
 [[noreturn]] inline void op_policy_needs(std::string_view what) {
-  std::string message{"--recompute-modules op (torchtitan's per-op selective checkpointing) is modelled "};
-  message.append(what).append("; drop --recompute-modules op, or use Megatron-Core's submodules");
+  std::string message{"`recompute_modules` op (torchtitan's per-op selective checkpointing) is modelled "};
+  message.append(what).append("; drop `recompute_modules` op, or use Megatron-Core's submodules");
   throw input_error(message);
 }
 [[noreturn]] inline void recompute_method_needs_full_recomputation() {
   throw input_error(
-      "--recompute-method uniform or every says which blocks full recomputation checkpoints; give "
-      "--recompute "
-      "full with it, or drop --recompute-method");
+      "`recompute_by` uniform or every says which blocks full recomputation checkpoints; give "
+      "`recompute` "
+      "full with it, or drop `recompute_by`");
 }
 [[noreturn]] inline void folded_expert_parallelism_must_divide_the_stage() {
   throw input_error(
-      "with an expert tensor-parallel size (--etp) other than tp, ep x etp must divide tp x dp x cp "
+      "with an expert tensor-parallel size (`etp`) other than tp, ep x etp must divide tp x dp x cp "
       "(Megatron-Core "
-      "carves the expert groups from all of a stage's ranks); choose an --ep that does");
+      "carves the expert groups from all of a stage's ranks); choose an `ep` that does");
 }
 [[noreturn]] inline void device_count_must_be_positive() {
-  throw input_error("the number of devices must be at least 1; give --devices N with N >= 1");
+  throw input_error("the number of devices must be at least 1; give `devices` N with N >= 1");
 }
 [[noreturn]] inline void expert_parallel_size_must_divide_dp() {
   throw input_error(
       "the expert-parallel size must divide the data-parallel size (Megatron-Core carves the expert-parallel "
-      "ranks from the data-parallel ones); choose an --ep that divides dp, or give an expert tensor-parallel "
-      "size below tp (--etp 1) to carve the expert groups from the tensor-parallel ranks too");
+      "ranks from the data-parallel ones); choose an `ep` that divides dp, or give an expert tensor-parallel "
+      "size below tp (`etp` 1) to carve the expert groups from the tensor-parallel ranks too");
 }
 [[noreturn]] inline void parallel_degrees_must_be_positive() {
   throw input_error(
-      "tp, pp, dp and cp must each be at least 1; give --tp, --pp, --dp (and --cp) as positive integers");
+      "tp, pp, dp and cp must each be at least 1; give `tp`, `pp`, `dp` (and `cp`) as positive integers");
 }
 [[noreturn]] inline void tp_times_pp_must_divide_devices() {
   throw input_error(
       "tp * pp does not divide the number of devices, so no whole data-parallel degree uses them all; choose "
-      "tp and pp whose product divides --devices");
+      "tp and pp whose product divides `devices`");
 }
 [[noreturn]] inline void tp_times_pp_times_dp_must_equal_devices() {
   throw input_error(
       "tp * pp * dp (* cp) must equal the number of devices (every device is used); choose degrees whose "
-      "product is --devices, or leave out --dp to get dp = devices / (tp * pp * cp)");
+      "product is `devices`, or leave out `dp` to get dp = devices / (tp * pp * cp)");
 }
 [[noreturn]] inline void global_batch_must_be_positive() {
-  throw input_error("the global batch must be at least 1 sequence; give --global-batch B with B >= 1");
+  throw input_error("the global batch must be at least 1 sequence; give `global_batch` B with B >= 1");
 }
 [[noreturn]] inline void microbatch_must_be_positive() {
-  throw input_error("the microbatch must be at least 1 sequence; give --microbatch M with M >= 1");
+  throw input_error("the microbatch must be at least 1 sequence; give `microbatch` M with M >= 1");
 }
 [[noreturn]] inline void sequence_must_not_be_negative() {
   throw input_error(
-      "the sequence length must be positive (or 0 for the model's own); give --seq S with S >= 1");
+      "the sequence length must be positive (or 0 for the model's own); give `sequence` S with S >= 1");
 }
 [[noreturn]] inline void global_batch_must_be_divisible_by_microbatch_times_dp() {
   throw input_error(
       "the global batch must be divisible by microbatch * dp, so every data-parallel replica runs a whole "
-      "number of microbatches; choose --global-batch a multiple of microbatch * dp");
+      "number of microbatches; choose `global_batch` a multiple of microbatch * dp");
 }
 [[noreturn]] inline void pipeline_stages_must_not_exceed_transformer_blocks() {
   throw input_error(
-      "pp is larger than the number of transformer blocks, so some stage would hold no block; choose --pp at "
+      "pp is larger than the number of transformer blocks, so some stage would hold no block; choose `pp` at "
       "most the model's layer count");
 }
 [[noreturn]] inline void virtual_stages_must_be_positive() {
   throw input_error(
-      "the number of virtual stages (model chunks per device) must be at least 1; give --vp >= 1");
+      "the number of virtual stages (model chunks per device) must be at least 1; give `virtual_stages` >= "
+      "1");
 }
 [[noreturn]] inline void virtual_stages_need_the_interleaved_schedule() {
   throw input_error(
-      "more than one virtual stage per device needs the interleaved schedule; give --schedule interleaved or "
-      "--vp 1");
+      "more than one virtual stage per device needs the interleaved schedule; give `schedule` interleaved or "
+      "`virtual_stages` 1");
 }
 [[noreturn]] inline void interleaved_schedule_needs_at_least_two_virtual_stages() {
   throw input_error(
-      "the interleaved schedule needs at least two model chunks per device; give --vp 2 or more, or use "
-      "--schedule 1f1b");
+      "the interleaved schedule needs at least two model chunks per device; give `virtual_stages` 2 or more, "
+      "or use "
+      "`schedule` 1f1b");
 }
 [[noreturn]] inline void interleaved_schedule_needs_more_than_two_pipeline_stages() {
   throw input_error(
       "the interleaved schedule needs pp > 2, or pp = 2 with the pipeline sends overlapped (Megatron-LM's "
-      "rule; --overlap with pp, Megatron-Core's default); give --pp 3 or more, add pp to --overlap, or use "
-      "--schedule 1f1b");
+      "rule; `overlap_p2p`, Megatron-Core's default); give `pp` 3 or more, set `overlap_p2p`, or use "
+      "`schedule` 1f1b");
 }
 [[noreturn]] inline void interleaved_schedule_needs_blocks_divisible_by_pp_times_v() {
   throw input_error(
       "with the interleaved schedule the transformer blocks must split evenly into pp * vp model chunks; "
-      "choose --pp and --vp whose product divides the layer count, count the embedding and loss as layers "
-      "as Megatron-Core can (--account-for-embedding-in-pipeline-split, "
-      "--account-for-loss-in-pipeline-split), "
-      "or give the blocks per stage (--stage-blocks)");
+      "choose `pp` and `virtual_stages` whose product divides the layer count, count the embedding and loss "
+      "as layers "
+      "as Megatron-Core can (`embedding_in_pipeline_split`, "
+      "`loss_in_pipeline_split`), "
+      "or give the blocks per stage (`stage_blocks`)");
 }
 [[noreturn]] inline void interleaved_schedule_needs_microbatches_divisible_by_pp() {
   throw input_error(
       "with the interleaved schedule the microbatches per replica (global batch / (microbatch * dp)) must be "
-      "a multiple of pp (Megatron-LM's rule); change --global-batch, --microbatch or --pp");
+      "a multiple of pp (Megatron-LM's rule); change `global_batch`, `microbatch` or `pp`");
 }
 [[noreturn]] inline void fsdp_shard_must_not_be_negative() {
   throw input_error(
-      "--fsdp-shard is the ranks each state is sharded over: give N >= 1 (or leave it out: all)");
+      "`fsdp_shard` is the ranks each state is sharded over: give N >= 1 (or leave it out: all)");
 }
 [[noreturn]] inline void fsdp_shard_needs_fsdp() {
   throw input_error(
-      "--fsdp-shard sets the groups fully sharded data parallelism shards over; give --fsdp with it, or drop "
-      "--fsdp-shard");
+      "`fsdp_shard` sets the groups fully sharded data parallelism shards over; give `fsdp` with it, or drop "
+      "`fsdp_shard`");
 }
 [[noreturn]] inline void fsdp_shard_must_divide_dp_times_cp() {
   throw input_error(
-      "--fsdp-shard must divide the data-parallel ranks (dp x cp): each group of that many ranks shards the "
+      "`fsdp_shard` must divide the data-parallel ranks (dp x cp): each group of that many ranks shards the "
       "states and the groups replicate them; choose a divisor of dp x cp");
 }
 [[noreturn]] inline void gradient_sharding_needs_the_distributed_optimizer() {
   throw input_error(
-      "--shard-gradients is ZeRO stage 2: the optimizer state sharded and the gradients with it; give "
-      "--distributed-optimizer with it (and not --fsdp, which shards the weights as well), or drop "
-      "--shard-gradients");
+      "`shard_gradients` is ZeRO stage 2: the optimizer state sharded and the gradients with it; give "
+      "`distributed_optimizer` with it (and not `fsdp`, which shards the weights as well), or drop "
+      "`shard_gradients`");
 }
 [[noreturn]] inline void gradient_sharding_without_pipeline() {
   throw input_error(
-      "--shard-gradients (ZeRO stage 2) runs without pipeline parallelism: DeepSpeed's pipeline engine "
-      "takes ZeRO stage 1 at most; give --pp 1, or drop --shard-gradients");
+      "`shard_gradients` (ZeRO stage 2) runs without pipeline parallelism: DeepSpeed's pipeline engine "
+      "takes ZeRO stage 1 at most; give `pp` 1, or drop `shard_gradients`");
 }
 [[noreturn]] inline void expert_overlap_needs(std::string_view what) {
-  std::string message{"--overlap ep (Megatron-Core's --overlap-moe-expert-parallel-comm) runs "};
-  message.append(what).append("; drop ep from --overlap, or change the plan");
+  std::string message{"`overlap_expert_comm` (Megatron-Core's --overlap-moe-expert-parallel-comm) runs "};
+  message.append(what).append("; drop `overlap_expert_comm`, or change the plan");
   throw input_error(message);
 }
 [[noreturn]] inline void expert_overlap_needs_interleaving() {
-  expert_overlap_needs("under pipeline parallelism with the interleaved schedule only (--vp)");
+  expert_overlap_needs("under pipeline parallelism with the interleaved schedule only (`virtual_stages`)");
 }
 [[noreturn]] inline void expert_overlap_without_full_recomputation() {
   expert_overlap_needs("without full recomputation");
 }
 [[noreturn]] inline void flex_dispatcher_needs(std::string_view what) {
-  std::string message{"--moe-dispatcher flex (DeepEP's or HybridEP's dispatch) runs "};
-  message.append(what).append("; or give --moe-dispatcher alltoall");
+  std::string message{"`dispatcher` flex (DeepEP's or HybridEP's dispatch) runs "};
+  message.append(what).append("; or give `dispatcher` alltoall");
   throw input_error(message);
 }
 [[noreturn]] inline void fsdp_reshard_needs_fsdp() {
   throw input_error(
-      "--fsdp-reshard-after-forward says when fully sharded data parallelism frees gathered weights; give "
-      "--fsdp with it, or drop --fsdp-reshard-after-forward");
+      "`fsdp_reshard_after_forward` says when fully sharded data parallelism frees gathered weights; give "
+      "`fsdp` with it, or drop `fsdp_reshard_after_forward`");
 }
 [[noreturn]] inline void hybrid_sharding_with_experts() {
   throw input_error(
-      "hybrid sharding (--fsdp-shard below dp x cp) with expert parallelism is not modelled; give --ep 1, or "
+      "hybrid sharding (`fsdp_shard` below dp x cp) with expert parallelism is not modelled; give `ep` 1, or "
       "shard over every data-parallel rank");
 }
 [[noreturn]] inline void pipeline_layers_must_divide_into_stages(std::int64_t layers, int pp,
                                                                  std::int64_t chunks) {
   throw input_error(
       "with the embedding or the loss counted as a pipeline layer "
-      "(--account-for-embedding-in-pipeline-split, "
-      "--account-for-loss-in-pipeline-split) the " +
+      "(`embedding_in_pipeline_split`, "
+      "`loss_in_pipeline_split`) the " +
       std::to_string(layers) + " layers must divide into the " + std::to_string(pp * chunks) +
       " model chunks (pp x vp), as Megatron-Core requires; choose a pp (and vp) that divides them, or drop "
       "the flags");
 }
 [[noreturn]] inline void pipeline_layers_need_a_transformer() {
   throw input_error(
-      "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split split a "
+      "`embedding_in_pipeline_split` and `loss_in_pipeline_split` split a "
       "transformer's blocks; for a composite model drop them and give its layers per stage with "
-      "--stage-blocks");
+      "`stage_blocks`");
 }
 [[noreturn]] inline void interleaved_schedule_needs_identical_blocks() {
   throw input_error(
       "the interleaved schedule gives every device chunks of identical blocks; this model's layers differ (a "
-      "composite model): use --schedule 1f1b or gpipe");
+      "composite model): use `schedule` 1f1b or gpipe");
 }
 [[noreturn]] inline void host_overhead_must_lie_in_0_1ms() {
   throw input_error(
       "the host overhead per op must lie in [0, 1000] microseconds (eager PyTorch measured about 61; 0 for "
       "CUDA "
-      "graphs); fix --host-overhead");
+      "graphs); fix `host_overhead`");
 }
 [[noreturn]] inline void memory_headroom_must_lie_in_0_1() {
   throw input_error(
-      "the memory headroom is the share of each device's memory left free: give --memory-headroom in [0, 1), "
+      "the memory headroom is the share of each device's memory left free: give `memory_headroom` in [0, 1), "
       "e.g. 0.1");
 }
 [[noreturn]] inline void precision_must_be_bf16_fp16_fp32_or_fp8() {
   throw input_error(
-      "training precision must be bf16, fp16, fp32 or fp8; give --precision bf16|fp16|fp32|fp8");
+      "training precision must be bf16, fp16, fp32 or fp8; give `precision` bf16|fp16|fp32|fp8");
 }
 }  // namespace rules
 
@@ -740,11 +743,11 @@ struct validate_fn {
       if (m.config.capacity_factor > 0.0)
         rules::flex_dispatcher_needs(
             "dropless only (Megatron-Core refuses it with padding to a capacity): "
-            "drop --capacity-factor");
+            "drop `capacity_factor`");
       if (p.ep > 1 && p.expert_tp() > 1)
         rules::flex_dispatcher_needs(
             "here with expert tensor parallelism 1 only (phaze models its exchange over the expert-parallel "
-            "ranks): give --etp 1 or --tp 1");
+            "ranks): give `etp` 1 or `tp` 1");
     }
     // Megatron-Core's TransformerConfig checks of --overlap-moe-expert-parallel-comm, for a plan with
     // expert parallelism (without it there is no all-to-all to overlap, and the knob does nothing).
@@ -776,7 +779,7 @@ struct validate_fn {
             "mixers)");
       if (!k.fused_attention || m.config.score_bias > 0 || model::composite(m))
         rules::op_policy_needs(
-            "with fused attention only (give --attention fused; a transformer without "
+            "with fused attention only (give `fused_attention`; a transformer without "
             "score biases)");
       if (k.precision == hw::precision::fp8)
         rules::op_policy_needs("without FP8 training (torchtitan's float8 GEMMs are not aten.mm)");

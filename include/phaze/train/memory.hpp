@@ -256,7 +256,7 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
                                                  int virtual_stages = 1, bool embedding_layer = false,
                                                  bool loss_layer = false) {
   if (static_cast<int>(blocks.size()) != stages) {
-    throw input_error("--stage-blocks gives " + std::to_string(blocks.size()) + " counts for " +
+    throw input_error("`stage_blocks` gives " + std::to_string(blocks.size()) + " counts for " +
                       std::to_string(stages) + " pipeline stages; give one count per stage");
   }
   std::vector<stage_layers> split;
@@ -266,23 +266,23 @@ inline std::vector<stage_layers> split_of_blocks(const model::model& m,
     // An interior stage may hold no block (AMP's cut points allow it): its devices only pass the
     // activations on, one more pipeline hop.
     if (s.blocks < 0) {
-      throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
+      throw input_error("`stage_blocks`: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
                         " blocks; give 0 or more blocks per stage");
     }
     // Where the embedding or the loss counts as a layer, it fills the place of a block in its stage's chunks.
     const std::int64_t layers =
         s.blocks + (s.embedding && embedding_layer ? 1 : 0) + (s.head && loss_layer ? 1 : 0);
     if (virtual_stages > 1 && layers % virtual_stages != 0) {
-      throw input_error("--stage-blocks: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
+      throw input_error("`stage_blocks`: stage " + std::to_string(i) + " has " + std::to_string(s.blocks) +
                         " blocks" + (layers != s.blocks ? " (and the embedding or loss as a layer)" : "") +
                         ", which do not split into its " + std::to_string(virtual_stages) +
-                        " interleaved model chunks; give every stage a multiple of --vp layers");
+                        " interleaved model chunks; give every stage a multiple of `virtual_stages` layers");
     }
     total += s.blocks;
     split.push_back(s);
   }
   if (total != model::body_nodes(m)) {
-    throw input_error("--stage-blocks adds up to " + std::to_string(total) + " blocks but the model has " +
+    throw input_error("`stage_blocks` adds up to " + std::to_string(total) + " blocks but the model has " +
                       std::to_string(model::body_nodes(m)) +
                       (model::composite(m) ? " body layers (between its input and output layers)" : "") +
                       "; give counts that add up to the block count");

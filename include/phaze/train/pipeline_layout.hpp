@@ -177,7 +177,7 @@ inline pipeline_layout parse_pipeline_layout(std::string_view text, int pp, std:
   if (total_mtp != mtp_layers) {
     detail::bad_layout(text, "it places " + std::to_string(total_mtp) +
                                  " multi-token prediction modules (m) but the model has " +
-                                 std::to_string(mtp_layers) + " (give --mtp-layers to change the model's)");
+                                 std::to_string(mtp_layers) + " (give `mtp_layers` to change the model's)");
   }
   if (list.back().mtp != total_mtp) {
     detail::bad_layout(
