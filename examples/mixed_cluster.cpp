@@ -1,8 +1,8 @@
 // A cluster of two device types, written in C++, planned by the planning service every command uses
 // (place::search_plans): GPT-2 XL on 16 H100 and 16 A100 in their DGX nodes, uneven stages by the chain DP,
-// every tensor-parallel width, microbatch, recomputation mode and sequence-parallel setting. It prints the
-// best plans and, for the best, which device type runs each stage and how many blocks it holds: the faster
-// H100 stages take more blocks. Exits 1 when no plan fits or the stages do not use both types.
+// every tensor-parallel width (GPT-2 XL's 25 heads admit tp 1 only), microbatch and recomputation mode. It
+// prints the best plans and, for the best, which device type runs each stage and how many blocks it holds:
+// the faster H100 stages take more blocks. Exits 1 when no plan fits or the stages do not use both types.
 #include <phaze/cluster/presets.hpp>
 #include <phaze/hw/presets.hpp>
 #include <phaze/model/zoo.hpp>
@@ -46,8 +46,9 @@ int main() {
     const int rank = static_cast<int>(k) * best.parallel.tp * best.parallel.dp;
     const bool on_h100 = rank < 16;
     both = both || !on_h100;
-    std::printf("stage %zu on %s: %d blocks%s%s\n", k, on_h100 ? "h100-sxm" : "a100-80gb", best.split[k].blocks,
-                best.split[k].embedding ? " + embedding" : "", best.split[k].head ? " + head" : "");
+    std::printf("stage %zu on %s: %lld blocks%s%s\n", k, on_h100 ? "h100-sxm" : "a100-80gb",
+                static_cast<long long>(best.split[k].blocks), best.split[k].embedding ? " + embedding" : "",
+                best.split[k].head ? " + head" : "");
   }
   return best.split.size() > 1 && !both ? 1 : 0;
 }
