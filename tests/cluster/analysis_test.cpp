@@ -57,7 +57,8 @@ TEST_CASE("bisection of two node types puts one of each on a side", "[cluster_an
 TEST_CASE("a measured node matrix bounds the links between nodes", "[cluster_analysis]") {
   cluster::link_matrix m;
   m.size = 2;
-  m.entries = {{}, {bytes_per_second{1e9}, seconds{2e-5}}, {bytes_per_second{2e9}, seconds{1e-5}}, {}};
+  // Whole-node entries (cluster::link_matrix): 4 GB/s from node 0 to node 1, 8 GB/s back.
+  m.entries = {{}, {bytes_per_second{4e9}, seconds{2e-5}}, {bytes_per_second{8e9}, seconds{1e-5}}, {}};
   const cluster::cluster c{{{*hw::find_preset("t4"), 8, cluster::node_of("t4")}}, {}, m};
   const auto nodes = cluster::nodes_of(c);
   CHECK(cluster::node_link(c, nodes, 0, 1).bandwidth.value() == Approx(4e9));

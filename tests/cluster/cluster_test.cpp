@@ -27,13 +27,15 @@ cluster::cluster split_in_two(const cluster::node_spec& node, int devices) {
   return cluster::cluster{{{a100, devices / 2, node}, {a100, devices - devices / 2, node}}};
 }
 
-/// A node-level matrix where every entry is what one device of a node reaches while all of them send.
+/// A node-level matrix of full nodes where every entry is what the whole node reaches while all its devices
+/// send: each device the fabric's share.
 cluster::link_matrix uniform_nodes(const cluster::node_spec& node, int nodes) {
   cluster::link_matrix m;
   m.endpoints = cluster::link_matrix::between::nodes;
   m.size = nodes;
-  m.entries.assign(static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nodes),
-                   cluster::link{node.network_share(1), node.nic.latency});
+  m.entries.assign(
+      static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nodes),
+      cluster::link{node.network_share(1) * static_cast<double>(node.devices), node.nic.latency});
   return m;
 }
 }  // namespace
@@ -50,6 +52,11 @@ TEST_CASE("ranks are numbered group by group and node by node", "[cluster]") {
   CHECK(c.node_at(12) == 2);
   CHECK(c.node_at(16) == 3);
   CHECK(c.device_at(19).name.view() == "v100-16gb");
+  // What each node holds: a group's last node may hold fewer than its node size.
+  CHECK(c.devices_in_node(0) == 8);
+  CHECK(c.devices_in_node(1) == 4);
+  CHECK(c.devices_in_node(2) == 4);
+  CHECK(c.devices_in_node(3) == 4);
 }
 
 TEST_CASE("the hop-by-hop route equals the closed form for every ring shape", "[cluster]") {
@@ -161,10 +168,10 @@ TEST_CASE("a measured device matrix: each ring runs at its slowest hop, in its o
 }
 
 TEST_CASE("a measured node matrix scales with the ring's members in each node", "[cluster]") {
-  // Two nodes of 8; between them each device reaches 10 GB/s while the whole node sends.
+  // Two nodes of 8; between them the whole node reaches 80 GB/s, each device 10 GB/s while all send.
   cluster::link_matrix m;
   m.size = 2;
-  m.entries = {{}, {10_GBps, 8_us}, {10_GBps, 8_us}, {}};
+  m.entries = {{}, {80_GBps, 8_us}, {80_GBps, 8_us}, {}};
   const cluster::cluster c{{{a100, 16, dgx}}, {}, m};
   CHECK(c.ring({16, 1}, 16).hop == cluster::link{80_GBps, 8_us});  // 8 members per node
   CHECK(c.ring({2, 8}, 16).hop == cluster::link{10_GBps, 8_us});   // 1 member per node

@@ -45,16 +45,18 @@ TEST_CASE("a cluster file with two device types and a measured link", "[cluster_
   const cluster::link_matrix& m = *c.measured();
   CHECK(m.endpoints == cluster::link_matrix::between::nodes);
   CHECK(m.size == 4);
-  // The given link, both ways, as each device's share of the node's bandwidth.
-  CHECK(m.at(1, 2).bandwidth.value() == Approx(2.5e9 / 8.0));
-  CHECK(m.at(2, 1).bandwidth.value() == Approx(2.5e9 / 4.0));
+  // The given link, both ways, as the file gives it: the whole node's bandwidth (one convention in C++ and
+  // in files); node 1 holds 8 devices and node 2 four, each device's share is the entry over them.
+  CHECK(m.at(1, 2).bandwidth.value() == Approx(2.5e9));
+  CHECK(m.at(2, 1).bandwidth.value() == Approx(2.5e9));
+  CHECK(d.value.devices_in_node(1) == 8);
+  CHECK(d.value.devices_in_node(2) == 4);
   CHECK(m.at(1, 2).latency.value() == Approx(30e-6));
   CHECK(d.measured_links == 2);
-  // Entries not given come from the fabric: what both nodes' interfaces allow, shared by the sender's
-  // devices.
-  CHECK(m.at(0, 1).bandwidth.value() == Approx(200e9 / 8.0));
-  CHECK(m.at(0, 2).bandwidth.value() == Approx(25e9 / 8.0 / 8.0));
-  CHECK(m.at(3, 0).bandwidth.value() == Approx(25e9 / 8.0 / 4.0));
+  // Entries not given come from the fabric: what both nodes' interfaces allow.
+  CHECK(m.at(0, 1).bandwidth.value() == Approx(200e9));
+  CHECK(m.at(0, 2).bandwidth.value() == Approx(25e9 / 8.0));
+  CHECK(m.at(3, 0).bandwidth.value() == Approx(25e9 / 8.0));
 }
 
 TEST_CASE("a cluster without measurements routes rings as the same groups built in code", "[cluster_json]") {
@@ -162,9 +164,10 @@ TEST_CASE("nccl-tests outputs set a group's node link and the links between node
   const cluster::cluster& c = d.value;
   CHECK(c.groups()[0].node.intra == inside);
   REQUIRE(c.measured().has_value());
-  // 16 ranks over 2 nodes: each ring had 8 members in each node, so each device's share is busbw / 8 and a
-  // data-parallel ring over both whole nodes runs at the measured bus bandwidth again.
-  CHECK(c.measured()->at(0, 1).bandwidth.value() == Approx(across.bandwidth.value() / 8.0));
+  // 16 ranks over 2 nodes: each ring had 8 members in each node, so each device's share is busbw / 8, the
+  // whole node's entry busbw / 8 x 8, and a data-parallel ring over both whole nodes runs at the measured
+  // bus bandwidth again.
+  CHECK(c.measured()->at(0, 1).bandwidth.value() == Approx(across.bandwidth.value()));
   CHECK(c.measured()->at(1, 0).latency == across.latency);
   CHECK(c.ring({16, 1}, 16).hop.bandwidth.value() ==
         Approx(std::min(across.bandwidth.value(), inside.bandwidth.value())));
@@ -215,8 +218,8 @@ TEST_CASE("a node entry above what the nodes' interfaces carry is read, with a w
   CHECK_THAT(d.warnings[0], Catch::Contains("2 node entries"));
   CHECK_THAT(d.warnings[0],
              Catch::Contains("network.links[0] gives 500 GB/s from node 0 to node 1, 2.5 times"));
-  // Taken as given all the same: each device's share of the node's 500 GB/s.
-  CHECK(d.value.measured()->at(0, 1).bandwidth.value() == Approx(500e9 / 8.0));
+  // Taken as given all the same: the node's 500 GB/s, each device's share an eighth of it.
+  CHECK(d.value.measured()->at(0, 1).bandwidth.value() == Approx(500e9));
   // Within the interfaces: no warning.
   CHECK(io::read_cluster_file(data / "a100-v100-measured.json").warnings.empty());
 }

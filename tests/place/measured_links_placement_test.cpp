@@ -17,7 +17,7 @@
 using namespace phaze;
 
 namespace {
-/// `nodes` nodes of 4 T4s whose links between nodes are drawn from [0.2, 6.25] GB/s per device share, each
+/// `nodes` nodes of 4 T4s whose links between nodes (the whole node's) are drawn from [0.2, 6.25] GB/s, each
 /// direction on its own, latencies from [5, 50] us.
 cluster::cluster measured_t4(std::mt19937_64& rng, int nodes) {
   cluster::link_matrix m;
@@ -27,7 +27,7 @@ cluster::cluster measured_t4(std::mt19937_64& rng, int nodes) {
   for (auto& e : m.entries) {
     const double u = static_cast<double>(rng() >> 11U) / 9007199254740992.0;
     const double v = static_cast<double>(rng() >> 11U) / 9007199254740992.0;
-    e = {bytes_per_second{(0.2 + 6.05 * u) * 1e9 / 4.0}, seconds{(5.0 + 45.0 * v) * 1e-6}};
+    e = {bytes_per_second{(0.2 + 6.05 * u) * 1e9}, seconds{(5.0 + 45.0 * v) * 1e-6}};
   }
   return cluster::cluster{{{*hw::find_preset("t4"), 4 * nodes, cluster::node_of("t4")}}, {}, m};
 }

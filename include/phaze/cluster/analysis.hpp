@@ -55,8 +55,7 @@ inline link node_link(const cluster& c, const std::vector<node_info>& nodes, int
   const node_spec& fb = c.groups()[to.group].node;
   const auto& m = c.measured();
   if (m && m->endpoints == link_matrix::between::nodes) {
-    const link& e = m->at(a, b);
-    return {e.bandwidth * static_cast<double>(from.devices), e.latency};
+    return m->at(a, b);  // the whole node's (link_matrix)
   }
   if (m && m->endpoints == link_matrix::between::devices) {
     double sum = 0.0;

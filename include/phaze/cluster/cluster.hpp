@@ -176,6 +176,14 @@ class cluster {
     const std::size_t g = group_of_device(d);
     return first_node_[g] + (d - first_device_[g]) / groups_[g].node.devices;
   }
+  /// The devices node `node` holds: its group's node size, fewer in a group's last node when the group's
+  /// count is not a multiple of it.
+  [[nodiscard]] int devices_in_node(int node) const {
+    const auto g = static_cast<std::size_t>(std::upper_bound(first_node_.begin(), first_node_.end(), node) -
+                                            first_node_.begin() - 1);
+    const int before = (node - first_node_[g]) * groups_[g].node.devices;
+    return std::min(groups_[g].node.devices, groups_[g].count - before);
+  }
 
   /// The group rank `r` belongs to (0 <= r < devices()): that of the device playing it.
   [[nodiscard]] std::size_t group_index(int rank) const { return group_of_device(device_of_rank(rank)); }
@@ -338,8 +346,11 @@ class cluster {
       if (na == nb) {
         h = groups_[group_of_device(a)].node.intra;
       } else if (measured_) {
+        // The sending node's entry is the whole node's: each device gets its share (link_matrix).
         const link& m = measured_->at(na, nb);
-        h = {m.bandwidth * static_cast<double>(std::min(members_in(na), members_in(nb))), m.latency};
+        h = {m.bandwidth / static_cast<double>(devices_in_node(na)) *
+                 static_cast<double>(std::min(members_in(na), members_in(nb))),
+             m.latency};
       } else {
         const node_spec& from = groups_[group_of_device(a)].node;
         const node_spec& to = groups_[group_of_device(b)].node;

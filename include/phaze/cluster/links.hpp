@@ -81,9 +81,10 @@ constexpr node_spec with_devices_per_node(node_spec node, int n) {
 
 /// Measured links between endpoints, asymmetric allowed: between devices (`size` = the cluster's devices; an
 /// entry is what one pair of devices reaches, used as is) or between nodes (`size` = the cluster's nodes;
-/// an entry is what each device of a node reaches towards the other node while every device of the node
-/// sends, so a ring with k members in the node gets k times it, as node_spec::network_share; links inside a
-/// node stay the node's own).
+/// an entry is what the whole node reaches towards the other node while all its devices send, as a cluster
+/// file gives it: each device gets its share, the entry over the node's devices, and a ring with k members
+/// in the node k shares, as node_spec::network_share; links inside a node stay the node's own). One
+/// convention in C++ and in files alike.
 struct link_matrix {
   enum class between : std::uint8_t { devices, nodes };
   between endpoints = between::nodes;

@@ -384,16 +384,14 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
     m.endpoints = by_node ? cluster::link_matrix::between::nodes : cluster::link_matrix::between::devices;
     m.size = size;
     m.entries.resize(static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
-    // Defaults from the fabric: a node entry is each device's share of what the pair of nodes carries, a
-    // device entry what a pair of devices reaches when every device sends (cluster::link_matrix).
+    // Defaults from the fabric: a node entry is what the whole node reaches towards the other, a device entry
+    // what a pair of devices reaches when every device sends (cluster::link_matrix).
     for (int a = 0; a < size; ++a) {
       for (int b = 0; b < size; ++b) {
         if (a == b) continue;
         cluster::link l;
         if (by_node) {
-          const cluster::link whole = cluster::node_link(fabric, nodes, a, b);
-          l = {whole.bandwidth / static_cast<double>(nodes[static_cast<std::size_t>(a)].devices),
-               whole.latency};
+          l = cluster::node_link(fabric, nodes, a, b);
         } else {
           const int na = fabric.node_at(a);
           const int nb = fabric.node_at(b);
@@ -429,13 +427,7 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
           }
         }
       }
-      if (f.bandwidth) {
-        // A node entry is given for the node as a whole; the matrix keeps each device's share.
-        const double share =
-            by_node ? *f.bandwidth / static_cast<double>(nodes[static_cast<std::size_t>(a)].devices)
-                    : *f.bandwidth;
-        e.bandwidth = bytes_per_second{share};
-      }
+      if (f.bandwidth) e.bandwidth = bytes_per_second{*f.bandwidth};  // as given: one convention
       if (f.latency) e.latency = seconds{*f.latency};
       if (!f.bandwidth && !f.latency) field_error(where, "gives neither gb_per_s/gbit_per_s nor latency_us");
       ++out.measured_links;
@@ -543,7 +535,8 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
                   "groups' fabric");
     }
     // Runs across nodes: a ring with r ranks in each node reached the fitted bus bandwidth, and a ring with k
-    // members in a node gets k times a node entry (cluster::link_matrix), so each entry is busbw / r.
+    // members in a node gets k of its n devices' shares of a node entry (cluster::link_matrix), so each
+    // entry is busbw / r x n.
     for (const auto& [list, r] : across) {
       if (!by_node) {
         field_error("measurements",
@@ -560,8 +553,10 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
         for (const int b : list) {
           if (a == b) continue;
           m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) +
-                    static_cast<std::size_t>(b)] = {r.link.bandwidth / static_cast<double>(per_node),
-                                                    r.link.latency};
+                    static_cast<std::size_t>(b)] = {
+              r.link.bandwidth / static_cast<double>(per_node) *
+                  static_cast<double>(nodes[static_cast<std::size_t>(a)].devices),
+              r.link.latency};
           ++out.measured_links;
         }
       }
@@ -615,7 +610,6 @@ inline nlohmann::ordered_json cluster_to_json(const cluster::cluster& c, std::st
   }
   if (const auto& m = c.measured()) {
     const bool by_node = m->endpoints == cluster::link_matrix::between::nodes;
-    const auto nodes = cluster::nodes_of(c);
     nlohmann::ordered_json bw = nlohmann::ordered_json::array();
     nlohmann::ordered_json lat = nlohmann::ordered_json::array();
     for (int a = 0; a < m->size; ++a) {
@@ -628,8 +622,7 @@ inline nlohmann::ordered_json cluster_to_json(const cluster::cluster& c, std::st
           continue;
         }
         const cluster::link& l = m->at(a, b);
-        const double scale = by_node ? static_cast<double>(nodes[static_cast<std::size_t>(a)].devices) : 1.0;
-        brow.push_back(l.bandwidth.value() * scale / 1e9);
+        brow.push_back(l.bandwidth.value() / 1e9);
         lrow.push_back(l.latency.value() * 1e6);
       }
       bw.push_back(brow);
