@@ -41,7 +41,7 @@ std::vector<model::op> gpt3_gemms() {
   return out;
 }
 
-/// Random systolic designs drawn from PHAZE's search space (DESIGN.md section 4): powers of two for core
+/// Random systolic designs drawn from PHAZE's search space (docs/space.md): powers of two for core
 /// counts, array sides, vector widths and GLB sizes; HBM from 32 to 80 GiB-class bandwidths.
 std::vector<hw::device> random_designs(int count) {
   std::mt19937_64 rng{31};

@@ -1,6 +1,6 @@
 /// @file
 /// The co-search: designs of PHAZE's default space evaluated per second (every knob setting placed by
-/// chain_dp under the step-time model), one thread. Goal (issue 6): the whole space for GPT-3 175B with all
+/// chain_dp under the step-time model), one thread. Goal: the whole space for GPT-3 175B with all
 /// knobs in under 10 minutes on 2 cores. The full sweep, with pruning, is `phaze search` (docs/search.md);
 /// `search_all_designs` runs it here (excluded from the smoke run).
 #include <benchmark/benchmark.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages phaze builds with (DESIGN.md section 3) when any is missing.
+# Installs the Debian packages phaze builds with when any is missing.
 # Idempotent and quiet when everything is present. Needs root (or sudo) only when it installs.
 set -euo pipefail
 

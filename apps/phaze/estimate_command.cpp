@@ -5,7 +5,7 @@
 // [--recompute-layers N] [--precision bf16|fp16|fp32|fp8] [--bf16-blocks START,END] [--grad-reduce-in-bf16]
 // [--attention fused|unfused] [--overlap LIST] [--solver ilp|list]
 // [--stage-blocks B0,B1,... | --pipeline-model-parallel-layout LAYOUT] [--format table|json]`: the time,
-// throughput, MFU and memory of one fully given training plan (DESIGN.md section 9; docs/step-time.md).
+// throughput, MFU and memory of one fully given training plan (docs/cli.md; docs/step-time.md).
 #include <algorithm>
 #include <memory>
 #include <string>

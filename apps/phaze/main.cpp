@@ -1,4 +1,4 @@
-// The `phaze` command-line program (DESIGN.md section 9). Thin: it parses arguments, calls the library and
+// The `phaze` command-line program (docs/cli.md). Thin: it parses arguments, calls the library and
 // prints. Each command lives in its own file (<name>_command.cpp); this file wires them up and turns errors
 // into messages and exit codes: bad input or usage 2, no feasible plan 3, anything unexpected 1.
 #include <array>

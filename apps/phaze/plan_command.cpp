@@ -3,7 +3,7 @@
 // [--microbatch M] [--recompute none|selective|full] [--sequence-parallel|--no-sequence-parallel] [--seq S]
 // [--vocab V] [--schedule ...] [--vp V] [--optimizer ...] [--distributed-optimizer] [--precision ...]
 // [--top K] [--emit megatron] [--format table|json]`: the best Megatron-style plan for a model on a cluster
-// (DESIGN.md section 9); any of tp/pp/dp/microbatch/recompute/sequence parallelism given fixes that choice.
+// (docs/cli.md); any of tp/pp/dp/microbatch/recompute/sequence parallelism given fixes that choice.
 #include <algorithm>
 #include <cmath>
 #include <memory>

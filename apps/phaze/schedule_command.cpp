@@ -1,6 +1,6 @@
 // `phaze schedule MODEL --device DEV [--layer I] [--tp T] [--microbatch M] [--seq S] [--sequence-parallel]
 // [--pass forward|backward|both] [--solver ilp|list] [--time-limit SEC] [--emit-lp FILE] [--format ...]`:
-// the intra-layer operator schedule of one layer on one device (DESIGN.md section 6).
+// the intra-layer operator schedule of one layer on one device (docs/scheduling.md).
 #include <chrono>
 #include <memory>
 #include <string>

@@ -1,7 +1,7 @@
 // `phaze search [MODEL] [--spec FILE] [--devices N] [--global-batch B] [--seq S] [--vocab V]
 // [--microbatches LIST] [--recompute LIST] [--tp LIST] [--hbm LIST] [--threads N]
 // [--exhaustive] [--out DIR] [--resume] [--no-baselines] [--top K] [--quiet] [--format table|json]`:
-// the accelerator x training-plan co-search (DESIGN.md section 8; docs/search.md). Threads with oneTBB;
+// the accelerator x training-plan co-search (docs/search.md). Threads with oneTBB;
 // processes with Open MPI when started by mpirun.
 // `phaze search MODEL --cluster-space FILE --global-batch B [--seq S] [--vocab V] [--microbatches LIST]
 // [--recompute LIST] [--tp LIST] [--exhaustive] [--solver ilp|list] [--out DIR] [--format table|json]`:

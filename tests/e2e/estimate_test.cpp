@@ -1,4 +1,4 @@
-// `phaze estimate`: the JSON of DESIGN.md section 9 with consistent numbers, and the exit codes for bad
+// `phaze estimate`: the JSON of docs/cli.md with consistent numbers, and the exit codes for bad
 // input (2) and a plan that does not fit (3).
 #include "run_phaze.hpp"
 

@@ -52,7 +52,7 @@ TEST_CASE("presets validate in constant evaluation", "[presets]") {
 }
 
 TEST_CASE("tpuv4-like is PHAZE's reference design with a 275 TFLOP/s peak", "[presets]") {
-  // DESIGN.md section 5 / PHAZE (ICML 2024) section 5: 8 TCs of 128x128, 2 VCs of 128 lanes, 128 MiB GLB,
+  // PHAZE (ICML 2024) section 5: 8 TCs of 128x128, 2 VCs of 128 lanes, 128 MiB GLB,
   // 1.05 GHz, 32 GiB HBM at 1.2 TB/s. Google Cloud's TPU v4 page quotes 275 TFLOP/s bf16.
   const auto d = preset("tpuv4-like");
   CHECK(d.kind == hw::device_kind::systolic);

@@ -1,5 +1,5 @@
 // Tests of phaze/train/memory.hpp: Figure 1 of Korthikanti et al. 2022 (memory per GPU of four published
-// runs, ../shared/validation/korthikanti2022.md), the microbatches-in-flight rule of each pipeline schedule
+// runs, the paper's numbers typed in with their figure), the microbatches-in-flight rule of each pipeline schedule
 // on hand-checked cases, bytes per parameter, the distributed optimizer and parameter conservation.
 #include "phaze/train/memory.hpp"
 
@@ -32,7 +32,7 @@ struct figure1_row {
 
 // Source: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (arXiv
 // 2205.05198), Table 5 (configurations: TP 8, sequence 2048, vocabulary 51200, fp16, Adam, DP 1) and
-// Figure 1 (memory per GPU), as transcribed in ../shared/validation/korthikanti2022.md.
+// Figure 1 (memory per GPU), as the paper plots it.
 constexpr figure1_row figure1[] = {
     {"megatron-22b", 1, 1, 4, 4, 45.56, 59.25, 9.56},
     {"gpt3-175b", 8, 3, 64, 1, 45.56, 66.84, 12.35},

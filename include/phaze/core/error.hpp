@@ -1,5 +1,5 @@
 /// @file
-/// The errors phaze reports to users, each tied to the exit code of DESIGN.md section 9.
+/// The errors phaze reports to users, each tied to an exit code of docs/cli.md ("Exit codes and errors").
 #pragma once
 
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 namespace phaze {
 
-/// Exit codes of the `phaze` program (DESIGN.md section 9).
+/// Exit codes of the `phaze` program (docs/cli.md).
 enum class exit_code : int {
   success = 0,
   internal_error = 1,

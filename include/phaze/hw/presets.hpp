@@ -49,7 +49,7 @@ constexpr device gpu(std::string_view name, bytes hbm, bytes_per_second hbm_bw, 
   return d;
 }
 
-// GEMM-efficiency starting points (issue 5 calibrates them against measured training runs):
+// GEMM-efficiency starting points (docs/validation.md checks them against measured training runs):
 // large-GEMM fractions of dense peak as cuBLAS reaches them (A100 ~0.80, H100 PCIe ~0.75, V100 ~0.85, T4
 // ~0.60 as T4 throttles at 70 W), 128x128 output tiles (256x128 on the H100 PCIe, which was not measured)
 // and a 64-element reduction half-point. HBM: ~90% of peak is what STREAM-like copies reach (measured on an

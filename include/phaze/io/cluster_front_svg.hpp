@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "phaze/io/cluster_space_json.hpp"
-#include "phaze/io/search_report.hpp"
+#include "phaze/io/report_document.hpp"
 #include "phaze/io/svg.hpp"
 #include "phaze/search/cluster_space.hpp"
 

@@ -214,30 +214,11 @@ inline measured_run read_measurement(const section& m, const std::filesystem::pa
 }
 }  // namespace detail::cluster_file
 
-/// A cluster from its JSON form (docs/clusters.md). `dir` is the folder device file paths are relative to.
-inline cluster_description cluster_from_json(const nlohmann::json& j, const std::filesystem::path& dir = {},
-                                             std::string_view fallback_name = {}) {
-  using namespace detail::cluster_file;
+namespace detail::cluster_file {
+/// "groups": the device groups, what each group's "device" named into out.group_devices.
+inline std::vector<cluster::device_group> read_groups(const section& top, const std::filesystem::path& dir,
+                                                      cluster_description& out) {
   using limits = cluster_file_limits;
-  if (!j.is_object()) {
-    throw input_error("a cluster must be one JSON object ({\"groups\": [...]}), got " + shown(j));
-  }
-  const section top{j, ""};
-  top.check_keys({"schema", "version", "name", "source", "comment", "groups", "collective_efficiency",
-                  "network", "measurements"},
-                 "a cluster");
-  if (const auto schema = top.text("schema"); schema && *schema != "phaze.cluster") {
-    field_error("schema", "must be \"phaze.cluster\", got \"" + *schema + "\"");
-  }
-  if (const auto* v = top.get("version")) {
-    if (integer(*v, "version", 1, 1000) != 1)
-      field_error("version", "must be 1 (the only version), got " + shown(*v));
-  }
-  cluster_description out;
-  out.name = top.text("name").value_or(std::string{fallback_name});
-  (void)top.text("comment");
-  out.source = top.text("source").value_or("");
-
   const nlohmann::json* groups = top.get("groups");
   if (groups == nullptr || !groups->is_array() || groups->empty()) {
     field_error("groups",
@@ -272,10 +253,65 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
     built.push_back({dn.device, static_cast<int>(n), dn.node});
     out.group_devices.push_back(named);
   }
+  return built;
+}
 
-  // Measurements: nccl-tests outputs inside one node of a group (the group's node link) or across nodes
-  // (the links between them, laid over "network").
-  std::vector<std::pair<std::vector<int>, measured_run>> across;
+/// A measurement inside one node of group "group": checked against the group's nodes; the group it sets.
+inline std::size_t run_group(const section& m, const nlohmann::json& group, const measured_run& r,
+                             const std::vector<cluster::device_group>& built) {
+  const auto g = static_cast<std::size_t>(
+      integer(group, m.name("group"), 0, static_cast<std::int64_t>(built.size()) - 1));
+  if (r.run.hosts.size() > 1) {
+    field_error(m.name("nccl_tests"),
+                "ran on " + std::to_string(r.run.hosts.size()) +
+                    " hosts; a group's measurement runs inside one node (give \"nodes\" "
+                    "for a run across nodes)");
+  }
+  if (r.run.ranks > built[g].node.devices) {
+    field_error(m.name("nccl_tests"), "ran " + std::to_string(r.run.ranks) + " ranks, more than group " +
+                                          std::to_string(g) + "'s nodes hold (" +
+                                          std::to_string(built[g].node.devices) + ")");
+  }
+  return g;
+}
+
+/// A measurement across the nodes "nodes" lists: the list, checked against the run's hosts and ranks.
+inline std::vector<int> run_nodes(const section& m, const nlohmann::json& nodes, const measured_run& r) {
+  using limits = cluster_file_limits;
+  if (!nodes.is_array() || nodes.size() < 2) {
+    field_error(m.name("nodes"), "must list at least two nodes, got " + shown(nodes));
+  }
+  std::vector<int> list;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    const auto n = static_cast<int>(integer(nodes[k], m.name("nodes") + "[" + std::to_string(k) + "]", 0,
+                                            limits::max_matrix_endpoints - 1));
+    if (std::find(list.begin(), list.end(), n) != list.end()) {
+      field_error(m.name("nodes"), "lists node " + std::to_string(n) + " twice");
+    }
+    list.push_back(n);
+  }
+  if (!r.run.hosts.empty() && r.run.hosts.size() != list.size()) {
+    field_error(m.name("nccl_tests"), "ran on " + std::to_string(r.run.hosts.size()) +
+                                          " hosts but \"nodes\" lists " + std::to_string(list.size()));
+  }
+  if (r.run.ranks % static_cast<int>(list.size()) != 0) {
+    field_error(m.name("nccl_tests"), "ran " + std::to_string(r.run.ranks) +
+                                          " ranks, not the same number on each of the " +
+                                          std::to_string(list.size()) + " nodes");
+  }
+  return list;
+}
+
+/// A run across nodes: the nodes it ran on and its fitted link.
+using across_run = std::pair<std::vector<int>, measured_run>;
+
+/// "measurements": a run inside one node of a group sets that group's node link in `built`; the runs across
+/// nodes are returned, to be laid over the network.
+inline std::vector<across_run> read_measurements(const section& top, const std::filesystem::path& dir,
+                                                 std::vector<cluster::device_group>& built,
+                                                 cluster_description& out) {
+  using limits = cluster_file_limits;
+  std::vector<across_run> across;
   if (const nlohmann::json* ms = top.get("measurements")) {
     if (!ms->is_array()) {
       field_error("measurements",
@@ -308,47 +344,17 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
       }
       out.measurements.push_back(nccl::describe(r.run));
       if (group != nullptr) {
-        const auto g = static_cast<std::size_t>(
-            integer(*group, m.name("group"), 0, static_cast<std::int64_t>(built.size()) - 1));
-        if (r.run.hosts.size() > 1) {
-          field_error(m.name("nccl_tests"),
-                      "ran on " + std::to_string(r.run.hosts.size()) +
-                          " hosts; a group's measurement runs inside one node (give \"nodes\" "
-                          "for a run across nodes)");
-        }
-        if (r.run.ranks > built[g].node.devices) {
-          field_error(m.name("nccl_tests"),
-                      "ran " + std::to_string(r.run.ranks) + " ranks, more than group " + std::to_string(g) +
-                          "'s nodes hold (" + std::to_string(built[g].node.devices) + ")");
-        }
-        built[g].node.intra = r.link;
+        built[run_group(m, *group, r, built)].node.intra = r.link;
         continue;
       }
-      if (!nodes->is_array() || nodes->size() < 2) {
-        field_error(m.name("nodes"), "must list at least two nodes, got " + shown(*nodes));
-      }
-      std::vector<int> list;
-      for (std::size_t k = 0; k < nodes->size(); ++k) {
-        const auto n = static_cast<int>(integer((*nodes)[k], m.name("nodes") + "[" + std::to_string(k) + "]",
-                                                0, limits::max_matrix_endpoints - 1));
-        if (std::find(list.begin(), list.end(), n) != list.end()) {
-          field_error(m.name("nodes"), "lists node " + std::to_string(n) + " twice");
-        }
-        list.push_back(n);
-      }
-      if (!r.run.hosts.empty() && r.run.hosts.size() != list.size()) {
-        field_error(m.name("nccl_tests"), "ran on " + std::to_string(r.run.hosts.size()) +
-                                              " hosts but \"nodes\" lists " + std::to_string(list.size()));
-      }
-      if (r.run.ranks % static_cast<int>(list.size()) != 0) {
-        field_error(m.name("nccl_tests"), "ran " + std::to_string(r.run.ranks) +
-                                              " ranks, not the same number on each of the " +
-                                              std::to_string(list.size()) + " nodes");
-      }
-      across.emplace_back(std::move(list), std::move(r));
+      across.emplace_back(run_nodes(m, *nodes, r), std::move(r));
     }
   }
+  return across;
+}
 
+/// "collective_efficiency": each collective's share of a link's bandwidth (1 when not given).
+inline cluster::collective_efficiency read_efficiency(const section& top) {
   cluster::collective_efficiency eff;
   if (const auto e = top.child("collective_efficiency")) {
     e->check_keys({"all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "collective_efficiency");
@@ -357,35 +363,34 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
     eff.reduce_scatter = e->fraction("reduce_scatter").value_or(1.0);
     eff.send_recv = e->fraction("send_recv").value_or(1.0);
   }
+  return eff;
+}
 
-  // The fabric first: the cluster without measurements gives every default entry.
-  const cluster::cluster fabric{built, eff};
-  std::optional<cluster::link_matrix> measured;
-  const nlohmann::json no_network = nlohmann::json::object();
-  const auto given = top.child("network");
-  if (given || !across.empty()) {
-    const section net_default{no_network, "network"};
-    const section* net = given ? &*given : &net_default;
-    net->check_keys({"between", "links", "matrix_gb_per_s", "latency_us"}, "network");
-    const std::string between = net->text("between").value_or("nodes");
-    if (between != "nodes" && between != "devices") {
-      field_error(net->name("between"), "must be \"nodes\" or \"devices\", got \"" + between + "\"");
-    }
-    const bool by_node = between == "nodes";
-    const auto nodes = cluster::nodes_of(fabric);
-    const int size = by_node ? static_cast<int>(nodes.size()) : fabric.devices();
-    if (size > limits::max_matrix_endpoints) {
-      field_error(net->name("between"), "gives links between " + std::to_string(size) + " " + between +
-                                            "; phaze accepts measured links between at most " +
-                                            std::to_string(limits::max_matrix_endpoints) +
-                                            " (give them between nodes)");
-    }
-    cluster::link_matrix m;
+/// The measured link matrix while "network" and the runs across nodes are read: every entry from the
+/// fabric first, then each one the file gives, with the node entries above what the two nodes' interfaces
+/// carry counted and the largest named.
+struct network_reader {
+  const cluster::cluster& fabric;
+  bool by_node = true;
+  std::vector<cluster::node_info> nodes;
+  int size = 0;
+  cluster::link_matrix m;
+  int above = 0;
+  double worst_ratio = 1.0;
+  std::string worst;
+
+  network_reader(const cluster::cluster& f, bool nodes_between)
+      : fabric(f),
+        by_node(nodes_between),
+        nodes(cluster::nodes_of(f)),
+        size(nodes_between ? static_cast<int>(nodes.size()) : f.devices()) {}
+
+  /// Every entry from the fabric: a node entry is what the whole node reaches towards the other, a device
+  /// entry what a pair of devices reaches when every device sends (cluster::link_matrix).
+  void fill_from_fabric() {
     m.endpoints = by_node ? cluster::link_matrix::between::nodes : cluster::link_matrix::between::devices;
     m.size = size;
     m.entries.resize(static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
-    // Defaults from the fabric: a node entry is what the whole node reaches towards the other, a device entry
-    // what a pair of devices reaches when every device sends (cluster::link_matrix).
     for (int a = 0; a < size; ++a) {
       for (int b = 0; b < size; ++b) {
         if (a == b) continue;
@@ -405,36 +410,52 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
                   static_cast<std::size_t>(b)] = l;
       }
     }
-    // Node entries above what the two nodes' interfaces carry: counted, the largest named.
-    int above = 0;
-    double worst_ratio = 1.0;
-    std::string worst;
-    auto set = [&](int a, int b, const link_fields& f, const std::string& where) {
-      auto& e = m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) +
-                          static_cast<std::size_t>(b)];
-      if (f.bandwidth && by_node) {
-        const double carried = std::min(nodes[static_cast<std::size_t>(a)].network.value(),
-                                        nodes[static_cast<std::size_t>(b)].network.value());
-        const double ratio = carried > 0.0 ? *f.bandwidth / carried : 1.0;
-        if (ratio > 1.01) {
-          ++above;
-          if (ratio > worst_ratio) {
-            worst_ratio = ratio;
-            worst = fmt::format(
-                "{} gives {:.4g} GB/s from node {} to node {}, {:.3g} times the {:.4g} GB/s "
-                "their interfaces carry",
-                where, *f.bandwidth / 1e9, a, b, ratio, carried / 1e9);
-          }
+  }
+
+  /// Sets entry (a, b) from what `where` gives.
+  void set(int a, int b, const link_fields& f, const std::string& where, cluster_description& out) {
+    auto& e =
+        m.entries[static_cast<std::size_t>(a) * static_cast<std::size_t>(size) + static_cast<std::size_t>(b)];
+    if (f.bandwidth && by_node) {
+      const double carried = std::min(nodes[static_cast<std::size_t>(a)].network.value(),
+                                      nodes[static_cast<std::size_t>(b)].network.value());
+      const double ratio = carried > 0.0 ? *f.bandwidth / carried : 1.0;
+      if (ratio > 1.01) {
+        ++above;
+        if (ratio > worst_ratio) {
+          worst_ratio = ratio;
+          worst = fmt::format(
+              "{} gives {:.4g} GB/s from node {} to node {}, {:.3g} times the {:.4g} GB/s "
+              "their interfaces carry",
+              where, *f.bandwidth / 1e9, a, b, ratio, carried / 1e9);
         }
       }
-      if (f.bandwidth) e.bandwidth = bytes_per_second{*f.bandwidth};  // as given: one convention
-      if (f.latency) e.latency = seconds{*f.latency};
-      if (!f.bandwidth && !f.latency) field_error(where, "gives neither gb_per_s/gbit_per_s nor latency_us");
-      ++out.measured_links;
-    };
-    const nlohmann::json* lat = net->get("latency_us");
-    if (const nlohmann::json* mat = net->get("matrix_gb_per_s")) {
-      const std::string field = net->name("matrix_gb_per_s");
+    }
+    if (f.bandwidth) e.bandwidth = bytes_per_second{*f.bandwidth};  // as given: one convention
+    if (f.latency) e.latency = seconds{*f.latency};
+    if (!f.bandwidth && !f.latency) field_error(where, "gives neither gb_per_s/gbit_per_s nor latency_us");
+    ++out.measured_links;
+  }
+
+  /// The latency "latency_us" gives entry (a, b) of a matrix, in seconds: one number for every entry, or
+  /// the entry's own cell (none where it is null).
+  [[nodiscard]] std::optional<double> matrix_latency(const section& net, const nlohmann::json& lat, int a,
+                                                     int b) const {
+    if (lat.is_number()) return positive(lat, net.name("latency_us"), true) * 1e-6;
+    const nlohmann::json& lrow = lat[static_cast<std::size_t>(a)];
+    const std::string lname = net.name("latency_us") + "[" + std::to_string(a) + "]";
+    if (!lrow.is_array() || lrow.size() != static_cast<std::size_t>(size))
+      field_error(lname, "must be an array of " + std::to_string(size) + " numbers, got " + shown(lrow));
+    const nlohmann::json& cell = lrow[static_cast<std::size_t>(b)];
+    if (cell.is_null()) return std::nullopt;
+    return positive(cell, lname + "[" + std::to_string(b) + "]", true) * 1e-6;
+  }
+
+  /// "matrix_gb_per_s" (with "latency_us"): a whole matrix, null where the fabric's entry stays.
+  void read_matrix(const section& net, cluster_description& out) {
+    const nlohmann::json* lat = net.get("latency_us");
+    if (const nlohmann::json* mat = net.get("matrix_gb_per_s")) {
+      const std::string field = net.name("matrix_gb_per_s");
       if (!mat->is_array() || mat->size() != static_cast<std::size_t>(size)) {
         field_error(field, "must be an array of " + std::to_string(size) + " rows (one per " +
                                (by_node ? std::string{"node"} : std::string{"device"}) + "), got " +
@@ -442,8 +463,8 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
       }
       if (lat != nullptr && !lat->is_number() &&
           !(lat->is_array() && lat->size() == static_cast<std::size_t>(size))) {
-        field_error(net->name("latency_us"), "must be one number or an array of " + std::to_string(size) +
-                                                 " rows like matrix_gb_per_s, got " + shown(*lat));
+        field_error(net.name("latency_us"), "must be one number or an array of " + std::to_string(size) +
+                                                " rows like matrix_gb_per_s, got " + shown(*lat));
       }
       for (int a = 0; a < size; ++a) {
         const nlohmann::json& row = (*mat)[static_cast<std::size_t>(a)];
@@ -458,39 +479,27 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
           if (a == b || cell.is_null()) continue;
           link_fields f;
           f.bandwidth = positive(cell, cname) * 1e9;
-          if (lat != nullptr) {
-            if (lat->is_number()) {
-              f.latency = positive(*lat, net->name("latency_us"), true) * 1e-6;
-            } else {
-              const nlohmann::json& lrow = (*lat)[static_cast<std::size_t>(a)];
-              const std::string lname = net->name("latency_us") + "[" + std::to_string(a) + "]";
-              if (!lrow.is_array() || lrow.size() != static_cast<std::size_t>(size)) {
-                field_error(lname,
-                            "must be an array of " + std::to_string(size) + " numbers, got " + shown(lrow));
-              }
-              if (!lrow[static_cast<std::size_t>(b)].is_null()) {
-                f.latency =
-                    positive(lrow[static_cast<std::size_t>(b)], lname + "[" + std::to_string(b) + "]", true) *
-                    1e-6;
-              }
-            }
-          }
-          set(a, b, f, cname);
+          if (lat != nullptr) f.latency = matrix_latency(net, *lat, a, b);
+          set(a, b, f, cname, out);
         }
       }
     } else if (lat != nullptr) {
       field_error(
-          net->name("latency_us"),
+          net.name("latency_us"),
           "applies to matrix_gb_per_s, which is missing; give latency_us inside each entry of \"links\"");
     }
-    if (const nlohmann::json* links = net->get("links")) {
-      const std::string field = net->name("links");
+  }
+
+  /// "links": entries one by one, both ways unless "both_ways" is false.
+  void read_links(const section& net, const std::string& between, cluster_description& out) {
+    if (const nlohmann::json* links = net.get("links")) {
+      const std::string field = net.name("links");
       if (!links->is_array())
         field_error(field, "must be an array of {\"from\", \"to\", \"gb_per_s\", \"latency_us\"}, got " +
                                shown(*links));
-      if (links->size() > limits::max_links) {
+      if (links->size() > cluster_file_limits::max_links) {
         field_error(field, "holds " + std::to_string(links->size()) + " entries; phaze accepts at most " +
-                               std::to_string(limits::max_links));
+                               std::to_string(cluster_file_limits::max_links));
       }
       for (std::size_t i = 0; i < links->size(); ++i) {
         const std::string ename = field + "[" + std::to_string(i) + "]";
@@ -517,26 +526,16 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
           both = bw->get<bool>();
         }
         const link_fields f = read_link(e);
-        set(a, b, f, ename);
-        if (both) set(b, a, f, ename);
+        set(a, b, f, ename, out);
+        if (both) set(b, a, f, ename, out);
       }
     }
-    if (above > 0) {
-      out.warnings.push_back(fmt::format(
-          "{} node entr{} of \"network\" exceed what the nodes' interfaces carry ({}); a "
-          "node entry is what the whole node reaches while all its devices send, at most its interfaces' "
-          "total (nics_per_node x one interface): check the measurement, or give the nodes' interfaces in "
-          "the group's \"links\"",
-          above, above == 1 ? "y" : "ies", worst));
-    }
-    if (out.measured_links == 0 && across.empty()) {
-      field_error("network",
-                  "gives no links; give \"links\" or \"matrix_gb_per_s\", or drop \"network\" to use the "
-                  "groups' fabric");
-    }
-    // Runs across nodes: a ring with r ranks in each node reached the fitted bus bandwidth, and a ring with k
-    // members in a node gets k of its n devices' shares of a node entry (cluster::link_matrix), so each
-    // entry is busbw / r x n.
+  }
+
+  /// The runs across nodes: a ring with r ranks in each node reached the fitted bus bandwidth, and a ring
+  /// with k members in a node gets k of its n devices' shares of a node entry (cluster::link_matrix), so
+  /// each entry is busbw / r x n.
+  void lay_across(const std::vector<across_run>& across, cluster_description& out) {
     for (const auto& [list, r] : across) {
       if (!by_node) {
         field_error("measurements",
@@ -561,8 +560,88 @@ inline cluster_description cluster_from_json(const nlohmann::json& j, const std:
         }
       }
     }
-    measured = std::move(m);
   }
+
+  /// The warning about node entries above what the two nodes' interfaces carry, when there are any.
+  void warn(cluster_description& out) const {
+    if (above > 0) {
+      out.warnings.push_back(fmt::format(
+          "{} node entr{} of \"network\" exceed what the nodes' interfaces carry ({}); a "
+          "node entry is what the whole node reaches while all its devices send, at most its interfaces' "
+          "total (nics_per_node x one interface): check the measurement, or give the nodes' interfaces in "
+          "the group's \"links\"",
+          above, above == 1 ? "y" : "ies", worst));
+    }
+  }
+};
+
+/// "network" and the runs across nodes laid over it: the measured link matrix, or none when the file gives
+/// neither.
+inline std::optional<cluster::link_matrix> read_network(const section& top, const cluster::cluster& fabric,
+                                                        const std::vector<across_run>& across,
+                                                        cluster_description& out) {
+  using limits = cluster_file_limits;
+  const auto given = top.child("network");
+  if (!given && across.empty()) return std::nullopt;
+  const nlohmann::json no_network = nlohmann::json::object();
+  const section net_default{no_network, "network"};
+  const section& net = given ? *given : net_default;
+  net.check_keys({"between", "links", "matrix_gb_per_s", "latency_us"}, "network");
+  const std::string between = net.text("between").value_or("nodes");
+  if (between != "nodes" && between != "devices") {
+    field_error(net.name("between"), "must be \"nodes\" or \"devices\", got \"" + between + "\"");
+  }
+  network_reader reader{fabric, between == "nodes"};
+  if (reader.size > limits::max_matrix_endpoints) {
+    field_error(net.name("between"), "gives links between " + std::to_string(reader.size) + " " + between +
+                                         "; phaze accepts measured links between at most " +
+                                         std::to_string(limits::max_matrix_endpoints) +
+                                         " (give them between nodes)");
+  }
+  reader.fill_from_fabric();
+  reader.read_matrix(net, out);
+  reader.read_links(net, between, out);
+  reader.warn(out);
+  if (out.measured_links == 0 && across.empty()) {
+    field_error("network",
+                "gives no links; give \"links\" or \"matrix_gb_per_s\", or drop \"network\" to use the "
+                "groups' fabric");
+  }
+  reader.lay_across(across, out);
+  return std::move(reader.m);
+}
+}  // namespace detail::cluster_file
+
+/// A cluster from its JSON form (docs/clusters.md). `dir` is the folder device file paths are relative to.
+/// Read in steps: the header, the groups, the measurements (which set the groups' node links), the
+/// collective efficiency, and the network over the fabric the groups make.
+inline cluster_description cluster_from_json(const nlohmann::json& j, const std::filesystem::path& dir = {},
+                                             std::string_view fallback_name = {}) {
+  using namespace detail::cluster_file;
+  if (!j.is_object()) {
+    throw input_error("a cluster must be one JSON object ({\"groups\": [...]}), got " + shown(j));
+  }
+  const section top{j, ""};
+  top.check_keys({"schema", "version", "name", "source", "comment", "groups", "collective_efficiency",
+                  "network", "measurements"},
+                 "a cluster");
+  if (const auto schema = top.text("schema"); schema && *schema != "phaze.cluster") {
+    field_error("schema", "must be \"phaze.cluster\", got \"" + *schema + "\"");
+  }
+  if (const auto* v = top.get("version")) {
+    if (integer(*v, "version", 1, 1000) != 1)
+      field_error("version", "must be 1 (the only version), got " + shown(*v));
+  }
+  cluster_description out;
+  out.name = top.text("name").value_or(std::string{fallback_name});
+  (void)top.text("comment");
+  out.source = top.text("source").value_or("");
+
+  std::vector<cluster::device_group> built = read_groups(top, dir, out);
+  const std::vector<across_run> across = read_measurements(top, dir, built, out);
+  const cluster::collective_efficiency eff = read_efficiency(top);
+  // The fabric first: the cluster without measurements gives every default entry.
+  std::optional<cluster::link_matrix> measured = read_network(top, cluster::cluster{built, eff}, across, out);
   out.value = cluster::cluster{std::move(built), eff, std::move(measured)};
   return out;
 }

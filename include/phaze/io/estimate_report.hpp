@@ -1,5 +1,5 @@
 /// @file
-/// `phaze estimate`'s output: a step estimate as the JSON object of DESIGN.md section 9 and as a table.
+/// `phaze estimate`'s output: a step estimate as the JSON object docs/cli.md lists and as a table.
 #pragma once
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 /// The report of `phaze plan --report DIR` (docs/cli.md): what was planned, the chosen plan with where its
 /// time goes, its pipeline timeline with each stage's own times (timeline.svg), its memory per stage against
 /// what the devices hold (memory.svg), and the runner-up plans; as report.md and report.html
-/// (self-contained XHTML, the SVGs inline), in the search report's formats (io/search_report.hpp).
+/// (self-contained XHTML, the SVGs inline), in the formats of every report (io/report_document.hpp).
 #pragma once
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "phaze/io/estimate_report.hpp"
-#include "phaze/io/search_report.hpp"
+#include "phaze/io/report_document.hpp"
 #include "phaze/io/svg.hpp"
 #include "phaze/io/table.hpp"
 #include "phaze/model/model.hpp"

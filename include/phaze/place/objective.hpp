@@ -350,7 +350,7 @@ constexpr plan evaluate_stages(const placement_settings& s, const Table& t, Tabl
   return out;
 }
 
-/// A plan as text: its degrees, time per batch and peak memory, then one row per stage (STYLE.md: every
+/// A plan as text: its degrees, time per batch and peak memory, then one row per stage (every
 /// model can print itself).
 inline std::string to_string(const plan& p) {
   // Built with snprintf and appends only: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string at
@@ -508,8 +508,8 @@ constexpr plan smallest_memory_need(const Policy& policy, const placement_settin
 }
 }  // namespace detail::place
 
-/// Named parameters shared by every placer (STYLE.md:
-/// `chain_dp(problem).devices(1024).memory(32_GiB).run()`). Setters override the problem's settings for this
+/// Named parameters shared by every placer, as in
+/// `chain_dp(problem).devices(1024).memory(32_GiB).run()`. Setters override the problem's settings for this
 /// run; tp/pp/dp fix a choice; `with(request)` takes a whole placement_request (what the Placer objects
 /// pass). Made with a policy that is not a PlacementPolicy, it stops compilation with one sentence naming
 /// the missing member (explain_placement_policy), and its run() is not instantiated.

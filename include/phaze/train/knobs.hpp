@@ -74,7 +74,7 @@ constexpr std::string_view to_string(optimizer o) {
   return o == optimizer::adam ? "adam" : "sgd";
 }
 
-/// Names as the command line spells them (DESIGN.md section 9: `--schedule 1f1b|gpipe|interleaved`).
+/// Names as the command line spells them (docs/cli.md: `--schedule 1f1b|gpipe|interleaved`).
 constexpr std::string_view to_string(pipeline_schedule s) {
   switch (s) {
     case pipeline_schedule::one_f_one_b:
@@ -384,7 +384,7 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
 }
 
 namespace rules {
-// Each rule is a function named after the mistake (the {fmt} technique of STYLE.md): in a constant
+// Each rule is a function named after the mistake ({fmt}'s technique for compile-time format checks): in a constant
 // expression calling it stops compilation with its name; at run time it throws input_error saying how to fix.
 [[noreturn]] inline void bf16_gradients_need_bf16_or_fp8_training() {
   throw input_error(
@@ -621,7 +621,7 @@ namespace rules {
 }
 }  // namespace rules
 
-/// The data-parallel degree that uses every device: devices / (tp * pp) (DESIGN.md section 9: `--dp` may be
+/// The data-parallel degree that uses every device: devices / (tp * pp) (docs/cli.md: `--dp` may be
 /// left out). Throws input_error when the degrees are not positive or tp * pp does not divide devices.
 inline constexpr auto data_parallel_degree = [](int devices, int tp, int pp) constexpr -> int {
   if (devices <= 0) rules::device_count_must_be_positive();
