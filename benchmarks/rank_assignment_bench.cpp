@@ -27,14 +27,23 @@ namespace {
 using namespace phaze;
 using namespace phaze::literals;
 
-/// Links drawn from a fixed seed: 5 to 100 GB/s, 1 to 20 us.
-cluster::link_matrix random_matrix(cluster::link_matrix::between endpoints, int size, std::uint64_t seed) {
+/// Links drawn from a fixed seed: 5 to 100 GB/s, 1 to 20 us, for each pair of devices or, between nodes,
+/// for each device's share (an entry is the whole node's, cluster::link_matrix: the share times the devices
+/// of the node of `groups` it leaves).
+cluster::link_matrix random_matrix(cluster::link_matrix::between endpoints, int size, std::uint64_t seed,
+                                   const std::vector<cluster::device_group>& groups) {
   test::draws d(seed);
   cluster::link_matrix m;
   m.endpoints = endpoints;
   m.size = size;
   m.entries.reserve(static_cast<std::size_t>(size) * static_cast<std::size_t>(size));
   for (int i = 0; i < size * size; ++i) m.entries.push_back(d.link());
+  if (endpoints == cluster::link_matrix::between::nodes) {
+    const cluster::cluster plain{groups};
+    for (int i = 0; i < size * size; ++i)
+      m.entries[static_cast<std::size_t>(i)].bandwidth = m.entries[static_cast<std::size_t>(i)].bandwidth *
+                                                         static_cast<double>(plain.devices_in_node(i / size));
+  }
   return m;
 }
 
@@ -62,7 +71,9 @@ void anneal_ranks_steps(benchmark::State& state) {
   const auto endpoints =
       by_device ? cluster::link_matrix::between::devices : cluster::link_matrix::between::nodes;
   const cluster::cluster c{
-      mixed_groups(devices), {}, random_matrix(endpoints, by_device ? devices : devices / 8, 1)};
+      mixed_groups(devices),
+      {},
+      random_matrix(endpoints, by_device ? devices : devices / 8, 1, mixed_groups(devices))};
   const train::parallelism shape{degree, degree, degree};
   const test::speed_cost cost{shape};
   constexpr std::int64_t steps = 1000;
@@ -100,7 +111,7 @@ void anneal_ranks_1024_four_types(benchmark::State& state) {
   const std::vector<cluster::device_group> groups = four_type_groups();
   int nodes = 0;
   for (const auto& g : groups) nodes += (g.count + g.node.devices - 1) / g.node.devices;
-  const cluster::cluster c{groups, {}, random_matrix(cluster::link_matrix::between::nodes, nodes, 3)};
+  const cluster::cluster c{groups, {}, random_matrix(cluster::link_matrix::between::nodes, nodes, 3, groups)};
   const train::parallelism shape{8, 16, 8};
   const test::speed_cost cost{shape};
   const std::int64_t steps = state.range(0);
@@ -134,7 +145,7 @@ void exact_ranks_8_devices(benchmark::State& state) {
   const cluster::cluster c{{{a100, 4, {4, {300_GBps, 3_us}, 4, {25_GBps, 5_us}}},
                             {h100, 4, {4, {450_GBps, 2_us}, 4, {50_GBps, 5_us}}}},
                            {},
-                           random_matrix(cluster::link_matrix::between::devices, 8, 2)};
+                           random_matrix(cluster::link_matrix::between::devices, 8, 2, {})};
   const train::parallelism shape{static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
                                  static_cast<int>(state.range(2))};
   const test::speed_cost cost{shape};

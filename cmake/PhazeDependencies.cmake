@@ -1,4 +1,4 @@
-# Finds phaze's dependencies (Debian packages, DESIGN.md section 3). What the library target needs is found
+# Finds phaze's dependencies (Debian packages, scripts/install-deps.sh). What the library target needs is found
 # by phazeTargetDependencies.cmake, the same file an installed phaze's phazeConfig.cmake runs; the rest are
 # for phaze's own programs and tests.
 include(phazeTargetDependencies)

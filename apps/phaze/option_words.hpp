@@ -13,7 +13,7 @@ namespace phaze::cli {
 
 /// Each name the library's messages put in backquotes, with the option that sets it. A name not listed stays
 /// as the library wrote it.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 45> option_of_name{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 48> option_of_name{{
     {"global_batch", "--global-batch"},
     {"microbatch", "--microbatch"},
     {"sequence", "--seq"},
@@ -29,6 +29,9 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 45> o
     {"schedule", "--schedule"},
     {"stage_blocks", "--stage-blocks"},
     {"placement", "--placer"},
+    {"placer", "--placer"},
+    {"tensor_parallel", "--tp"},
+    {"microbatches", "--microbatch"},
     {"precision", "--precision"},
     {"optimizer_dtype", "--optimizer-dtype"},
     {"recompute", "--recompute"},

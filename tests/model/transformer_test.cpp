@@ -20,7 +20,7 @@ using namespace phaze::model;
 namespace {
 
 // Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (arXiv 2205.05198),
-// Table 3 models (shared/validation/korthikanti2022.md): sequence 2048, vocabulary 51200.
+// Table 3 models: sequence 2048, vocabulary 51200.
 struct paper_model {
   std::string_view zoo_name;
   std::int64_t h, ffn, layers, heads, head_dim;

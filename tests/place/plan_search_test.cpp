@@ -68,8 +68,9 @@ TEST_CASE("The best plan beats every admissible plan evaluated on its own", "[pl
     CHECK(found.feasible[i - 1].estimate.time_per_batch <= found.feasible[i].estimate.time_per_batch);
 }
 
-TEST_CASE("The plan search reports its progress: every plan once, in order, then the refinement",
-          "[place][plan_search]") {
+TEST_CASE(
+    "The plan search reports its progress: every plan once, in order, then the bounds and the refinement",
+    "[place][plan_search]") {
   const auto m = zoo::get("gpt2-xl");
   const auto d = *hw::find_preset("a100-80gb");
   sched::schedule_cache cache;
@@ -81,18 +82,28 @@ TEST_CASE("The plan search reports its progress: every plan once, in order, then
   const auto found = place::search_plans(m, phaze::test::cluster_of(d, 16), batch(64), choices, cache);
   REQUIRE_FALSE(seen.empty());
   std::size_t plans = 0;
+  std::size_t bounded = 0;
   for (std::size_t i = 0; i < seen.size(); ++i) {
     INFO(i << ": " << seen[i].what << " " << seen[i].done << "/" << seen[i].total);
-    CHECK(seen[i].done < seen[i].total);
+    const bool last = i + 1 == seen.size();
     if (seen[i].what == "plans") {
+      CHECK(seen[i].done < seen[i].total);
       CHECK(seen[i].done == plans);  // one report before each plan, counting from 0
       ++plans;
+    } else if (seen[i].what == "bounding plans") {
+      CHECK(seen[i].done == bounded);  // then one before each plan's lower bound
+      ++bounded;
+      CHECK(plans == seen.front().total);
     } else {
       CHECK(seen[i].what == "refining plans");
-      CHECK(plans == seen.front().total);  // the refinement follows every plan
+      CHECK(plans == seen.front().total);  // the refinement follows every plan and every bound
+      CHECK(bounded == found.feasible.size());
+      // Each refinement counts from 0; the last report says the refinement is done.
+      CHECK((last ? seen[i].done == seen[i].total : seen[i].done < seen[i].total));
     }
     if (i > 0) CHECK(seen[i].seconds >= seen[i - 1].seconds);
   }
+  CHECK(seen.back().what == "refining plans");
   CHECK(plans == seen.front().total);
   CHECK(plans >= found.evaluated);  // items without a (pp, dp) are reported but not plans
 }

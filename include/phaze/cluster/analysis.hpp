@@ -44,8 +44,8 @@ inline std::vector<node_info> nodes_of(const cluster& c) {
 }
 
 /// The link from node `a` to node `b` as a whole (a != b): the bandwidth all of a's devices reach towards b
-/// together and the latency of a message. From the measured node matrix when there is one (an entry is
-/// each device's share, so the node's is the share times its devices); otherwise through the network
+/// together and the latency of a message. From the measured node matrix when there is one (an entry is the
+/// whole node's, cluster::link_matrix); otherwise through the network
 /// fabric, which carries what both nodes' interfaces allow. A measured matrix between devices sums the
 /// pairs' bandwidths, capped by the sending node's interfaces.
 inline link node_link(const cluster& c, const std::vector<node_info>& nodes, int a, int b) {

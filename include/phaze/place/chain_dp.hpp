@@ -115,7 +115,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       return out;
     }
     // Nothing fits: the smallest peak memory over every admissible (tp, pp, dp) and partition.
-    if (this->request_.cutoff_s < detail::place::infinity) return this->above_cutoff();
+    if (this->request_.cutoff_s < detail::place::infinity || !this->request_.memory_need)
+      return this->above_cutoff();
     return detail::place::smallest_memory_need(
         policy, s, tables, this->request_, [&](std::size_t ti) { return prefixes[ti].params.back(); },
         [&](std::size_t ti, int pp, int dp, double bound) {

@@ -30,6 +30,10 @@ struct placement_request {
   int max_pp = 0;                ///< deepest pipeline tried (0: the node count)
   bool use_all_devices = false;  ///< only tp * pp * dp == devices, as Megatron-LM runs them
   double cutoff_s = std::numeric_limits<double>::infinity();
+  /// When no plan fits, search the smallest memory per device any candidate needs (what the callers' messages
+  /// quote). Off, a placer may return above_cutoff at once instead, as when nothing beats a cutoff: a caller
+  /// that only needs the need when nothing fits anywhere asks again.
+  bool memory_need = true;
 };
 
 namespace detail::concepts {

@@ -96,7 +96,8 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
       out.time_per_batch = seconds{best};
       return out;
     }
-    if (this->request_.cutoff_s < detail::place::infinity) return this->above_cutoff();
+    if (this->request_.cutoff_s < detail::place::infinity || !this->request_.memory_need)
+      return this->above_cutoff();
     return detail::place::smallest_memory_need(
         policy, s, tables, this->request_, [&](std::size_t ti) { return lattices[ti].total.parameter_bytes; },
         [&](std::size_t ti, int pp, int dp, double bound) {

@@ -356,7 +356,7 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
     throw input_error(
         "on a cluster of several device types a placer must cost each stage on its own devices, and the " +
         std::string{placer.name()} +
-        " placer does not declare placer_capabilities::mixed_devices; use the chain placer (`placement` "
+        " placer does not declare placer_capabilities::mixed_devices; use the chain placer (`placer` "
         "chain)");
   }
   const bool uniform_cuts = std::all_of(mp.policy.widths.begin(), mp.policy.widths.end(),
@@ -365,7 +365,7 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
     throw input_error("the cuts of " + m.config.name.str() + " carry different sizes, and the " +
                       std::string{placer.name()} +
                       " placer does not declare placer_capabilities::cuts_by_size (pricing each cut by its "
-                      "bytes); use the chain placer or brute force (`placement` chain or brute)");
+                      "bytes); use the chain placer or brute force (`placer` chain or brute)");
   }
   // ZeRO-2 runs without a pipeline (train::validate); a deeper limit the caller asked for stays.
   const int deepest = k.shard_gradients ? 1 : static_cast<int>(model::body_nodes(m));

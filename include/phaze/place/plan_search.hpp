@@ -60,9 +60,10 @@ struct plan_choices {
   std::optional<sched::any_scheduler> refine;
   std::size_t refine_top = 1;
   /// Plans kept, fastest first: 0 keeps every plan that fits (`phaze plan` ranks them all). Above 0 the
-  /// search keeps that many and prunes: a placement that cannot beat the keep-th fastest so far is cut off,
-  /// and with `refine` the plans are priced on lower-bound layer times only, then refined in their order
-  /// (the co-search keeps 1 per design).
+  /// search keeps that many and prunes: the items go knob setting by knob setting, a placement that cannot
+  /// beat the keep-th fastest so far is cut off, the smallest memory need is searched only when nothing
+  /// fits, and with `refine` the plans are priced on lower-bound layer times only, then refined in their
+  /// order (the co-search keeps 1 per design).
   std::size_t keep = 0;
   /// Called after every plan evaluated ("plans") and every plan refined ("refining plans"); empty: none.
   progress_hook progress{};
@@ -107,9 +108,11 @@ struct ranked_plan {
 /// not.
 struct plan_search_result {
   std::vector<ranked_plan> feasible;
-  std::size_t evaluated = 0;            ///< (tp, knob setting) items placed: every plan priced, pruned or not
-  std::size_t refined = 0;              ///< plans timed again with plan_choices::refine
-  bytes smallest_infeasible_need{0.0};  ///< peak memory per device of the leanest plan that did not fit
+  std::size_t evaluated = 0;  ///< (tp, knob setting) items placed: every plan priced, pruned or not
+  std::size_t refined = 0;    ///< plans timed again with plan_choices::refine
+  /// Peak memory per device of the leanest plan that did not fit (with plan_choices::keep > 0: searched only
+  /// when no plan fits at all; 0 otherwise).
+  bytes smallest_infeasible_need{0.0};
   /// The largest gap of any layer schedule the search looked up (0: every one proven optimal; with
   /// plan_choices::refine and `keep`, of the refined plans' schedules): how much better schedules could
   /// speed any plan it priced up, at most.
@@ -119,18 +122,21 @@ struct plan_search_result {
 namespace detail {
 /// Every knob setting the search tries at tensor-parallel width `tp`, in train::knob_settings' order
 /// (microbatch, recomputation, sequence parallelism), with the one rule of a setting at a width
-/// (train::sequence_parallel_runs; a single sequence-parallel setting the caller gives is forced).
+/// (train::sequence_parallel_runs; a single sequence-parallel setting the caller gives is forced). `fn`
+/// gets the knobs and the setting's place in that order.
 template <class Fn>
 void for_each_knob_setting(const train::training_knobs& base, const plan_choices& fixed, int tp, Fn&& fn) {
   const bool forced = fixed.sequence_parallel.size() == 1;
+  std::size_t ordinal = 0;
   for (const train::knob_setting& setting : train::knob_settings(
            fixed.microbatch_sizes(), fixed.recompute_modes(base), fixed.sequence_parallel_settings())) {
+    const std::size_t at = ordinal++;
     if (!train::sequence_parallel_runs(setting.sequence_parallel, tp, forced)) continue;
     train::training_knobs k = base;
     k.microbatch = setting.microbatch;
     k.recompute = setting.recompute;
     k.sequence_parallel = setting.sequence_parallel;
-    fn(k);
+    fn(k, at);
   }
 }
 
@@ -140,6 +146,7 @@ struct plan_item {
   bool uneven = false;
   train::parallelism parallel;  ///< uneven: tp and cp only
   train::training_knobs knobs;
+  std::size_t setting = 0;  ///< the knob setting's place in for_each_knob_setting's order
 };
 
 /// The outcome of one item through a schedule cache.
@@ -152,11 +159,12 @@ struct item_outcome {
 };
 
 /// Places or times one item on layer times from `cache`. An uneven item is placed by the choices' placer
-/// and cut off at `cutoff_s` (pruned: no plan beats it); not_admissible when no (pp, dp) uses the devices
-/// with its batch.
+/// and cut off at `cutoff_s` (pruned: no plan beats it; also when nothing fits and `memory_need` is off, the
+/// smallest memory need not searched); not_admissible when no (pp, dp) uses the devices with its batch.
 inline item_outcome evaluate_item(const model::model& m, const cluster::cluster& c, const plan_item& item,
                                   const plan_choices& fixed, const sched::schedule_cache& cache,
-                                  double cutoff_s = std::numeric_limits<double>::infinity()) {
+                                  double cutoff_s = std::numeric_limits<double>::infinity(),
+                                  bool memory_need = true) {
   item_outcome out;
   const sched::schedule_cache own = cache.tracked();  // the gap of this item's schedules alone
   if (!item.uneven) {
@@ -168,6 +176,7 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
     request.pp = fixed.pp.value_or(0);
     request.dp = fixed.dp.value_or(0);
     request.cutoff_s = cutoff_s;
+    request.memory_need = memory_need;
     try {
       const model_placement placed =
           place_model(m, c, item.knobs, {item.parallel.tp}, own, request, fixed.placer, item.parallel.cp);
@@ -210,7 +219,8 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   if (!fixed.tensor_parallel.empty()) {
     std::vector<int> kept;
     for (const int tp : fixed.tensor_parallel) {
-      // A width the user fixed is tried even if it is not admissible (its rules then say why it fails).
+      // A single width the user fixed is tried even where admissible_widths leaves it out (wider than a
+      // node, for one); its settings must still pass train::validate.
       if (fixed.tensor_parallel.size() == 1 || std::find(tps.begin(), tps.end(), tp) != tps.end())
         kept.push_back(tp);
     }
@@ -247,13 +257,13 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.
   auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {
-    for_each_knob_setting(base, fixed, p.tp, [&](const train::training_knobs& k) {
+    for_each_knob_setting(base, fixed, p.tp, [&](const train::training_knobs& k, std::size_t setting) {
       try {
         train::validate(m, p, k, checked);
       } catch (const input_error&) {
         return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
       }
-      items.push_back({placed_unevenly, p, k});
+      items.push_back({placed_unevenly, p, k, setting});
     });
   };
   for (const int tp : tps) {
@@ -309,14 +319,15 @@ struct plan_run {
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
   }
   [[nodiscard]] item_outcome evaluate(std::size_t i, const sched::schedule_cache& cache,
-                                      double cutoff_s = std::numeric_limits<double>::infinity()) const {
-    return evaluate_item(m, c, items[i], fixed, cache, cutoff_s);
+                                      double cutoff_s = std::numeric_limits<double>::infinity(),
+                                      bool memory_need = true) const {
+    return evaluate_item(m, c, items[i], fixed, cache, cutoff_s, memory_need);
   }
   [[noreturn]] static void none_admissible() {
     throw no_admissible_configuration(
         "no admissible plan: no tensor-parallel width, pipeline depth and microbatch divide the "
-        "model, the devices and the global batch; check the cluster's devices, the knobs' global_batch and "
-        "the choices fixed in plan_choices (tensor_parallel, pp, dp, microbatches)");
+        "model, the devices and the global batch; check the cluster's devices, `global_batch` and the "
+        "choices fixed (`tensor_parallel`, `pp`, `dp`, `microbatches`)");
   }
 };
 
@@ -327,7 +338,8 @@ struct kept_plan {
 };
 
 /// Every item priced on `cache`. With `keep` > 0 an uneven item is cut off at the keep-th fastest time so
-/// far (a plan that cannot be kept is not placed to the end).
+/// far (a plan that cannot be kept is not placed to the end), and the smallest memory need is searched only
+/// when no item fits at all (a second pass), as the co-search needs it.
 inline std::vector<kept_plan> price_items(const plan_run& run, const sched::schedule_cache& cache,
                                           std::size_t keep, plan_search_result& result) {
   std::vector<kept_plan> kept;
@@ -335,7 +347,7 @@ inline std::vector<kept_plan> price_items(const plan_run& run, const sched::sche
   bool any_admissible = false;
   for (std::size_t i = 0; i < run.items.size(); ++i) {
     run.report("plans", i, run.items.size());
-    item_outcome outcome = run.evaluate(i, cache, kth_fastest(times, keep));
+    item_outcome outcome = run.evaluate(i, cache, kth_fastest(times, keep), keep == 0);
     result.worst_gap = std::max(result.worst_gap, outcome.plan.schedule_gap);
     if (outcome.what == item_outcome::kind::not_admissible) continue;
     any_admissible = true;
@@ -345,6 +357,16 @@ inline std::vector<kept_plan> price_items(const plan_run& run, const sched::sche
     }
   }
   if (!any_admissible) plan_run::none_admissible();
+  if (keep > 0 && kept.empty()) {
+    // Nothing fits: each item's smallest memory need, which the first pass did not search.
+    for (std::size_t i = 0; i < run.items.size(); ++i) {
+      const item_outcome outcome = run.evaluate(i, cache);
+      if (outcome.what != item_outcome::kind::priced || outcome.plan.estimate.fits) continue;
+      const bytes need = outcome.plan.estimate.peak_memory;
+      if (result.smallest_infeasible_need.value() == 0.0 || need < result.smallest_infeasible_need)
+        result.smallest_infeasible_need = need;
+    }
+  }
   return kept;
 }
 
@@ -372,6 +394,7 @@ inline void refine_in_bound_order(const plan_run& run,
     times[at] = better.plan.estimate.time_per_batch.value();
     kept[at].plan = std::move(better.plan);
   }
+  run.report("refining plans", order.size(), order.size());  // done: no later bound can reach them
 }
 }  // namespace detail
 
@@ -389,15 +412,24 @@ inline void refine_in_bound_order(const plan_run& run,
 /// the keep-th fastest time so far.
 ///
 /// Refinement (`fixed.refine`): the fastest `refine_top` plans (`keep` with `keep` > 0) are exact under
-/// that scheduler. A plan's time with lower-bound layer times (sched::bound_scheduler) is no later than
-/// with any schedule, and a refined time no later than the first, so plans are refined in the order of
-/// their bounds until no bound reaches the refine_top-th fastest time. With `keep` > 0 the plans are
-/// never priced on `cache` at all: every item is priced on bounds and refined in their order (the
-/// co-search's one best plan per design). Throws no_admissible_configuration when no item is admissible.
+/// that scheduler when the placer is exact (chain or downset DP, brute force) and the refining scheduler
+/// never does worse than the first (the ILP starts from the list schedule). A plan's time with lower-bound
+/// layer times (sched::bound_scheduler) is no later than with any schedule, and a refined time no later than
+/// the first, so plans are refined in the order of their bounds until no bound reaches the refine_top-th
+/// fastest time. With `keep` > 0 the plans are never priced on `cache` at all: every item is priced on bounds
+/// and refined in their order (the co-search's one best plan per design). Throws no_admissible_configuration
+/// when no item is admissible.
 inline plan_search_result search_plans(const model::model& m, const cluster::cluster& c,
                                        const train::training_knobs& base, const plan_choices& fixed,
                                        const sched::schedule_cache& cache) {
-  const detail::plan_run run{m, c, fixed, detail::plan_items(m, c, base, fixed)};
+  detail::plan_run run{m, c, fixed, detail::plan_items(m, c, base, fixed)};
+  // Keeping the best few, the items go knob setting by knob setting (every width of one setting, then the
+  // next): a good plan is found early, and its time cuts the placements of the others off.
+  if (fixed.keep > 0) {
+    std::stable_sort(
+        run.items.begin(), run.items.end(),
+        [](const detail::plan_item& a, const detail::plan_item& b) { return a.setting < b.setting; });
+  }
   plan_search_result result;
   std::vector<detail::kept_plan> kept;
   if (fixed.refine) {
@@ -416,6 +448,7 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
     } else {
       kept = detail::price_items(run, cache, 0, result);
       for (std::size_t k = 0; k < kept.size(); ++k) {
+        run.report("bounding plans", k, kept.size());
         const detail::item_outcome bound = run.evaluate(kept[k].item, bounds);
         order.emplace_back(bound.plan.estimate.time_per_batch.value(), k);
       }

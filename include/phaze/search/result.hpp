@@ -50,7 +50,7 @@ struct design_result {
   double samples_per_s = 0.0;         ///< estimate.samples_per_s, 0 unless evaluated
   hw::energy energy_per_sample{0.0};  ///< dynamic energy of one training sample over all devices
   bytes smallest_memory_need{0.0};    ///< infeasible: the leanest plan's peak memory per device
-  std::uint64_t configurations = 0;   ///< knob settings placed for this design
+  std::uint64_t configurations = 0;   ///< (tensor-parallel width, knob setting) items placed for this design
   /// The scheduler the layer times of the plan came from ("list"; "ilp" once the search refined it).
   std::string scheduler = "list";
   /// The largest relative gap of the schedules behind the plan (0: all proven optimal). For list schedules it
@@ -79,7 +79,7 @@ struct summary {
   std::uint64_t evaluated = 0;       ///< designs placed
   std::uint64_t pruned = 0;          ///< designs skipped by the sound bound
   std::uint64_t infeasible = 0;      ///< designs where nothing fits
-  std::uint64_t configurations = 0;  ///< (design, knob setting) pairs placed
+  std::uint64_t configurations = 0;  ///< (design, tensor-parallel width, knob setting) items placed
   std::uint64_t refined = 0;         ///< designs whose plans were refined with the reported scheduler
   std::string scheduler = "list";    ///< the scheduler the reported numbers come from
   double seconds = 0.0;              ///< wall time of this run (a resumed run: of the last part)
