@@ -222,6 +222,34 @@ TEST_CASE("A resumed search gives the same answer and skips finished designs", "
   CHECK(rest.pruned == full.pruned);
 }
 
+TEST_CASE("A record whose whole numbers are out of range or not whole is refused, not converted",
+          "[search]") {
+  const auto s = small_spec("gpt2-xl");
+  search::options o;
+  o.baselines = false;
+  std::vector<nlohmann::json> lines;
+  search::hooks keep;
+  keep.finished = [&](const search::design_result& r) {
+    if (r.status == search::outcome::evaluated && lines.empty()) lines.push_back(io::result_json(r));
+  };
+  (void)search::run(s, o, keep);
+  REQUIRE_FALSE(lines.empty());
+  CHECK_NOTHROW(io::result_from_json(lines.front(), s));
+  // A fuzzer's record: 84444444444444444444444444 parses as a double beyond every integer type.
+  const std::vector<std::pair<std::string, nlohmann::json>> bad{{"/configurations", 8.4444444444444e25},
+                                                                {"/configurations", -3},
+                                                                {"/index", 1.5},
+                                                                {"/plan/tp", 1e30},
+                                                                {"/plan/microbatch", 2.5},
+                                                                {"/plan/stage_blocks/0", 1e300}};
+  for (const auto& [where, value] : bad) {
+    INFO(where << " = " << value.dump());
+    nlohmann::json j = lines.front();
+    j[nlohmann::json::json_pointer(where)] = value;
+    CHECK_THROWS_AS(io::result_from_json(j, s), input_error);
+  }
+}
+
 TEST_CASE("The best design's plan is estimate_step's and beats the tpuv4-like baseline", "[search]") {
   const auto s = small_spec("gpt2-xl");
   const auto sum = search::run(s, {});

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -135,6 +136,25 @@ inline void read_dimension(hw::space& s, const dimension_key& d, const nlohmann:
 inline model::recompute parse_mode(const nlohmann::json& v) {
   if (!v.is_string()) bad("knobs.recompute", "takes names: none, selective, full");
   return train::parse_recompute(v.get<std::string>());
+}
+
+/// A whole number of a results.jsonl record within T's range: a JSON integer (never a float, which a
+/// record never holds and whose conversion would be undefined beyond the range); input_error naming `field`
+/// otherwise.
+template <class T>
+T whole_number(const nlohmann::json& v, std::string_view field) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if (i >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+        (i < 0 || static_cast<std::uint64_t>(i) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+      return static_cast<T>(i);
+  }
+  throw input_error(std::string{field} + " must be a whole number from " +
+                    std::to_string(std::numeric_limits<T>::min()) + " to " +
+                    std::to_string(std::numeric_limits<T>::max()) + ", got " + v.dump());
 }
 }  // namespace detail::search_json
 
@@ -372,7 +392,8 @@ inline nlohmann::ordered_json result_json(const search::design_result& r) {
 inline search::design_result result_from_json(const nlohmann::json& j, const search::spec& s) {
   try {
     search::design_result r;
-    r.index = j.at("index").get<std::uint64_t>();
+    using detail::search_json::whole_number;
+    r.index = whole_number<std::uint64_t>(j.at("index"), "index");
     if (r.index >= s.space.count()) throw input_error("design index out of the space");
     r.device = s.space.at(r.index);
     if (nlohmann::json(design_json(r.device)) != nlohmann::json(j.at("design"))) {
@@ -380,7 +401,8 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     }
     r.die_area = hw::area{j.at("area_mm2").get<double>()};
     r.upper_bound_samples_per_s = j.at("upper_bound_samples_per_s").get<double>();
-    r.configurations = j.value("configurations", std::uint64_t{0});
+    if (const auto c = j.find("configurations"); c != j.end())
+      r.configurations = whole_number<std::uint64_t>(*c, "configurations");
     const std::string status = j.at("status").get<std::string>();
     if (status == "pruned") {
       r.status = search::outcome::pruned;
@@ -402,10 +424,11 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
       throw input_error("schedule_gap must lie in [0, 1)");
     r.energy_per_sample = hw::energy{j.at("energy_per_sample_j").get<double>()};
     const auto& p = j.at("plan");
-    r.parallel = {p.at("tp").get<int>(), p.at("pp").get<int>(), p.at("dp").get<int>()};
+    r.parallel = {whole_number<int>(p.at("tp"), "plan.tp"), whole_number<int>(p.at("pp"), "plan.pp"),
+                  whole_number<int>(p.at("dp"), "plan.dp")};
     r.knobs =
         train::knobs_of(s.knobs,
-                        train::knob_setting{p.at("microbatch").get<std::int64_t>(),
+                        train::knob_setting{whole_number<std::int64_t>(p.at("microbatch"), "plan.microbatch"),
                                             train::parse_recompute(p.at("recompute").get<std::string>()),
                                             p.at("sequence_parallel").get<bool>()},
                         s.global_batch);
@@ -417,8 +440,12 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
     if (std::find(mbs.begin(), mbs.end(), r.knobs.microbatch) == mbs.end()) {
       throw input_error("microbatch not in the spec's list");
     }
-    r.split =
-        train::split_of_blocks(run, p.at("stage_blocks").get<std::vector<std::int64_t>>(), r.parallel.pp);
+    const nlohmann::json& stage_blocks = p.at("stage_blocks");
+    if (!stage_blocks.is_array() || stage_blocks.size() > static_cast<std::size_t>(r.parallel.pp))
+      throw input_error("plan.stage_blocks must list at most pp whole numbers");
+    std::vector<std::int64_t> blocks;
+    for (const auto& b : stage_blocks) blocks.push_back(whole_number<std::int64_t>(b, "plan.stage_blocks"));
+    r.split = train::split_of_blocks(run, blocks, r.parallel.pp);
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string{"malformed result: "} + e.what());
