@@ -108,6 +108,24 @@ TEST_CASE(
   CHECK(plans >= found.evaluated);  // items without a (pp, dp) are reported but not plans
 }
 
+TEST_CASE("One tensor-parallel width that admits no setting is refused with the rule it breaks",
+          "[place][plan_search]") {
+  const auto m = zoo::get("gpt2");
+  const auto d = *hw::find_preset("a100-80gb");
+  place::plan_choices choices;
+  choices.tensor_parallel = {5};  // gpt2's 12 heads do not split over 5 ranks
+  const sched::schedule_cache cache;
+  try {
+    (void)place::search_plans(m, phaze::test::cluster_of(d, 10), batch(10), choices, cache);
+    FAIL("no plan can run at tp 5");
+  } catch (const place::no_admissible_configuration& e) {
+    const std::string what = e.what();
+    CHECK_THAT(what, Catch::Contains(
+                         "no admissible plan at the one tensor-parallel width given (`tensor_parallel` 5)"));
+    CHECK_THAT(what, Catch::Contains("head"));
+  }
+}
+
 TEST_CASE("Fixed choices are honoured, an impossible cluster reports the leanest need",
           "[place][plan_search]") {
   const auto m = zoo::get("gpt3-175b");

@@ -256,11 +256,14 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   }
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.
+  // With one width given, the first rule its settings break: said when none is admissible.
+  std::string lone_width_refusal;
   auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {
     for_each_knob_setting(base, fixed, p.tp, [&](const train::training_knobs& k, std::size_t setting) {
       try {
         train::validate(m, p, k, checked);
-      } catch (const input_error&) {
+      } catch (const input_error& e) {
+        if (fixed.tensor_parallel.size() == 1 && lone_width_refusal.empty()) lone_width_refusal = e.what();
         return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
       }
       items.push_back({placed_unevenly, p, k, setting});
@@ -290,6 +293,11 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         }
       }
     }
+  }
+  if (items.empty() && !lone_width_refusal.empty()) {
+    throw no_admissible_configuration(
+        "no admissible plan at the one tensor-parallel width given (`tensor_parallel` " +
+        std::to_string(fixed.tensor_parallel.front()) + "): " + lone_width_refusal);
   }
   return items;
 }

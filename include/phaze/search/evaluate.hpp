@@ -132,7 +132,8 @@ inline place::plan_choices plan_choices_of(const spec& s, const options& o, bool
 
 /// Whether any knob setting, tensor-parallel width, pipeline depth and data-parallel degree can run the
 /// spec's model on its cluster at all (widths as the space's base design admits them: every design of a
-/// space shares its links). A spec that admits none is bad input, found before the search.
+/// space shares its links). A spec that admits none is bad input, found before the search; one whose only
+/// tensor-parallel width admits no knob setting throws place::no_admissible_configuration naming the rule.
 inline bool any_admissible_plan(const spec& s) {
   const model::model run = model_of(s);
   const options o;
