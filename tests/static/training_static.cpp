@@ -17,7 +17,7 @@ constexpr auto defaults = dsl::training(dsl::global_batch = 4096);
 static_assert(defaults.global_batch == 4096 && defaults.devices == 0 && defaults.sequence == 0);
 static_assert(defaults.knobs == train::knob_space{});
 
-// --- The DSL's rule (docs/dsl.md): value sets expand in ascending (pow2) or listed (one_of) order ---------------------
+// --- The DSL's rule (docs/dsl.md): value sets expand in ascending (pow2) or listed (one_of) order -------
 constexpr auto knobs =
     dsl::training(dsl::devices = 1024, dsl::global_batch = 4096, dsl::microbatch = dsl::pow2(1, 8),
                   dsl::recompute = dsl::one_of(phaze::none, phaze::full),

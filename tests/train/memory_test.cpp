@@ -1,6 +1,6 @@
 // Tests of phaze/train/memory.hpp: Figure 1 of Korthikanti et al. 2022 (memory per GPU of four published
-// runs, the paper's numbers typed in with their figure), the microbatches-in-flight rule of each pipeline schedule
-// on hand-checked cases, bytes per parameter, the distributed optimizer and parameter conservation.
+// runs, the paper's numbers typed in with their figure), the microbatches-in-flight rule of each pipeline
+// schedule on hand-checked cases, bytes per parameter, the distributed optimizer and parameter conservation.
 #include "phaze/train/memory.hpp"
 
 #include <catch2/catch.hpp>

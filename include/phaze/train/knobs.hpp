@@ -384,8 +384,9 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
 }
 
 namespace rules {
-// Each rule is a function named after the mistake ({fmt}'s technique for compile-time format checks): in a constant
-// expression calling it stops compilation with its name; at run time it throws input_error saying how to fix.
+// Each rule is a function named after the mistake ({fmt}'s technique for compile-time format checks): in a
+// constant expression calling it stops compilation with its name; at run time it throws input_error saying
+// how to fix.
 [[noreturn]] inline void bf16_gradients_need_bf16_or_fp8_training() {
   throw input_error(
       "`grad_reduce_in_bf16` keeps gradients in bf16, which mixed-precision bf16 or fp8 training does; give "
