@@ -13,7 +13,7 @@ namespace phaze::cli {
 
 /// Each name the library's messages put in backquotes, with the option that sets it. A name not listed stays
 /// as the library wrote it.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 48> option_of_name{{
+inline constexpr auto option_of_name = std::to_array<std::pair<std::string_view, std::string_view>>({
     {"global_batch", "--global-batch"},
     {"microbatch", "--microbatch"},
     {"sequence", "--seq"},
@@ -62,7 +62,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 48> o
     {"tp_comm_overlap", "tp in --overlap"},
     {"overlap_p2p", "pp in --overlap"},
     {"overlap_expert_comm", "ep in --overlap"},
-}};
+});
 
 /// `message` with every backquoted name of option_of_name replaced by its option.
 inline std::string in_option_words(std::string_view message) {
