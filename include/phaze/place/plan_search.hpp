@@ -197,6 +197,13 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
   return out;
 }
 
+/// Lowers the result's smallest infeasible need to a plan's that did not fit (0 there means none yet).
+inline void note_need(plan_search_result& result, const ranked_plan& unfit) {
+  const bytes need = unfit.estimate.peak_memory;
+  if (result.smallest_infeasible_need.value() == 0.0 || need < result.smallest_infeasible_need)
+    result.smallest_infeasible_need = need;
+}
+
 /// Counts one item's outcome in the result (priced or pruned: evaluated; a plan that does not fit: the
 /// smallest infeasible need) and hands back the plan when it fits.
 inline std::optional<ranked_plan> record(plan_search_result& result, item_outcome outcome) {
@@ -204,9 +211,7 @@ inline std::optional<ranked_plan> record(plan_search_result& result, item_outcom
   ++result.evaluated;
   if (outcome.what == item_outcome::kind::pruned) return std::nullopt;
   if (outcome.plan.estimate.fits) return std::move(outcome.plan);
-  const bytes need = outcome.plan.estimate.peak_memory;
-  if (result.smallest_infeasible_need.value() == 0.0 || need < result.smallest_infeasible_need)
-    result.smallest_infeasible_need = need;
+  note_need(result, outcome.plan);
   return std::nullopt;
 }
 
@@ -369,10 +374,8 @@ inline std::vector<kept_plan> price_items(const plan_run& run, const sched::sche
     // Nothing fits: each item's smallest memory need, which the first pass did not search.
     for (std::size_t i = 0; i < run.items.size(); ++i) {
       const item_outcome outcome = run.evaluate(i, cache);
-      if (outcome.what != item_outcome::kind::priced || outcome.plan.estimate.fits) continue;
-      const bytes need = outcome.plan.estimate.peak_memory;
-      if (result.smallest_infeasible_need.value() == 0.0 || need < result.smallest_infeasible_need)
-        result.smallest_infeasible_need = need;
+      if (outcome.what == item_outcome::kind::priced && !outcome.plan.estimate.fits)
+        note_need(result, outcome.plan);
     }
   }
   return kept;
