@@ -177,6 +177,8 @@ inline design_result plan_design(const spec& s, const hw::device& d, std::uint64
     return r;
   }
   r.configurations = found.evaluated;
+  // A first-pass design reports every schedule it priced (the refinement's bound: how much better schedules
+  // could speed any of its settings up); a refined one its own plan's (below).
   r.schedule_gap = found.worst_gap;
   if (found.feasible.empty()) {
     r.status = outcome::infeasible;
@@ -190,9 +192,7 @@ inline design_result plan_design(const spec& s, const hw::device& d, std::uint64
   r.split = best.split;
   r.estimate = best.estimate;
   r.scheduler = best.scheduler;
-  // A refined design reports its own plan's schedules; a first-pass one every schedule it priced (the
-  // refinement's bound: how much better schedules could speed any of its settings up).
-  r.schedule_gap = refine ? best.schedule_gap : std::max(best.schedule_gap, found.worst_gap);
+  if (refine) r.schedule_gap = best.schedule_gap;
   r.samples_per_s = r.estimate.samples_per_s;
   r.energy_per_sample = energy_per_sample(run, r.device, r.parallel, r.knobs, s.space.tech());
   return r;
