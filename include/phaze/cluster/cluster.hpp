@@ -32,7 +32,7 @@ struct device_group {
   hw::device device{};
   int count = 1;
   node_spec node{};
-  friend bool operator==(const device_group&, const device_group&) = default;
+  friend constexpr bool operator==(const device_group&, const device_group&) = default;
 };
 
 /// A kind of communicating group in Megatron-LM's rank order: `size` members `stride` ranks apart (tensor
@@ -93,8 +93,8 @@ class cluster {
 
   cluster() = default;
   /// Checks the groups, the efficiencies and the matrix; throws input_error saying what to fix.
-  explicit cluster(std::vector<device_group> groups, collective_efficiency efficiency = {},
-                   std::optional<link_matrix> measured = std::nullopt)
+  constexpr explicit cluster(std::vector<device_group> groups, collective_efficiency efficiency = {},
+                             std::optional<link_matrix> measured = std::nullopt)
       : groups_(std::move(groups)), efficiency_(efficiency), measured_(std::move(measured)) {
     if (groups_.empty()) rules::a_cluster_needs_a_device_group();
     std::int64_t devices = 0;
@@ -123,15 +123,15 @@ class cluster {
     }
   }
 
-  [[nodiscard]] const std::vector<device_group>& groups() const { return groups_; }
-  [[nodiscard]] const collective_efficiency& efficiency() const { return efficiency_; }
-  [[nodiscard]] const std::optional<link_matrix>& measured() const { return measured_; }
-  [[nodiscard]] int devices() const { return devices_; }
-  [[nodiscard]] int nodes() const { return nodes_; }
+  [[nodiscard]] constexpr const std::vector<device_group>& groups() const { return groups_; }
+  [[nodiscard]] constexpr const collective_efficiency& efficiency() const { return efficiency_; }
+  [[nodiscard]] constexpr const std::optional<link_matrix>& measured() const { return measured_; }
+  [[nodiscard]] constexpr int devices() const { return devices_; }
+  [[nodiscard]] constexpr int nodes() const { return nodes_; }
 
   /// The cluster with rank r played by device `order[r]` (a permutation of 0 .. devices() - 1; it replaces
   /// any order given before). Throws input_error saying which entry is wrong.
-  [[nodiscard]] cluster with_order(std::vector<int> order) const {
+  [[nodiscard]] constexpr cluster with_order(std::vector<int> order) const {
     if (order.size() != static_cast<std::size_t>(devices_))
       rules::rank_order_must_list_every_device(order.size(), devices_);
     std::vector<int> rank_of(static_cast<std::size_t>(devices_), -1);
@@ -148,15 +148,15 @@ class cluster {
   }
   /// The rank order as given (order()[r] is the device of rank r); empty when none was given (rank r is
   /// device r). An explicit identity order is equal to none, but takes the hop-by-hop path in ring and pairs.
-  [[nodiscard]] const std::vector<int>& order() const { return order_; }
+  [[nodiscard]] constexpr const std::vector<int>& order() const { return order_; }
   /// The physical device that plays rank `rank` (0 <= rank < devices()).
-  [[nodiscard]] int device_of_rank(int rank) const {
+  [[nodiscard]] constexpr int device_of_rank(int rank) const {
     return order_.empty() ? rank : order_[static_cast<std::size_t>(rank)];
   }
   /// Exchanges the devices of ranks `a` and `b` in place (the order stays a permutation): what a search over
   /// orders does between two evaluations without copying the cluster (place/rank_assignment.hpp). A
   /// cluster without an order gets the identity first.
-  void swap_ranks(int a, int b) {
+  constexpr void swap_ranks(int a, int b) {
     if (a < 0 || a >= devices_) rules::rank_must_be_in_the_cluster(a, devices_);
     if (b < 0 || b >= devices_) rules::rank_must_be_in_the_cluster(b, devices_);
     if (order_.empty()) {
@@ -167,18 +167,18 @@ class cluster {
   }
 
   /// The group physical device `d` belongs to (0 <= d < devices()).
-  [[nodiscard]] std::size_t group_of_device(int d) const {
+  [[nodiscard]] constexpr std::size_t group_of_device(int d) const {
     const auto it = std::upper_bound(first_device_.begin(), first_device_.end(), d);
     return static_cast<std::size_t>(it - first_device_.begin()) - 1;
   }
   /// The node physical device `d` sits in (nodes numbered across groups, as a node link matrix).
-  [[nodiscard]] int node_of_device(int d) const {
+  [[nodiscard]] constexpr int node_of_device(int d) const {
     const std::size_t g = group_of_device(d);
     return first_node_[g] + (d - first_device_[g]) / groups_[g].node.devices;
   }
   /// The devices node `node` holds: its group's node size, fewer in a group's last node when the group's
   /// count is not a multiple of it.
-  [[nodiscard]] int devices_in_node(int node) const {
+  [[nodiscard]] constexpr int devices_in_node(int node) const {
     const auto g = static_cast<std::size_t>(std::upper_bound(first_node_.begin(), first_node_.end(), node) -
                                             first_node_.begin() - 1);
     const int before = (node - first_node_[g]) * groups_[g].node.devices;
@@ -186,16 +186,18 @@ class cluster {
   }
 
   /// The group rank `r` belongs to (0 <= r < devices()): that of the device playing it.
-  [[nodiscard]] std::size_t group_index(int rank) const { return group_of_device(device_of_rank(rank)); }
-  [[nodiscard]] const device_group& group_at(int rank) const { return groups_[group_index(rank)]; }
-  [[nodiscard]] const hw::device& device_at(int rank) const { return group_at(rank).device; }
+  [[nodiscard]] constexpr std::size_t group_index(int rank) const {
+    return group_of_device(device_of_rank(rank));
+  }
+  [[nodiscard]] constexpr const device_group& group_at(int rank) const { return groups_[group_index(rank)]; }
+  [[nodiscard]] constexpr const hw::device& device_at(int rank) const { return group_at(rank).device; }
   /// The node rank `r` sits in (nodes numbered across groups): that of the device playing it.
-  [[nodiscard]] int node_at(int rank) const { return node_of_device(device_of_rank(rank)); }
+  [[nodiscard]] constexpr int node_at(int rank) const { return node_of_device(device_of_rank(rank)); }
 
   /// The route of the rings of `shape` over the first `used` ranks: the slowest hop of any of its instances
   /// (every instance runs at the same time, and the step waits for the slowest). A hop runs between the
   /// devices of two consecutive ranks of an instance (and from the last back to the first).
-  [[nodiscard]] route ring(group_shape shape, int used) const {
+  [[nodiscard]] constexpr route ring(group_shape shape, int used) const {
     check(shape, used);
     if (order_.empty()) {
       if (const auto r = closed_form(shape, used)) return *r;
@@ -220,7 +222,7 @@ class cluster {
   /// devices. A pair inside a node takes the node's link; a pair across nodes shares each node's interfaces
   /// with the other pairs leaving or entering it (node_spec::flow_share: with tp * dp below the devices of a
   /// node, only the last stage of the node sends out of it), or takes its measured link.
-  [[nodiscard]] route pairs(int distance, int used) const {
+  [[nodiscard]] constexpr route pairs(int distance, int used) const {
     if (distance < 1 || distance >= used || used > devices_) rules::group_must_fit_the_devices_used();
     if (groups_.size() == 1 && !measured_ && order_.empty()) {
       const node_spec& node = groups_.front().node;
@@ -271,10 +273,10 @@ class cluster {
   }
 
   /// The route inside one node of the first group: what a group that fits a node talks over.
-  [[nodiscard]] route inside_node() const { return {groups_.front().node.intra, efficiency_}; }
+  [[nodiscard]] constexpr route inside_node() const { return {groups_.front().node.intra, efficiency_}; }
 
   /// Equal groups, efficiencies, measurements and devices of every rank (no order equals the identity).
-  friend bool operator==(const cluster& a, const cluster& b) {
+  friend constexpr bool operator==(const cluster& a, const cluster& b) {
     if (!(a.groups_ == b.groups_ && a.efficiency_ == b.efficiency_ && a.measured_ == b.measured_))
       return false;
     for (int r = 0; r < a.devices_; ++r)
@@ -295,7 +297,7 @@ class cluster {
   /// The neutral element of `slower`.
   static constexpr link unreached{bytes_per_second{std::numeric_limits<double>::infinity()}, seconds{0.0}};
 
-  void check(group_shape shape, int used) const {
+  constexpr void check(group_shape shape, int used) const {
     if (shape.size < 1 || shape.stride < 1 || used > devices_ ||
         static_cast<std::int64_t>(shape.size) * shape.stride > used)
       rules::group_must_fit_the_devices_used();
@@ -303,7 +305,7 @@ class cluster {
 
   /// The route of every instance when the cluster is one group without measurements or order, where it has
   /// a closed form (cluster::ring_route).
-  [[nodiscard]] std::optional<route> closed_form(group_shape shape, int used) const {
+  [[nodiscard]] constexpr std::optional<route> closed_form(group_shape shape, int used) const {
     if (groups_.size() != 1 || measured_) return std::nullopt;
     return ring_route(groups_.front().node, shape.size, shape.stride, used, efficiency_);
   }
@@ -311,8 +313,8 @@ class cluster {
   /// The slowest hop of one ring through the physical devices `members` in order (and back to the first).
   /// `per_node` is scratch space the caller keeps across instances (one allocation per ring, not per
   /// instance).
-  [[nodiscard]] link slowest_hop(const std::vector<int>& members,
-                                 std::vector<std::pair<int, int>>& per_node) const {
+  [[nodiscard]] constexpr link slowest_hop(const std::vector<int>& members,
+                                           std::vector<std::pair<int, int>>& per_node) const {
     link slowest = unreached;
     const std::size_t n = members.size();
     if (measured_ && measured_->endpoints == link_matrix::between::devices) {
@@ -365,8 +367,8 @@ class cluster {
 
 /// `count` devices of one type in nodes of `node`: what `--device`, `--devices` and `--devices-per-node`
 /// build.
-inline cluster homogeneous(const hw::device& d, int count, const node_spec& node,
-                           collective_efficiency efficiency = {}) {
+constexpr cluster homogeneous(const hw::device& d, int count, const node_spec& node,
+                              collective_efficiency efficiency = {}) {
   return cluster{{device_group{d, count, node}}, efficiency};
 }
 

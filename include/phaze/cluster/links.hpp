@@ -91,11 +91,11 @@ struct link_matrix {
   int size = 0;
   std::vector<link> entries;  ///< row-major: entries[from * size + to]; the diagonal is not used
 
-  [[nodiscard]] const link& at(int from, int to) const {
+  [[nodiscard]] constexpr const link& at(int from, int to) const {
     return entries[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) +
                    static_cast<std::size_t>(to)];
   }
-  friend bool operator==(const link_matrix&, const link_matrix&) = default;
+  friend constexpr bool operator==(const link_matrix&, const link_matrix&) = default;
 };
 
 /// What a collective over a group of devices runs on: the slowest hop of its ring (lowest bandwidth, and the

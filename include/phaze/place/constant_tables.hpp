@@ -1,10 +1,12 @@
 /// @file
 /// Layer cost tables and placements the compiler computes: for a model and a datasheet device known at
 /// compile time, `constant_table` builds a layer cost table as a constant expression (fixed storage, so it
-/// can be kept in a `constexpr` variable), and `constant_placement` places the model on it with the chain DP
-/// at compile time. On a datasheet device (a GPU) the layer schedule is the ops one after another, so a
-/// layer's time is the sum of its ops' costs (cost::layer_costs), which is what the schedulers find there;
-/// the systolic template needs a layer schedule (sched/, not constexpr): use place::model_tables for it.
+/// can be kept in a `constexpr` variable), and `constant_placement` places the model on such tables with the
+/// chain DP at compile time under the training-step objective (place::step_policy), as `phaze plan` and
+/// place::place_model do at run time. On a datasheet device (a GPU) the layer schedule is the ops one after
+/// another, so a layer's time is the sum of its ops' costs (cost::layer_costs), which is what the schedulers
+/// find there; the systolic template needs a layer schedule (sched/, not constexpr): use place::model_tables
+/// for it.
 ///
 ///     constexpr auto table = place::constant_table<16>(zoo::gpt2(), a100, dgx, knobs, 2);
 ///     constexpr auto plan = place::constant_placement<16, 4>(zoo::gpt2(), a100, dgx, 8, knobs, {1, 2, 4});
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "phaze/cluster/cluster.hpp"
 #include "phaze/cluster/links.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/core/static_vector.hpp"
@@ -26,6 +29,7 @@
 #include "phaze/place/chain_dp.hpp"
 #include "phaze/place/cost_table.hpp"
 #include "phaze/place/objective.hpp"
+#include "phaze/place/step_policy.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/memory.hpp"
 
@@ -60,6 +64,11 @@ namespace rules {
   throw input_error(
       "constant_table: a systolic design's layer times come from a layer schedule; build its tables at run "
       "time with place::model_tables");
+}
+[[noreturn]] inline void constant_tables_leave_out_tensor_parallel_overlap() {
+  throw input_error(
+      "constant_table: Transformer Engine's tensor-parallel overlap (`tp_comm_overlap`) is priced at run "
+      "time only; build the tables with place::model_tables, or leave it off");
 }
 [[noreturn]] inline void constant_table_needs_more_nodes() {
   throw input_error(
@@ -111,6 +120,8 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
                                                     const cluster::node_spec& node,
                                                     const train::training_knobs& k, int tp) {
   if (d.kind != hw::device_kind::datasheet) rules::constant_tables_need_a_datasheet_device();
+  if (k.tp_comm_overlap && k.sequence_parallel && tp > 1)
+    rules::constant_tables_leave_out_tensor_parallel_overlap();
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   if (run.size() > MaxNodes) rules::constant_table_needs_more_nodes();
   const auto built =
@@ -194,17 +205,31 @@ constexpr fixed_plan<MaxStages> fixed_plan_of(const plan& p) {
 }
 
 /// The chain DP's placement of model `m` on `devices` datasheet devices `d` in nodes of `node`, over the
-/// tensor-parallel widths `widths`, under the default objective (place::pipeline_policy), using every device:
-/// computed by the compiler when the arguments are constants.
+/// tensor-parallel widths `widths`, under the training-step objective (place::step_policy) with every device
+/// used, as place::place_model places it at run time on the same cluster (cluster::homogeneous): computed by
+/// the compiler when the arguments are constants, and equal to the run-time plan's time and memory to
+/// rounding (tests/place/constant_tables_test.cpp). The interleaved schedule is placed uniformly, not here.
 template <std::size_t MaxNodes, std::size_t MaxStages, std::size_t Widths>
 constexpr fixed_plan<MaxStages> constant_placement(const model::model& m, const hw::device& d,
                                                    const cluster::node_spec& node, int devices,
                                                    const train::training_knobs& k,
                                                    const std::array<int, Widths>& widths) {
+  if (k.schedule == train::pipeline_schedule::interleaved) rules::uneven_stages_need_1f1b_or_gpipe();
   placement_problem<fixed_cost_table<MaxNodes>> problem;
   static_cast<placement_settings&>(problem) = model_settings(d, node, devices, k);
-  for (const int tp : widths) problem.tables.push_back(constant_table<MaxNodes>(m, d, node, k, tp));
-  return fixed_plan_of<MaxStages>(chain_dp(problem).use_all_devices(true).run());
+  step_policy policy;
+  policy.model = train::step_model{cluster::homogeneous(d, devices, node), k};
+  const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
+  for (const int tp : widths) {
+    const auto& table = problem.tables.emplace_back(constant_table<MaxNodes>(m, d, node, k, tp));
+    const auto built =
+        train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
+    policy.widths.push_back(width_terms_of(run, built, k, tp));
+    double work = 0.0;
+    for (const auto& n : table.nodes) work += (n.forward + n.backward + n.recompute).value();
+    policy.model_s.push_back(work);
+  }
+  return fixed_plan_of<MaxStages>(chain_dp(problem, policy).with(model_request(m, k)).run());
 }
 
 }  // namespace phaze::place

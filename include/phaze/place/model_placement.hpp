@@ -1,9 +1,9 @@
 /// @file
 /// Placement of a model with uneven stages under the training-step model: the model's layer cost tables (one
-/// per tensor-parallel width, built from train::layer_times), `step_policy` (the training-step model of
-/// train/step.hpp as a placer policy) and `place_model`, which runs chain_dp on them and re-checks the chosen
-/// split with train::estimate_step. One timing and one memory model for `phaze estimate`, `phaze plan`, the
-/// placers and the search (docs/step-time.md, "Uneven stages").
+/// per tensor-parallel width, built from train::layer_times) for `step_policy` (place/step_policy.hpp: the
+/// training-step model of train/step.hpp as a placer policy) and `place_model`, which runs chain_dp on them
+/// and re-checks the chosen split with train::estimate_step. One timing and one memory model for `phaze
+/// estimate`, `phaze plan`, the placers and the search (docs/step-time.md, "Uneven stages").
 #pragma once
 
 #include <algorithm>
@@ -22,167 +22,12 @@
 #include "phaze/place/constant_tables.hpp"
 #include "phaze/place/cost_table.hpp"
 #include "phaze/place/objective.hpp"
+#include "phaze/place/step_policy.hpp"
 #include "phaze/train/knobs.hpp"
 #include "phaze/train/memory.hpp"
 #include "phaze/train/step.hpp"
 
 namespace phaze::place {
-
-/// What step_policy needs per tensor-parallel width besides the table.
-struct width_terms {
-  int tp = 1;
-  /// The least bytes any cut of the model carries per rank (on a transformer every cut carries the hidden
-  /// state, so all cuts carry these): what a stage load without boundaries pays (place's bounds and
-  /// with_stage_time_sum ask for it; a lower bound of every stage's sends).
-  bytes boundary{};
-  bool uniform_cuts = true;           ///< every cut carries `boundary` (the sum of stage times is split-free)
-  double tied_copy_parameters = 0.0;  ///< the head's copy of a tied embedding, per rank (0 when untied)
-  /// What a stage holds once beside its layers' states and activations under full recomputation: the
-  /// largest block's full activations (memory.hpp).
-  bytes working_set{};
-  /// The parameters per rank of the model's largest layer: what fully sharded data parallelism holds
-  /// gathered beside a stage's shards depends on it and on the pipeline depth
-  /// (train::detail::fully_sharded_working_set).
-  double largest_layer_parameters = 0.0;
-};
-
-/// The training-step model (train::step_model) as a placer policy: every term forwards to the step model,
-/// so for a split of a model's tables plan::time_per_batch equals train::estimate_step's time for that split
-/// and a stage's memory is train::stage_memory_of_load's (tests/place/model_placement_test.cpp checks it).
-/// A stage pays the sends of its own cuts (step_model::stage_time: the bytes of the edges entering and
-/// leaving it); on a transformer every cut carries the same hidden state, so all stages pay the same sends,
-/// while the cuts of a composite model differ (width_terms::uniform_cuts). What the step model needs besides
-/// a stage's load comes from the table's width (width_terms); the full recomputation working set is charged
-/// to every stage (a stage without a block is over-estimated by it).
-/// Clusters of mixed device types (AMP's heterogeneous setting): the tables come in runs of one per device
-/// type for each width (`devices`: the types, in the order of their tables), a stage is costed on the table
-/// of its own devices' type and must fit their memory; a stage whose devices are of several types is costed
-/// on the table of the slowest of them (the most work over the whole model, `model_s`; the measure
-/// train::estimate_step paces such a stage by) and must fit the least memory among them (stage_table,
-/// stage_capacity: place/objective.hpp).
-struct step_policy {
-  static constexpr bool allreduce_of_largest_stage = true;
-  /// The pipeline of uneven stages (pipeline_s), each cut priced by its bytes (cut_s), each stage on its own
-  /// devices (stage_table, stage_capacity, configures).
-  static constexpr policy_capabilities capabilities{
-      .uneven_pipeline = true, .prices_cuts = true, .mixed_devices = true};
-
-  train::step_model model;
-  std::vector<width_terms> widths;  ///< one per table
-  std::vector<hw::device> devices;  ///< the device types, one table of each per width (empty: one type)
-  std::vector<double> model_s;      ///< per table: the work of all its nodes (a stage's pace on mixed types)
-  /// Context-parallel ranks of every plan placed on these tables (parallelism::cp): each table's tp ranks
-  /// times cp make one replica's share of a stage, so the placers see c.devices() / cp devices and choose
-  /// tp * pp * dp of them; the step model's terms take the whole shape (tp, cp, dp, pp).
-  int cp = 1;
-
-  [[nodiscard]] std::size_t types() const { return std::max<std::size_t>(devices.size(), 1); }
-  /// Only the first table of each width starts configurations; the others cost stages on other types.
-  [[nodiscard]] bool configures(std::size_t ti) const { return ti % types() == 0; }
-  /// The table of the same width as `ti` timed on the device type that paces stage `stage`: its only type,
-  /// or the slowest of its types (train::step_model::pacing_member).
-  [[nodiscard]] std::size_t stage_table(std::size_t ti, int stage, const stage_context& c) const {
-    if (types() == 1) return ti;
-    const std::size_t base = ti - ti % types();
-    const auto members = model.stage_members(stage, shape_of(c));
-    const auto table_of = [&](const hw::device& d) {
-      return base + static_cast<std::size_t>(std::find(devices.begin(), devices.end(), d) - devices.begin());
-    };
-    const auto& pacing = train::step_model::pacing_member(
-        members, [&](const hw::device& d) { return model_s.at(table_of(d)); });
-    return table_of(*pacing.device);
-  }
-  /// The memory of one device of stage `stage`: the least of its members' types.
-  [[nodiscard]] double stage_capacity(const placement_settings& s, int stage, const stage_context& c) const {
-    if (types() == 1) return s.memory_per_device.value();
-    return model.stage_capacity(model.stage_members(stage, shape_of(c))).value();
-  }
-
-  [[nodiscard]] const width_terms& terms(int tp) const {
-    for (const auto& w : widths)
-      if (w.tp == tp) return w;
-    throw input_error("step_policy: no terms for tp " + std::to_string(tp));
-  }
-  [[nodiscard]] train::plan_shape shape_of(const stage_context& c) const {
-    return {c.tp, c.stages, c.dp, c.microbatches, cp};
-  }
-  [[nodiscard]] double parameters_of(const placement_settings& s, double parameter_bytes,
-                                     const stage_context& c) const {
-    // A single stage holds the embedding and the head together: no second copy of a tied matrix.
-    const double copy = c.stages == 1 ? terms(c.tp).tied_copy_parameters : 0.0;
-    return parameter_bytes / s.weight_bytes_per_parameter - copy;
-  }
-
-  [[nodiscard]] double microbatches_in_flight(const placement_settings&, int stage,
-                                              const stage_context& c) const {
-    const auto& k = model.knobs();
-    return train::microbatches_in_flight(k.schedule, stage, c.stages, c.microbatches, k.virtual_stages);
-  }
-  template <class Node>
-  static double work_s(const placement_settings& s, const Node& n) {
-    return pipeline_policy::work_s(s, n);
-  }
-  /// What one cut of `cut_bytes` per rank adds to each stage beside it per microbatch
-  /// (step_model::pipeline_cut); a stage's time is its work plus the cut_s of the two cuts it waits for
-  /// (stage_time_s), which is what lets chain_dp price cuts once per configuration.
-  [[nodiscard]] double cut_s(const placement_settings&, double cut_bytes, const stage_context& c) const {
-    return model.pipeline_cut(bytes{cut_bytes}, shape_of(c)).value();
-  }
-  /// A stage's time per microbatch: its work plus the pipeline sends of its cuts (the bytes of the edges
-  /// entering and leaving it; step_model::stage_time). A load without boundaries (a bound's) pays the least
-  /// cut of the width, width_terms::boundary.
-  [[nodiscard]] double stage_time_s(const placement_settings&, const stage_load& l,
-                                    const stage_context& c) const {
-    if (c.stages <= 1) return l.work_s;
-    const double least = terms(c.tp).boundary.value();
-    const bool bare = !(l.boundary_in_bytes > 0.0) && !(l.boundary_bytes > 0.0);
-    return model
-        .stage_time(seconds{l.work_s}, bytes{bare ? least : l.boundary_in_bytes},
-                    bytes{bare ? least : l.boundary_bytes}, shape_of(c))
-        .value();
-  }
-  [[nodiscard]] double allreduce_s(const placement_settings& s, double parameter_bytes,
-                                   const stage_context& c) const {
-    return model
-        .exposed_data_parallel(parameters_of(s, parameter_bytes, c), shape_of(c), seconds{c.stage_time_sum_s})
-        .value();
-  }
-  /// The pipeline of stages whose slowest takes `slowest_stage_time_s` and which take `stage_time_sum_s`
-  /// together per microbatch (step_model::pipeline_time: (m - 1) t_max + sum_i t_i for 1F1B and GPipe):
-  /// what makes this an UnevenPipelinePolicy.
-  [[nodiscard]] double pipeline_s(const placement_settings&, double slowest_stage_time_s,
-                                  double stage_time_sum_s, const stage_context& c) const {
-    return model.pipeline_time(seconds{slowest_stage_time_s}, seconds{stage_time_sum_s}, shape_of(c)).value();
-  }
-  /// The pipeline if this stage were the slowest, the stages' times adding up to c.stage_time_sum_s: the
-  /// largest stage cost is the pipeline. On one device type that sum is the same for every split (every
-  /// stage's time is its work plus the same sends), so the placers minimize the slowest stage.
-  [[nodiscard]] double stage_cost_s(const placement_settings& s, const stage_load& l,
-                                    const stage_context& c) const {
-    return pipeline_s(s, stage_time_s(s, l, c), c.stage_time_sum_s, c);
-  }
-  /// The pipeline (`pipeline`: the largest stage cost), then the gradient synchronization and optimizer step
-  /// of the stage holding the most parameters and the tied embedding's all-reduce (step_model::iteration).
-  [[nodiscard]] double batch_time_s(const placement_settings& s, double pipeline,
-                                    double largest_stage_parameters, const stage_context& c) const {
-    return model
-        .iteration(seconds{pipeline}, seconds{c.stage_time_sum_s},
-                   parameters_of(s, largest_stage_parameters, c), terms(c.tp).tied_copy_parameters,
-                   shape_of(c), model.optimizer_device(shape_of(c)))
-        .value();
-  }
-  [[nodiscard]] double stage_memory(const placement_settings& s, const stage_load& l, int stage,
-                                    const stage_context& c) const {
-    const width_terms& w = terms(c.tp);
-    const train::plan_shape shape = shape_of(c);
-    return model
-        .stage_memory(parameters_of(s, l.parameter_bytes, c), bytes{l.activation_bytes},
-                      w.working_set + train::detail::fully_sharded_working_set(w.largest_layer_parameters,
-                                                                               model.knobs(), shape.pp),
-                      stage, shape)
-        .total.value();
-  }
-};
 
 /// A model's placement problem: one table per tensor-parallel width (nodes = the layer graph: embedding,
 /// blocks, head; per-rank times from train::layer_times with TP collectives and recomputation, parameter
@@ -238,27 +83,13 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
     // a stage without node 0 unless it is node 0) and activations.
     std::vector<bytes> parameters(n);
     std::vector<bytes> activations(n);
-    width_terms w;
-    w.tp = tp;
     for (std::size_t v = 0; v < n; ++v) {
       const train::node_range alone{v, v + 1};
       parameters[v] =
           bytes{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
       activations[v] = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
-      w.tied_copy_parameters += static_cast<double>(model::layer_params(built.at(run, v), true) -
-                                                    model::layer_params(built.at(run, v), false));
-      w.working_set =
-          std::max(w.working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
     }
-    w.largest_layer_parameters = static_cast<double>(train::detail::largest_layer_parameters(run, built));
-    // Node 0's own tied weights are not a copy.
-    w.tied_copy_parameters -= static_cast<double>(model::layer_params(built.at(run, 0), true) -
-                                                  model::layer_params(built.at(run, 0), false));
-    for (std::size_t v = 0; v + 1 < n; ++v) {
-      const bytes cut = model::boundary_bytes(built.at(run, v));
-      if (v == 0 || cut < w.boundary) w.boundary = cut;
-      if (v > 0 && !(cut == model::boundary_bytes(built.at(run, 0)))) w.uniform_cuts = false;
-    }
+    const width_terms w = width_terms_of(run, built, k, tp);
     for (const hw::device& d : types) {
       std::vector<train::detail::timed_layer> timed;
       for (const auto& kind : run.kinds) {
@@ -345,11 +176,7 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
                                    const train::training_knobs& k, const std::vector<int>& widths,
                                    const sched::schedule_cache& cache, placement_request fixed = {},
                                    const model_placer& placer = chain_placer{}, int cp = 1) {
-  if (k.schedule == train::pipeline_schedule::interleaved) {
-    throw input_error(
-        "uneven stages need the 1F1B or GPipe schedule; the interleaved schedule is placed "
-        "uniformly (use the uniform placer)");
-  }
+  if (k.schedule == train::pipeline_schedule::interleaved) rules::uneven_stages_need_1f1b_or_gpipe();
   const model_problem mp = model_tables(m, c, k, widths, cache, cp);
   // What the placer must price, by the capabilities it declares (placer_capabilities).
   if (mp.policy.types() > 1 && !placer.capabilities().mixed_devices) {
@@ -367,12 +194,8 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
                       " placer does not declare placer_capabilities::cuts_by_size (pricing each cut by its "
                       "bytes); use the chain placer or brute force (`placer` chain or brute)");
   }
-  // ZeRO-2 runs without a pipeline (train::validate); a deeper limit the caller asked for stays.
-  const int deepest = k.shard_gradients ? 1 : static_cast<int>(model::body_nodes(m));
-  fixed.max_pp = fixed.max_pp > 0 ? std::min(fixed.max_pp, deepest) : deepest;
-  fixed.use_all_devices = true;
   model_placement out;
-  out.placed = placer.place(mp.problem, mp.policy, fixed);
+  out.placed = placer.place(mp.problem, mp.policy, model_request(m, k, fixed));
   if (!out.placed.feasible) return out;
   out.parallel = {out.placed.tp, out.placed.pp, out.placed.dp, cp};
   out.split = stage_split(out.placed, mp.problem.tables.front().nodes.size());

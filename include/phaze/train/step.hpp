@@ -92,15 +92,17 @@ struct plan_shape {
   int cp = 1;   ///< context-parallel ranks (parallelism::cp), between tp and dp in rank order
   int ep = 1;   ///< expert-parallel ranks (parallelism::ep), carved from the dp * cp ranks
   int etp = 0;  ///< expert tensor-parallel ranks (parallelism::etp); 0: tp
-  [[nodiscard]] int expert_tp() const { return etp > 0 ? etp : tp; }
-  [[nodiscard]] int devices() const { return tp * pp * dp * cp; }
+  [[nodiscard]] constexpr int expert_tp() const { return etp > 0 ? etp : tp; }
+  [[nodiscard]] constexpr int devices() const { return tp * pp * dp * cp; }
   /// Ranks of one pipeline stage: tp * cp * dp, consecutive in Megatron's order.
-  [[nodiscard]] int stage_ranks() const { return tp * cp * dp; }
+  [[nodiscard]] constexpr int stage_ranks() const { return tp * cp * dp; }
   /// Ranks the gradients are reduced over (Megatron-Core's data-parallel group with context parallelism).
-  [[nodiscard]] int gradient_ranks() const { return dp * cp; }
+  [[nodiscard]] constexpr int gradient_ranks() const { return dp * cp; }
   /// Ranks the routed experts' gradients are reduced over (Megatron-Core's expert-data-parallel group): the
   /// stage's tp * cp * dp ranks over ep * etp (dp * cp / ep when etp = tp).
-  [[nodiscard]] int expert_gradient_ranks() const { return tp * dp * cp / (std::max(ep, 1) * expert_tp()); }
+  [[nodiscard]] constexpr int expert_gradient_ranks() const {
+    return tp * dp * cp / (std::max(ep, 1) * expert_tp());
+  }
 };
 
 /// One device type among the ranks of a pipeline stage (step_model::stage_members).
@@ -116,30 +118,30 @@ struct stage_member {
 class step_model {
  public:
   step_model() = default;
-  step_model(cluster::cluster c, const training_knobs& k) : cluster_(std::move(c)), knobs_(k) {}
+  constexpr step_model(cluster::cluster c, const training_knobs& k) : cluster_(std::move(c)), knobs_(k) {}
 
-  [[nodiscard]] const cluster::cluster& cluster() const { return cluster_; }
-  [[nodiscard]] const training_knobs& knobs() const { return knobs_; }
+  [[nodiscard]] constexpr const cluster::cluster& cluster() const { return cluster_; }
+  [[nodiscard]] constexpr const training_knobs& knobs() const { return knobs_; }
 
   /// Model chunks per device: v under the interleaved schedule, 1 otherwise.
-  [[nodiscard]] int chunks() const {
+  [[nodiscard]] constexpr int chunks() const {
     return knobs_.schedule == pipeline_schedule::interleaved ? std::max(knobs_.virtual_stages, 1) : 1;
   }
 
   /// Devices in the largest node of the cluster (the most ranks a group can keep inside one node).
-  [[nodiscard]] int largest_node() const {
+  [[nodiscard]] constexpr int largest_node() const {
     int node = 1;
     for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
     return node;
   }
 
   /// The route of the tensor-parallel groups of width `tp` (what a layer's collectives run over).
-  [[nodiscard]] cluster::route tensor_parallel_route(int tp) const {
+  [[nodiscard]] constexpr cluster::route tensor_parallel_route(int tp) const {
     return cluster_.ring({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
   }
 
   /// The route of the context-parallel rings: cp ranks tp apart (Megatron's order tp, cp, dp, pp).
-  [[nodiscard]] cluster::route context_parallel_route(const plan_shape& s) const {
+  [[nodiscard]] constexpr cluster::route context_parallel_route(const plan_shape& s) const {
     return cluster_.ring({std::max(s.cp, 1), s.tp}, s.devices());
   }
 
@@ -151,8 +153,9 @@ class step_model {
   /// between ranks a node's worth apart: its own interface, or its share of a shared one). Under the flex
   /// dispatcher (moe_dispatcher::flex) the routes carry the shares of the deduplicated copies of a model of
   /// `experts` routed experts, `top_k` per token (cost::deduplicated_copies).
-  [[nodiscard]] cost::all_to_all_routes expert_parallel_routes(const plan_shape& s, std::int64_t experts = 0,
-                                                               std::int64_t top_k = 0) const {
+  [[nodiscard]] constexpr cost::all_to_all_routes expert_parallel_routes(const plan_shape& s,
+                                                                         std::int64_t experts = 0,
+                                                                         std::int64_t top_k = 0) const {
     const int n = std::max(s.ep, 1);
     const int stride = std::max(s.expert_tp(), 1);
     int local = std::max(1, std::min(n, largest_node() / stride));
@@ -175,7 +178,7 @@ class step_model {
   /// on by default): without sequence parallelism the boundary tensor is replicated over the tp ranks, so
   /// each rank sends 1/tp of it over its own link and the receiving stage all-gathers it inside its
   /// tensor-parallel group. With sequence parallelism the boundary is already split over the tp ranks.
-  [[nodiscard]] seconds pipeline_send(bytes boundary, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds pipeline_send(bytes boundary, const plan_shape& s) const {
     const cluster::route pair = cluster_.pairs(s.stage_ranks(), s.devices());
     if (knobs_.sequence_parallel || s.tp == 1) return cost::point_to_point_time(boundary, pair);
     return cost::point_to_point_time(boundary / static_cast<double>(s.tp), pair) +
@@ -185,7 +188,7 @@ class step_model {
   /// What one cut of the pipeline (a `boundary`-byte tensor per rank between two stages) adds to each
   /// stage beside it per microbatch: one transfer per model chunk (v under the interleaved schedule, as
   /// Megatron-LM's blocking send/recv pairs); nothing without a pipeline.
-  [[nodiscard]] seconds pipeline_cut(bytes boundary, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds pipeline_cut(bytes boundary, const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
     return pipeline_send(boundary, s) * static_cast<double>(chunks());
   }
@@ -196,7 +199,7 @@ class step_model {
   /// activation, waits on its output cut in both, the last on its input cut in both. So every stage pays two
   /// transfers per microbatch and chunk, of its own cuts' sizes (on a transformer, whose cuts all carry the
   /// hidden state, the same for every stage).
-  [[nodiscard]] static std::pair<bytes, bytes> cuts_waited_for(bytes in, bytes out) {
+  [[nodiscard]] static constexpr std::pair<bytes, bytes> cuts_waited_for(bytes in, bytes out) {
     return {in.value() > 0.0 ? in : out, out.value() > 0.0 ? out : in};
   }
 
@@ -209,7 +212,8 @@ class step_model {
   /// transfers wait through the next forward step: the v forward transfers hide under the backward passes
   /// (two thirds of the work, Narayanan et al., SC'21, section 5.1), the v backward ones under the forward
   /// passes (one third). The warm-up and cool-down transfers stay blocking (fill_drain_sends).
-  [[nodiscard]] seconds pipeline_sends(bytes in, bytes out, seconds work, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds pipeline_sends(bytes in, bytes out, seconds work,
+                                                 const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
     const auto [forward, backward] = cuts_waited_for(in, out);
     const seconds f = pipeline_cut(forward, s);
@@ -220,7 +224,7 @@ class step_model {
   }
 
   /// Whether the pipeline sends run under computation (overlap_p2p under the interleaved schedule).
-  [[nodiscard]] bool overlapped_sends() const {
+  [[nodiscard]] constexpr bool overlapped_sends() const {
     return knobs_.overlap_p2p && knobs_.schedule == pipeline_schedule::interleaved;
   }
 
@@ -231,8 +235,8 @@ class step_model {
   /// one transfer, W_r / v of a microbatch's `blocking` sends (pipeline_sends without overlap) in all. Stage
   /// 0 waits longest; the largest over the stages, whose blocking sends are `blocking[r]`. 0 without
   /// overlapped_sends (the sends are then in every stage's time).
-  [[nodiscard]] seconds fill_drain_sends(const std::vector<seconds>& blocking, std::int64_t microbatches,
-                                         const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds fill_drain_sends(const std::vector<seconds>& blocking,
+                                                   std::int64_t microbatches, const plan_shape& s) const {
     if (!overlapped_sends() || s.pp <= 1) return seconds{0.0};
     const std::int64_t v = chunks();
     seconds most{0.0};
@@ -247,7 +251,7 @@ class step_model {
   /// A stage's time per microbatch: its layers' `work` (forward, backward, recomputation, TP collectives)
   /// plus the pipeline sends it waits for (pipeline_sends). Never less for more work, so the placers' bounds
   /// hold.
-  [[nodiscard]] seconds stage_time(seconds work, bytes in, bytes out, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds stage_time(seconds work, bytes in, bytes out, const plan_shape& s) const {
     return work + pipeline_sends(in, out, work, s);
   }
 
@@ -280,7 +284,7 @@ class step_model {
   ///   tests/train/step_test.cpp checks each case against the event simulation train::simulate_pipeline.
   /// - Interleaved 1F1B with v chunks: (m + (p - 1) / v) t_max (Narayanan et al., section 2.2.2), as for
   ///   equal stages; it is placed uniformly only.
-  [[nodiscard]] seconds pipeline_time(seconds slowest, seconds sum, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds pipeline_time(seconds slowest, seconds sum, const plan_shape& s) const {
     // A calibrated fixed time per microbatch (training_knobs::microbatch_overhead) adds to every stage.
     slowest += knobs_.microbatch_overhead;
     sum += knobs_.microbatch_overhead * static_cast<double>(std::max(s.pp, 1));
@@ -296,7 +300,7 @@ class step_model {
 
   /// The pipeline's fill and drain alone, pipeline_time - m t_max: sum_i t_i - t_max for 1F1B and GPipe,
   /// (p - 1) / v t_max for interleaved 1F1B.
-  [[nodiscard]] seconds bubble(seconds slowest, seconds sum, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds bubble(seconds slowest, seconds sum, const plan_shape& s) const {
     slowest += knobs_.microbatch_overhead;
     sum += knobs_.microbatch_overhead * static_cast<double>(std::max(s.pp, 1));
     if (knobs_.schedule == pipeline_schedule::interleaved) {
@@ -307,24 +311,25 @@ class step_model {
   }
 
   /// pipeline_time of stages taking `stage_times` per microbatch (one per pipeline stage, in order).
-  [[nodiscard]] seconds pipeline_time(const std::vector<seconds>& stage_times, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds pipeline_time(const std::vector<seconds>& stage_times,
+                                                const plan_shape& s) const {
     const auto [slowest, sum] = slowest_and_sum(stage_times, s);
     return pipeline_time(slowest, sum, s);
   }
 
   /// bubble of stages taking `stage_times` per microbatch (one per pipeline stage, in order).
-  [[nodiscard]] seconds bubble(const std::vector<seconds>& stage_times, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds bubble(const std::vector<seconds>& stage_times, const plan_shape& s) const {
     const auto [slowest, sum] = slowest_and_sum(stage_times, s);
     return bubble(slowest, sum, s);
   }
 
   /// The pipeline if every one of the p stages took `stage_time`: (m + (p - 1) / v) t.
-  [[nodiscard]] seconds pipeline_time(seconds stage_time, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds pipeline_time(seconds stage_time, const plan_shape& s) const {
     return pipeline_time(stage_time, stage_time * static_cast<double>(s.pp), s);
   }
 
   /// The fill and drain if every one of the p stages took `stage_time`: (p - 1) / v t.
-  [[nodiscard]] seconds bubble(seconds stage_time, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds bubble(seconds stage_time, const plan_shape& s) const {
     return bubble(stage_time, stage_time * static_cast<double>(s.pp), s);
   }
 
@@ -343,13 +348,14 @@ class step_model {
   /// orders apply to both.
   /// With `expert` of the parameters a routed expert's, those are reduced over the expert-data-parallel
   /// ranks instead (plan_shape::expert_gradient_ranks, etp ep apart) after the others.
-  [[nodiscard]] seconds gradient_sync(double parameters, const plan_shape& s, double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds gradient_sync(double parameters, const plan_shape& s,
+                                                double expert = 0.0) const {
     return ring_sync(parameters - expert, s.gradient_ranks(), s.tp, s) +
            ring_sync(expert, s.expert_gradient_ranks(), s.expert_tp() * std::max(s.ep, 1), s);
   }
 
   /// gradient_sync of `parameters` over n ranks `stride` apart.
-  [[nodiscard]] seconds ring_sync(double parameters, int n, int stride, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds ring_sync(double parameters, int n, int stride, const plan_shape& s) const {
     if (n <= 1 || !(parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_of(knobs_);
     const bytes gradients{parameters * per.gradients};
@@ -369,7 +375,7 @@ class step_model {
   /// Gradient buckets of a stage holding `parameters` per rank: Megatron-Core's DistributedDataParallel
   /// groups gradients into buckets of max(40 M, 1 M * dp) parameters (distributed_data_parallel.py, the
   /// default `bucket_size`) and reduces one bucket as soon as all its gradients are made.
-  [[nodiscard]] static double gradient_buckets(double parameters, const plan_shape& s) {
+  [[nodiscard]] static constexpr double gradient_buckets(double parameters, const plan_shape& s) {
     const double bucket = std::max(40e6, 1e6 * static_cast<double>(s.gradient_ranks()));
     return std::max(1.0, std::ceil(parameters / bucket));
   }
@@ -378,7 +384,7 @@ class step_model {
   /// another over a `window` of computation (bucket j at (j + 1) / n of it) and run one at a time: the
   /// collective ends at max_j ((j + 1) w / n + (n - j) T / n), so max(T / n, T - (n - 1) / n w) stays
   /// after the window: the last bucket at least, all of what the window cannot cover at most.
-  [[nodiscard]] static seconds exposed_after(seconds total, double buckets, seconds window) {
+  [[nodiscard]] static constexpr seconds exposed_after(seconds total, double buckets, seconds window) {
     const double n = std::max(buckets, 1.0);
     return std::max(total / n, total - window * ((n - 1.0) / n));
   }
@@ -387,7 +393,7 @@ class step_model {
   /// reduction) or the first microbatch's forward pass (parameter gather) of a stage taking `stage_time`
   /// per microbatch. Without recomputation the backward pass is 2/3 of a stage's FLOPs (twice the forward:
   /// Narayanan et al., SC'21, section 5.1), with full recomputation 3/4 (the forward runs again in it).
-  [[nodiscard]] std::pair<seconds, seconds> overlap_windows(seconds stage_time) const {
+  [[nodiscard]] constexpr std::pair<seconds, seconds> overlap_windows(seconds stage_time) const {
     const double again = knobs_.recompute == model::recompute::full ? 1.0 : 0.0;
     const double backward = (2.0 + again) / (3.0 + again);
     return {stage_time * (1.0 - backward), stage_time * backward};
@@ -402,8 +408,8 @@ class step_model {
   /// mirror image. With the n buckets spread evenly over the chunks and reduced one at a time, what stays is
   /// the last chunk's share over its own step, exposed_after(T / v, n / v, w / v), plus the backlog of the
   /// others where they take longer than the steps between them: max(0, (v - 1) / v (T - min(p, m) w)).
-  [[nodiscard]] seconds exposed_over_chunks(seconds total, double buckets, seconds window,
-                                            const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds exposed_over_chunks(seconds total, double buckets, seconds window,
+                                                      const plan_shape& s) const {
     const int v = chunks();
     if (v <= 1 || s.pp <= 1) return exposed_after(total, buckets, window);
     const double chunk_count = static_cast<double>(v);
@@ -419,7 +425,7 @@ class step_model {
   /// The share by which a device's computation slows while a collective it overlaps runs beside it (the
   /// largest over the plan's device types; hw::datasheet_spec::overlap_slowdown): NCCL's kernels take SMs and
   /// memory bandwidth from the GEMMs under them.
-  [[nodiscard]] double overlap_slowdown() const {
+  [[nodiscard]] constexpr double overlap_slowdown() const {
     double most = 0.0;
     for (const auto& g : cluster_.groups())
       if (g.device.kind == hw::device_kind::datasheet) most = std::max(most, g.device.sheet.overlap_slowdown);
@@ -429,7 +435,7 @@ class step_model {
   /// What a collective of `total` that stays `exposed` after the computation it overlaps adds to the
   /// iteration: the exposed part, and the computation slowed for as long as the rest ran beside it
   /// (overlap_slowdown).
-  [[nodiscard]] seconds with_overlap_cost(seconds total, seconds exposed) const {
+  [[nodiscard]] constexpr seconds with_overlap_cost(seconds total, seconds exposed) const {
     return exposed + (total - exposed) * overlap_slowdown();
   }
 
@@ -440,8 +446,8 @@ class step_model {
   /// plus the computation it slows while it runs (with_overlap_cost). With the gradients sharded (ZeRO-2,
   /// training_knobs::shard_gradients) in every microbatch: the reduce-scatter after each backward pass,
   /// overlapped with it as with the last (DeepSpeed's overlap_comm) or not.
-  [[nodiscard]] seconds exposed_gradient_reduction(double parameters, const plan_shape& s, seconds stage_time,
-                                                   double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds exposed_gradient_reduction(double parameters, const plan_shape& s,
+                                                             seconds stage_time, double expert = 0.0) const {
     if (knobs_.fsdp) return seconds{0.0};  // every microbatch's: exposed_fully_sharded
     const seconds all = gradient_sync(parameters, s, expert) * (knobs_.distributed_optimizer ? 0.5 : 1.0);
     if (knobs_.shard_gradients) {
@@ -462,8 +468,8 @@ class step_model {
   /// gradients in fp32: accumulate_allreduce_grads_in_fp32, megatron/training/arguments.py; bf16 ones with
   /// grad_reduce_in_bf16); all of it, or with overlap_param_gather what the first microbatch's forward pass
   /// does not hide (exposed_over_chunks), plus the computation it slows (with_overlap_cost).
-  [[nodiscard]] seconds exposed_parameter_gather(double parameters, const plan_shape& s, seconds stage_time,
-                                                 double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds exposed_parameter_gather(double parameters, const plan_shape& s,
+                                                           seconds stage_time, double expert = 0.0) const {
     if (!knobs_.distributed_optimizer || knobs_.fsdp) return seconds{0.0};
     const seconds all = weight_gather(parameters, s, expert);
     if (!knobs_.overlap_param_gather) return all;
@@ -474,14 +480,15 @@ class step_model {
   /// One all-gather of the weights of a stage holding `parameters` per rank over the data-parallel ranks: the
   /// other half of gradient_sync's rings, carrying weights (2 bytes in bf16 and fp16, 1 with
   /// fp8_param_gather; the embedding's FP8-less weights left out) where the reduce-scatter carries gradients.
-  [[nodiscard]] seconds weight_gather(double parameters, const plan_shape& s, double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds weight_gather(double parameters, const plan_shape& s,
+                                                double expert = 0.0) const {
     return gradient_sync(parameters, s, expert) * weight_gather_share();
   }
 
   /// The share of an all-reduce of the gradients that the all-gather of the same weights over the same ranks
   /// takes: half of the rings, carrying weights (2 bytes in bf16 and fp16, 1 with fp8_param_gather) where the
   /// all-reduce carries gradients.
-  [[nodiscard]] double weight_gather_share() const {
+  [[nodiscard]] constexpr double weight_gather_share() const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
     return 0.5 * (knobs_.fp8_param_gather ? 1.0 : per.weights) / per.gradients;
   }
@@ -508,8 +515,8 @@ class step_model {
   /// apart) the gathers and reduce-scatters run inside the group, and each backward pass then all-reduces
   /// the group's gradient shard (1/g of them) across the dp cp / g replicas, g tp apart (FSDP2's HSDP
   /// reduces both ways in every backward pass by default); it overlaps like the reduce-scatter.
-  [[nodiscard]] seconds exposed_fully_sharded(double parameters, const plan_shape& s, seconds stage_time,
-                                              double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds exposed_fully_sharded(double parameters, const plan_shape& s,
+                                                        seconds stage_time, double expert = 0.0) const {
     if (!knobs_.fsdp) return seconds{0.0};
     const int group = shard_ranks(knobs_, s.gradient_ranks());
     seconds gather = weight_gather(parameters, s, expert);
@@ -550,8 +557,8 @@ class step_model {
   /// exposed_parameter_gather of the stage holding `parameters`, when the stages take `stage_time_sum`
   /// together per microbatch (their mean is the overlap window; the same for every split of one device type,
   /// so the placers' bounds hold).
-  [[nodiscard]] seconds exposed_data_parallel(double parameters, const plan_shape& s, seconds stage_time_sum,
-                                              double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds exposed_data_parallel(double parameters, const plan_shape& s,
+                                                        seconds stage_time_sum, double expert = 0.0) const {
     const seconds mean = stage_time_sum / static_cast<double>(std::max(s.pp, 1));
     return exposed_gradient_reduction(parameters, s, mean, expert) +
            exposed_parameter_gather(parameters, s, mean, expert) +
@@ -562,8 +569,8 @@ class step_model {
   /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth (the
   /// `expert` parameters' state sharded over the expert-data-parallel ranks), times the device's calibrated
   /// memory factor.
-  [[nodiscard]] seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
-                                       double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
+                                                 double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
     const int ranks = knobs_.fsdp ? shard_ranks(knobs_, s.gradient_ranks()) : s.gradient_ranks();
     const int expert_ranks = knobs_.fsdp && ranks != s.gradient_ranks() ? ranks : s.expert_gradient_ranks();
@@ -582,7 +589,7 @@ class step_model {
   /// The device whose optimizer step a plan waits for: of the devices the plan uses, the one with the
   /// slowest memory (every stage updates its states at once; the estimate charges the largest stage's update
   /// on it, which is exact on one device type and an upper bound on mixed ones).
-  [[nodiscard]] const hw::device& optimizer_device(const plan_shape& s) const {
+  [[nodiscard]] constexpr const hw::device& optimizer_device(const plan_shape& s) const {
     const hw::device* slowest = &cluster_.device_at(0);
     if (cluster_.groups().size() == 1) return *slowest;
     for (int r = 1; r < s.devices(); ++r) {
@@ -599,7 +606,7 @@ class step_model {
   /// Shoeybi et al. 2019 tie the embeddings, Narayanan et al. SC'21 split them over stages).
   /// `tied_parameters` per rank, over the pairs of ranks (p - 1) tp dp apart, all at once; none without a
   /// pipeline or a tie.
-  [[nodiscard]] seconds embedding_sync(double tied_parameters, const plan_shape& s) const {
+  [[nodiscard]] constexpr seconds embedding_sync(double tied_parameters, const plan_shape& s) const {
     if (s.pp <= 1 || !(tied_parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_of(knobs_);
     return cost::all_reduce_time(bytes{tied_parameters * per.gradients}, 2,
@@ -611,24 +618,26 @@ class step_model {
   /// stage holding the most parameters (exposed_data_parallel), the tied embedding's all-reduce
   /// (`tied_parameters` per rank; 0 for none), that stage's optimizer step and the calibrated fixed time
   /// of an iteration (training_knobs::step_overhead).
-  [[nodiscard]] seconds iteration(seconds pipeline, seconds stage_time_sum, double largest_parameters,
-                                  double tied_parameters, const plan_shape& s, const hw::device& d,
-                                  double expert = 0.0) const {
+  [[nodiscard]] constexpr seconds iteration(seconds pipeline, seconds stage_time_sum,
+                                            double largest_parameters, double tied_parameters,
+                                            const plan_shape& s, const hw::device& d,
+                                            double expert = 0.0) const {
     return pipeline + exposed_data_parallel(largest_parameters, s, stage_time_sum, expert) +
            embedding_sync(tied_parameters, s) + optimizer_step(largest_parameters, s, d, expert) +
            knobs_.step_overhead;
   }
 
   /// Memory per device of stage `stage` (stage_memory_of_load: states, activations in flight, working set).
-  [[nodiscard]] memory_breakdown stage_memory(double parameters, bytes activations, bytes working_set,
-                                              int stage, const plan_shape& s) const {
+  [[nodiscard]] constexpr memory_breakdown stage_memory(double parameters, bytes activations,
+                                                        bytes working_set, int stage,
+                                                        const plan_shape& s) const {
     return stage_memory_of_load(parameters, activations, working_set, stage, s.pp, s.gradient_ranks(),
                                 s.microbatches, knobs_);
   }
 
   /// The device types of the ranks of pipeline stage `stage` (its tp * cp * dp consecutive ranks), each once
   /// in the order first met, with how many ranks each plays. Two groups of the same device are one type.
-  [[nodiscard]] std::vector<stage_member> stage_members(int stage, const plan_shape& s) const {
+  [[nodiscard]] constexpr std::vector<stage_member> stage_members(int stage, const plan_shape& s) const {
     const int first = stage * s.stage_ranks();
     const int end = first + s.stage_ranks();
     std::vector<stage_member> out{{&cluster_.device_at(first), 0, first}};
@@ -652,8 +661,8 @@ class step_model {
   /// reduction at the end of the iteration, so the slowest member's time is the stage's (an upper bound
   /// where a replica's pipeline meets slow devices in fewer stages than another's). The first of equals.
   template <class Slowness>
-  [[nodiscard]] static const stage_member& pacing_member(const std::vector<stage_member>& members,
-                                                         Slowness&& slowness) {
+  [[nodiscard]] static constexpr const stage_member& pacing_member(const std::vector<stage_member>& members,
+                                                                   Slowness&& slowness) {
     const stage_member* pacing = &members.front();
     double slowest = members.size() > 1 ? slowness(*pacing->device) : 0.0;
     for (std::size_t i = 1; i < members.size(); ++i) {
@@ -668,7 +677,7 @@ class step_model {
 
   /// The memory a plan may fill on every device of a stage: the least usable memory of its members' types
   /// (every rank of a stage holds the same states and activations).
-  [[nodiscard]] bytes stage_capacity(const std::vector<stage_member>& members) const {
+  [[nodiscard]] constexpr bytes stage_capacity(const std::vector<stage_member>& members) const {
     bytes least = usable_memory(*members.front().device, knobs_);
     for (const auto& m : members) least = std::min(least, usable_memory(*m.device, knobs_));
     return least;
@@ -676,8 +685,8 @@ class step_model {
 
  private:
   /// The slowest of a pipeline's stage times and their sum (in stage order); one time per stage.
-  static std::pair<seconds, seconds> slowest_and_sum(const std::vector<seconds>& stage_times,
-                                                     const plan_shape& s) {
+  static constexpr std::pair<seconds, seconds> slowest_and_sum(const std::vector<seconds>& stage_times,
+                                                               const plan_shape& s) {
     if (static_cast<int>(stage_times.size()) != s.pp) {
       throw input_error("a pipeline of " + std::to_string(s.pp) + " stages needs as many stage times, not " +
                         std::to_string(stage_times.size()));
