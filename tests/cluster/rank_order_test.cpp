@@ -105,6 +105,60 @@ TEST_CASE("an explicit identity order answers exactly as no order", "[rank_order
   }
 }
 
+TEST_CASE("several groups: the per-group closed forms equal the hop-by-hop path", "[rank_order]") {
+  // ring() and pairs() on several groups without an order or a matrix take closed forms per group and
+  // per node (cluster::grouped_ring, grouped_pairs); an explicit identity order takes the hop-by-hop path.
+  // Up to four groups of up to 24 devices in nodes of 1 to 8 (last nodes partly filled), 1 to 4 interfaces
+  // per node, every shape, distance and prefix of used ranks.
+  draws d(29);
+  const hw::device types[] = {a100_80, v100, h100, *hw::find_preset("t4")};
+  int clusters = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<cluster::device_group> groups;
+    const int count = 2 + d.below(3);
+    for (int g = 0; g < count; ++g) {
+      const int per_node = 1 + d.below(8);
+      // Node sizes the presets have: whole nodes most of the time, a partial last node otherwise.
+      const int devices = d.below(3) == 0 ? 1 + d.below(3 * per_node) : per_node * (1 + d.below(3));
+      groups.push_back({types[d.below(4)], devices, {per_node, d.link(), 1 + d.below(4), d.link()}});
+    }
+    const cluster::cluster c{groups};
+    if (c.devices() > 40) continue;
+    std::vector<int> identity(static_cast<std::size_t>(c.devices()));
+    std::iota(identity.begin(), identity.end(), 0);
+    CAPTURE(trial, c.devices(), c.groups().size());
+    CHECK(ask_everything(c.with_order(identity)) == ask_everything(c));
+    ++clusters;
+  }
+  CHECK(clusters >= 20);
+  // Larger groups, where a group has interior nodes far from every position the closed forms look at:
+  // every pair distance and prefix, and every ring shape over three prefixes.
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<cluster::device_group> groups;
+    const int count = 2 + d.below(3);
+    for (int g = 0; g < count; ++g) {
+      const int per_node = 1 + d.below(8);
+      groups.push_back({types[d.below(4)],
+                        per_node * (2 + d.below(12)) - d.below(2) * d.below(per_node),
+                        {per_node, d.link(), 1 + d.below(4), d.link()}});
+    }
+    const cluster::cluster c{groups};
+    std::vector<int> identity(static_cast<std::size_t>(c.devices()));
+    std::iota(identity.begin(), identity.end(), 0);
+    const cluster::cluster hop_by_hop = c.with_order(identity);
+    CAPTURE(trial, c.devices(), c.groups().size());
+    const int n = c.devices();
+    for (int used = 2; used <= n; ++used)
+      for (int distance = 1; distance < used; ++distance)
+        REQUIRE(c.pairs(distance, used) == hop_by_hop.pairs(distance, used));
+    for (const int used : {n, n - 1, 2 + d.below(n - 1)}) {
+      for (int size = 1; size <= used; ++size)
+        for (int stride = 1; size * stride <= used; ++stride)
+          REQUIRE(c.ring({size, stride}, used) == hop_by_hop.ring({size, stride}, used));
+    }
+  }
+}
+
 TEST_CASE("a permuted cluster answers as the cluster listed physically in that order", "[rank_order]") {
   draws d(5);
   SECTION("a device matrix: any order, re-listed as one group per device and the matrix re-indexed") {

@@ -194,6 +194,31 @@ class cluster {
   /// The node rank `r` sits in (nodes numbered across groups): that of the device playing it.
   [[nodiscard]] constexpr int node_at(int rank) const { return node_of_device(device_of_rank(rank)); }
 
+  /// Calls `fn(group, first_rank, ranks)` for each maximal run of consecutive ranks in [first, end) whose
+  /// devices belong to one group, in rank order: O(groups) without an order (rank r is device r), O(end -
+  /// first) with one.
+  template <class Fn>
+  constexpr void for_each_group_run(int first, int end, Fn&& fn) const {
+    if (first < 0 || end > devices_ || first > end) rules::group_must_fit_the_devices_used();
+    if (order_.empty()) {
+      for (std::size_t g = first < end ? group_of_device(first) : groups_.size(); g < groups_.size(); ++g) {
+        const int from = std::max(first, first_device_[g]);
+        const int to = std::min(end, first_device_[g] + groups_[g].count);
+        if (from >= to) break;
+        fn(g, from, to - from);
+      }
+      return;
+    }
+    int r = first;
+    while (r < end) {
+      const std::size_t g = group_index(r);
+      int next = r + 1;
+      while (next < end && group_index(next) == g) ++next;
+      fn(g, r, next - r);
+      r = next;
+    }
+  }
+
   /// The route of the rings of `shape` over the first `used` ranks: the slowest hop of any of its instances
   /// (every instance runs at the same time, and the step waits for the slowest). A hop runs between the
   /// devices of two consecutive ranks of an instance (and from the last back to the first).
@@ -201,20 +226,9 @@ class cluster {
     check(shape, used);
     if (order_.empty()) {
       if (const auto r = closed_form(shape, used)) return *r;
+      if (!measured_) return {grouped_ring(shape, used), efficiency_};
     }
-    link slowest = unreached;
-    std::vector<int> members(static_cast<std::size_t>(shape.size));
-    std::vector<std::pair<int, int>> per_node;
-    const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
-    for (std::int64_t b = 0; b + block <= used; b += block) {
-      for (int j = 0; j < shape.stride; ++j) {
-        for (int i = 0; i < shape.size; ++i)
-          members[static_cast<std::size_t>(i)] =
-              device_of_rank(static_cast<int>(b + j + static_cast<std::int64_t>(i) * shape.stride));
-        slowest = slower(slowest, slowest_hop(members, per_node));
-      }
-    }
-    return {slowest, efficiency_};
+    return {rings_hop_by_hop(shape, 0, used), efficiency_};
   }
 
   /// The route of the point-to-point transfers between every rank r and r + `distance` below `used`, in
@@ -224,6 +238,8 @@ class cluster {
   /// node, only the last stage of the node sends out of it), or takes its measured link.
   [[nodiscard]] constexpr route pairs(int distance, int used) const {
     if (distance < 1 || distance >= used || used > devices_) rules::group_must_fit_the_devices_used();
+    if (groups_.size() > 1 && !measured_ && order_.empty())
+      return {grouped_pairs(distance, used), efficiency_};
     if (groups_.size() == 1 && !measured_ && order_.empty()) {
       const node_spec& node = groups_.front().node;
       if (used <= node.devices) return {node.intra, efficiency_};
@@ -308,6 +324,98 @@ class cluster {
   [[nodiscard]] constexpr std::optional<route> closed_form(group_shape shape, int used) const {
     if (groups_.size() != 1 || measured_) return std::nullopt;
     return ring_route(groups_.front().node, shape.size, shape.stride, used, efficiency_);
+  }
+
+  /// The slowest hop of the rings of `shape` whose blocks (size * stride ranks each, from rank 0) start at or
+  /// after `from` and end at or before `to`, each ring followed hop by hop (the definition every faster path
+  /// must equal).
+  [[nodiscard]] constexpr link rings_hop_by_hop(group_shape shape, std::int64_t from, std::int64_t to) const {
+    link slowest = unreached;
+    std::vector<int> members(static_cast<std::size_t>(shape.size));
+    std::vector<std::pair<int, int>> per_node;
+    const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
+    for (std::int64_t b = from; b + block <= to; b += block) {
+      for (int j = 0; j < shape.stride; ++j) {
+        for (int i = 0; i < shape.size; ++i)
+          members[static_cast<std::size_t>(i)] =
+              device_of_rank(static_cast<int>(b + j + static_cast<std::int64_t>(i) * shape.stride));
+        slowest = slower(slowest, slowest_hop(members, per_node));
+      }
+    }
+    return slowest;
+  }
+
+  /// ring() on several groups without a measured matrix or an order (rank r is device r): the blocks inside
+  /// one group are the rings of a cluster of that group's nodes alone, shifted by whole blocks, so where a
+  /// run of them starts on one of the group's node boundaries ring_route gives their slowest hop in closed
+  /// form; only the blocks that straddle two groups (at most one per group boundary), and runs the closed
+  /// form does not cover, are followed hop by hop. O(groups) where the closed forms apply, where the hop-by-
+  /// hop path is O(used).
+  [[nodiscard]] constexpr link grouped_ring(group_shape shape, int used) const {
+    const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
+    link slowest = unreached;
+    std::int64_t b = 0;
+    while (b + block <= used) {
+      const std::size_t g = group_of_device(static_cast<int>(b));
+      const std::int64_t start = first_device_[g];
+      const std::int64_t end = std::min<std::int64_t>(start + groups_[g].count, used);
+      const std::int64_t span = (end - b) / block * block;  // whole blocks of group g from b
+      if (span == 0) {                                      // this block straddles groups g and g + 1
+        slowest = slower(slowest, rings_hop_by_hop(shape, b, b + block));
+        b += block;
+        continue;
+      }
+      const node_spec& node = groups_[g].node;
+      std::optional<route> closed;
+      if ((b - start) % node.devices == 0)
+        closed = ring_route(node, shape.size, shape.stride, static_cast<int>(span), efficiency_);
+      slowest = slower(slowest, closed ? closed->hop : rings_hop_by_hop(shape, b, b + span));
+      b += span;
+    }
+    return slowest;
+  }
+
+  /// pairs() on several groups without a measured matrix or an order (rank r is device r), in O(groups).
+  /// With nodes numbered in device order, node n's devices [s, e) send `leaving` = |[max(s, e - d), min(e,
+  /// u - d))| transfers out of it, receive `entering` = |[max(s, d), min(e, s + d, u))| and hold a pair
+  /// inside it when [s, min(e - d, u - d)) is not empty (d the distance, u the used ranks), exactly what the
+  /// hop-by-hop count finds. A cross-node pair's link is the slower of its ends' shares, so the slowest pair
+  /// is the slowest of every node's leaving and entering shares and intra links. Within a group those three
+  /// change only at the nodes holding positions d, u - d and u and at the group's ends (its last node may be
+  /// partly filled), so the nodes at and beside those positions take every value some node takes.
+  [[nodiscard]] constexpr link grouped_pairs(int distance, int used) const {
+    const std::int64_t d = distance;
+    const std::int64_t u = used;
+    const auto count = [](std::int64_t from, std::int64_t to) {
+      return std::max<std::int64_t>(0, to - from);
+    };
+    link slowest = unreached;
+    const auto visit = [&](int n) {
+      const auto g = static_cast<std::size_t>(std::upper_bound(first_node_.begin(), first_node_.end(), n) -
+                                              first_node_.begin() - 1);
+      const node_spec& spec = groups_[g].node;
+      const std::int64_t s = first_device_[g] + static_cast<std::int64_t>(n - first_node_[g]) * spec.devices;
+      const std::int64_t e = std::min<std::int64_t>(s + spec.devices, first_device_[g] + groups_[g].count);
+      if (count(s, std::min(e - d, u - d)) > 0) slowest = slower(slowest, spec.intra);
+      const std::int64_t leaving = count(std::max(s, e - d), std::min(e, u - d));
+      const std::int64_t entering = count(std::max(s, d), std::min(std::min(e, s + d), u));
+      if (leaving > 0)
+        slowest = slower(slowest, {spec.flow_share(static_cast<int>(leaving)), spec.nic.latency});
+      if (entering > 0)
+        slowest = slower(slowest, {spec.flow_share(static_cast<int>(entering)), spec.nic.latency});
+    };
+    const auto around = [&](std::int64_t position) {
+      const int n = node_of_device(static_cast<int>(std::clamp<std::int64_t>(position, 0, devices_ - 1)));
+      for (int m = std::max(n - 1, 0); m <= std::min(n + 1, nodes_ - 1); ++m) visit(m);
+    };
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      around(first_device_[g]);
+      around(static_cast<std::int64_t>(first_device_[g]) + groups_[g].count - 1);
+    }
+    around(d);
+    around(u - d);
+    around(u);
+    return slowest;
   }
 
   /// The slowest hop of one ring through the physical devices `members` in order (and back to the first).

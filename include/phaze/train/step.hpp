@@ -592,10 +592,10 @@ class step_model {
   [[nodiscard]] constexpr const hw::device& optimizer_device(const plan_shape& s) const {
     const hw::device* slowest = &cluster_.device_at(0);
     if (cluster_.groups().size() == 1) return *slowest;
-    for (int r = 1; r < s.devices(); ++r) {
-      const hw::device& d = cluster_.device_at(r);
+    cluster_.for_each_group_run(0, s.devices(), [&](std::size_t g, int, int) {
+      const hw::device& d = cluster_.groups()[g].device;
       if (hw::achievable_hbm_bandwidth(d) < hw::achievable_hbm_bandwidth(*slowest)) slowest = &d;
-    }
+    });
     return *slowest;
   }
 
@@ -645,12 +645,12 @@ class step_model {
       out.front().ranks = s.stage_ranks();
       return out;
     }
-    for (int r = first; r < end; ++r) {
-      const hw::device& d = cluster_.device_at(r);
+    cluster_.for_each_group_run(first, end, [&](std::size_t g, int from, int ranks) {
+      const hw::device& d = cluster_.groups()[g].device;
       auto it = std::find_if(out.begin(), out.end(), [&](const stage_member& m) { return *m.device == d; });
-      if (it == out.end()) it = out.insert(out.end(), stage_member{&d, 0, r});
-      ++it->ranks;
-    }
+      if (it == out.end()) it = out.insert(out.end(), stage_member{&d, 0, from});
+      it->ranks += ranks;
+    });
     return out;
   }
 
