@@ -596,8 +596,9 @@ int print_plan_text(const plan_options& o, const plan_setup& s, const plans_foun
     print_text(fmt::format(
         "\nrank order ({}{}): {:.4g} s per batch in Megatron-LM's order, {:.4g} s in this order{}\n",
         order.method,
-        order.method == "anneal" ? fmt::format(", {} steps, seed {}", o.rank_iterations, o.rank_seed)
-                                 : std::string{", proven optimal for this plan"},
+        order.method == "anneal"   ? fmt::format(", {} steps, seed {}", o.rank_iterations, o.rank_seed)
+        : order.method == "groups" ? fmt::format(", {} orders of whole device groups timed", order.evaluated)
+                                   : std::string{", proven optimal for this plan"},
         order.megatron_s, order.ordered_s, order.order.empty() ? " (Megatron-LM's order is kept)" : ""));
   }
   if (best.parallel.devices() <= 64) {

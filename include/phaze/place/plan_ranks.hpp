@@ -5,9 +5,12 @@
 /// tensor-parallel group under it (what `phaze plan` prints and what `--emit megatron` launches).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,17 +27,28 @@
 namespace phaze::place {
 
 /// How ranks are laid on devices: Megatron-LM's order (rank r on device r), the exact search (small
-/// clusters), simulated annealing, or automatic (Megatron-LM's on one device type without measured links,
-/// where every node is alike; exact up to 8 devices; annealing above).
-enum class rank_method : std::uint8_t { automatic, megatron, exact, anneal };
+/// clusters), the group orders (every order of the cluster's device groups laid whole, each with the layers
+/// placed again; clusters without measured links), simulated annealing, or automatic (Megatron-LM's on one
+/// device type without measured links, where every node is alike; exact up to 8 devices; the group orders
+/// above that without measured links, annealing with them).
+enum class rank_method : std::uint8_t { automatic, megatron, exact, anneal, groups };
 
 inline rank_method parse_rank_method(std::string_view name) {
   if (name == "auto") return rank_method::automatic;
   if (name == "megatron") return rank_method::megatron;
   if (name == "exact") return rank_method::exact;
   if (name == "anneal") return rank_method::anneal;
-  throw input_error("unknown rank method '" + std::string{name} + "'; use auto, megatron, exact or anneal");
+  if (name == "groups") return rank_method::groups;
+  throw input_error("unknown rank method '" + std::string{name} +
+                    "'; use auto, megatron, exact, groups or anneal");
 }
+
+/// The most device groups the group orders take (8! = 40,320 orders, each placed); more: anneal_ranks.
+inline constexpr std::size_t max_group_orders_groups = 8;
+/// The group orders time every rank layout of every group sequence while sequences x layouts x devices stays
+/// within this many (their routes are followed hop by hop, O(devices) each: about 2^22 device-timings take
+/// 15 s on the development machine); beyond it, the layouts of Megatron-LM's sequence and of the fastest.
+inline constexpr std::uint64_t group_orders_budget = std::uint64_t{1} << 22;
 
 /// Settings of the annealing (fixed, so that a plan's order does not depend on the machine).
 struct rank_search_settings {
@@ -48,7 +62,7 @@ struct rank_search_settings {
 
 /// A plan's rank order and what it gains.
 struct plan_order {
-  std::string method;          ///< "megatron", "exact" or "anneal"
+  std::string method;          ///< "megatron", "exact", "groups" or "anneal"
   std::vector<int> order;      ///< order[r]: the device of rank r (empty: Megatron-LM's)
   double megatron_s = 0.0;     ///< time per batch in Megatron-LM's order
   double ordered_s = 0.0;      ///< time per batch in `order`
@@ -68,6 +82,127 @@ inline double plan_time_on(const model::model& m, const cluster::cluster& c, con
   return e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
 }
 
+namespace detail {
+/// The plan's split placed again on cluster `c` with its degrees and knobs (the chain DP under the step
+/// model), when it is a 1F1B or GPipe pipeline and that is strictly faster than `than_s`; nullopt otherwise.
+inline std::optional<model_placement> placed_again(const model::model& m, const cluster::cluster& c,
+                                                   const ranked_plan& p, const sched::schedule_cache& cache,
+                                                   double than_s) {
+  if (p.knobs.schedule == train::pipeline_schedule::interleaved || p.parallel.pp <= 1) return std::nullopt;
+  placement_request fixed;
+  fixed.tp = p.parallel.tp;
+  fixed.pp = p.parallel.pp;
+  fixed.dp = p.parallel.dp;
+  model_placement again =
+      place_model(m, c, p.knobs, {p.parallel.tp}, cache, fixed, chain_placer{}, p.parallel.cp);
+  if (again.placed.feasible && again.estimate.fits &&
+      again.estimate.time_per_batch.value() < than_s * (1.0 - 1e-12))
+    return again;
+  return std::nullopt;
+}
+
+/// order_ranks by the group orders: every sequence of the cluster's device groups, each group's devices laid
+/// whole in their own order (place::regroup), in Megatron-LM's rank layout, Megatron-LM's order (the groups
+/// as listed) first, and in every other rank layout (place::all_rank_layouts: which of the plan's dimensions
+/// runs fastest along the devices, stages in order or folded; none with settings.node_blocks, since they
+/// split a node's ranks). Each is timed with the plan's split and, with `replace_split`, with the layers
+/// placed again on it (for the other layouts only when it already beats the best so far: their routes are
+/// followed hop by hop); the fastest is kept when strictly faster than Megatron-LM's order, so the result is
+/// never slower. Megatron-LM's layout is timed on the regrouped cluster, whose routes keep their closed
+/// forms: groups! placements whatever the device count. Within group_orders_budget every other layout of
+/// every sequence is timed too (the search is then exact over these orders); beyond it only those of
+/// Megatron-LM's sequence and of the fastest (at most 22 timings followed hop by hop, O(devices) each).
+inline plan_order group_orders(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
+                               const sched::schedule_cache& cache, const rank_search_settings& settings,
+                               bool replace_split) {
+  if (c.groups().size() > max_group_orders_groups) {
+    throw input_error("the group orders take at most " + std::to_string(max_group_orders_groups) +
+                      " device groups and the cluster has " + std::to_string(c.groups().size()) +
+                      "; use the annealing (`rank_method::anneal`)");
+  }
+  plan_order out;
+  out.method = "groups";
+  out.megatron_s = out.ordered_s =
+      p.estimate.fits ? p.estimate.time_per_batch.value() : std::numeric_limits<double>::infinity();
+  out.estimate = p.estimate;
+  // The orders the layouts other than Megatron-LM's give a sequence, each once (with a dimension of 1 some
+  // coincide); none under node_blocks, since they split a node's ranks.
+  std::vector<std::pair<rank_layout, std::vector<int>>> layouts;
+  const std::vector<int> identity = detail::ranks::identity(c.devices());
+  for (const rank_layout& layout : all_rank_layouts()) {
+    if (settings.node_blocks) break;
+    std::vector<int> on = laid_out(identity, p.parallel, layout);
+    const bool seen = on == identity || std::any_of(layouts.begin(), layouts.end(),
+                                                    [&](const auto& l) { return l.second == on; });
+    if (!seen) layouts.emplace_back(layout, std::move(on));
+  }
+  std::vector<std::size_t> sequence = detail::ranks::sequence(c.groups().size());
+  std::uint64_t sequences = 1;
+  for (std::uint64_t g = 2; g <= sequence.size(); ++g) sequences *= g;
+  // Every layout of every sequence while their hop-by-hop timings stay within group_orders_budget device-
+  // timings; beyond it, of Megatron-LM's sequence and the fastest only.
+  const bool every =
+      sequences * layouts.size() * static_cast<std::uint64_t>(c.devices()) <= group_orders_budget;
+  std::uint64_t total = every ? sequences * (layouts.size() + 1) : sequences + 2 * layouts.size();
+  std::uint64_t done = 0;
+  const auto started = std::chrono::steady_clock::now();
+  // Times one candidate: `on` is the cluster as the order lays it out; `first` is Megatron-LM's order, which
+  // keeps the plan's split (the plan search placed it there already).
+  const auto time = [&](const cluster::cluster& on, std::vector<int> order, bool first,
+                        bool place_always) -> double {
+    ++out.evaluated;
+    const train::step_estimate e = train::estimate_step(m, on, p.parallel, p.knobs, cache, p.split);
+    const double own_s = e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
+    const bool place = replace_split && !first && (place_always || own_s < out.ordered_s);
+    const std::optional<model_placement> again =
+        place ? placed_again(m, on, p, cache, std::min(own_s, out.ordered_s)) : std::nullopt;
+    const double t = again ? again->estimate.time_per_batch.value() : own_s;
+    if (t < out.ordered_s * (1.0 - 1e-12)) {
+      out.order = std::move(order);
+      out.ordered_s = t;
+      out.estimate = again ? again->estimate : e;
+      out.split = again ? again->split : std::vector<train::stage_layers>{};
+    }
+    ++done;
+    if (settings.progress)
+      settings.progress({"rank orders", done, total,
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
+    return t;
+  };
+  // Every group sequence in Megatron-LM's layout (closed-form routes) and, within the budget, in the others
+  // (their routes are followed hop by hop); beyond it the others on Megatron-LM's sequence and the fastest.
+  std::vector<std::size_t> fastest = sequence;
+  double fastest_s = std::numeric_limits<double>::infinity();
+  do {
+    const regrouped_cluster r = regroup(c, sequence);
+    const double t = time(r.cluster, r.order, done == 0, true);
+    if (t < fastest_s * (1.0 - 1e-12)) {
+      fastest_s = t;
+      fastest = sequence;
+    }
+    if (every) {
+      for (const auto& [layout, on] : layouts)
+        time(r.cluster.with_order(on), laid_out(r.order, p.parallel, layout), false, false);
+    }
+  } while (std::next_permutation(sequence.begin(), sequence.end()));
+  if (every) {
+    if (out.order == identity) out.order.clear();
+    return out;
+  }
+  std::vector<std::vector<std::size_t>> again{detail::ranks::sequence(c.groups().size())};
+  if (fastest != again.front()) again.push_back(fastest);
+  total = sequences + again.size() * layouts.size();
+  for (const auto& chosen : again) {
+    const regrouped_cluster r = regroup(c, chosen);
+    for (const auto& [layout, on] : layouts)
+      time(r.cluster.with_order(on), laid_out(r.order, p.parallel, layout), false, false);
+  }
+  // Megatron-LM's order is the identity: an order equal to it says nothing new.
+  if (out.order == identity) out.order.clear();
+  return out;
+}
+}  // namespace detail
+
 /// The best rank order for plan `p` (degrees, knobs and split fixed) on cluster `c` by `method`. The order
 /// is never slower than Megatron-LM's: both solvers start from it. With Megatron-LM's order (chosen, or
 /// what automatic picks) nothing is timed: `p.estimate`, the plan's estimate on `c`, is returned. With
@@ -81,10 +216,15 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
   if (method == rank_method::automatic) {
     if (c.groups().size() == 1 && !c.measured()) {
       method = rank_method::megatron;
+    } else if (c.devices() <= 8) {
+      method = rank_method::exact;
     } else {
-      method = c.devices() <= 8 ? rank_method::exact : rank_method::anneal;
+      method = !c.measured() && c.order().empty() && c.groups().size() <= max_group_orders_groups
+                   ? rank_method::groups
+                   : rank_method::anneal;
     }
   }
+  if (method == rank_method::groups) return detail::group_orders(m, c, p, cache, settings, replace_split);
   plan_order out;
   if (method == rank_method::megatron) {
     // Nothing to search: the plan's own estimate is its time in Megatron-LM's order (no layer is timed
@@ -128,18 +268,11 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
   }
   const cluster::cluster ordered = out.order.empty() ? c : c.with_order(out.order);
   out.estimate = train::estimate_step(m, ordered, p.parallel, p.knobs, cache, p.split);
-  if (replace_split && !out.order.empty() && p.knobs.schedule != train::pipeline_schedule::interleaved &&
-      p.parallel.pp > 1) {
-    placement_request fixed;
-    fixed.tp = p.parallel.tp;
-    fixed.pp = p.parallel.pp;
-    fixed.dp = p.parallel.dp;
-    const model_placement again = place_model(m, ordered, p.knobs, {p.parallel.tp}, cache, fixed);
-    if (again.placed.feasible && again.estimate.fits &&
-        again.estimate.time_per_batch.value() < out.ordered_s * (1.0 - 1e-12)) {
-      out.split = again.split;
-      out.estimate = again.estimate;
-      out.ordered_s = again.estimate.time_per_batch.value();
+  if (replace_split && !out.order.empty()) {
+    if (const auto again = detail::placed_again(m, ordered, p, cache, out.ordered_s)) {
+      out.split = again->split;
+      out.estimate = again->estimate;
+      out.ordered_s = again->estimate.time_per_batch.value();
     }
   }
   return out;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <concepts>
@@ -63,6 +64,12 @@ inline int used_ranks(const cluster::cluster& c, const train::parallelism& shape
     invalid(std::string(solver) + ": the plan uses tp * pp * dp = " + std::to_string(shape.devices()) +
             " ranks but the cluster has " + std::to_string(c.devices()) + " devices");
   return static_cast<int>(shape.devices());
+}
+
+inline std::vector<std::size_t> sequence(std::size_t n) {
+  std::vector<std::size_t> out(n);
+  std::iota(out.begin(), out.end(), std::size_t{0});
+  return out;
 }
 
 inline std::vector<int> identity(int n) {
@@ -158,6 +165,106 @@ inline bool node_blocks(const cluster::cluster& c, int used) {
   return true;
 }
 }  // namespace detail::ranks
+
+/// A cluster whose groups are `c`'s in the sequence `groups` (a permutation of its group indices), without a
+/// rank order, and the rank order that lays `c`'s own devices out the same way: order[r] is the device of `c`
+/// that plays rank r (the devices of group groups[0] first, then those of groups[1], ...). For a cluster
+/// without a measured matrix or an order the two answer alike (routes, device of every rank): the same
+/// devices, each node kept whole, in the same sequence (tests/cluster/rank_order_test.cpp holds clusters re-
+/// listed this way equal to their ordered form). The regrouped one keeps the closed forms of an unordered
+/// cluster, which the ordered one gives up: a cost timed on it takes O(groups) per route, not O(devices).
+struct regrouped_cluster {
+  cluster::cluster cluster;
+  std::vector<int> order;
+};
+
+inline regrouped_cluster regroup(const cluster::cluster& c, const std::vector<std::size_t>& groups) {
+  if (c.measured() || !c.order().empty()) {
+    detail::ranks::invalid(
+        "regroup: a cluster with a measured link matrix or a rank order cannot be re-listed group by group; "
+        "search its order with exact_ranks or anneal_ranks");
+  }
+  std::vector<std::size_t> sorted = groups;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != detail::ranks::sequence(c.groups().size()))
+    detail::ranks::invalid("regrouped group order must list every group of the cluster once");
+  std::vector<int> first(c.groups().size() + 1, 0);
+  for (std::size_t g = 0; g < c.groups().size(); ++g) first[g + 1] = first[g] + c.groups()[g].count;
+  regrouped_cluster out;
+  std::vector<cluster::device_group> listed;
+  out.order.reserve(static_cast<std::size_t>(c.devices()));
+  for (const std::size_t g : groups) {
+    listed.push_back(c.groups()[g]);
+    for (int d = first[g]; d < first[g + 1]; ++d) out.order.push_back(d);
+  }
+  out.cluster = cluster::cluster{std::move(listed), c.efficiency()};
+  return out;
+}
+
+/// How a sequence of devices takes a plan's ranks: which of the plan's dimensions runs fastest along the
+/// devices, which next, which slowest, and whether the stages go in pipeline order or folded. A rank is
+/// (i, d, s): i its place in its tensor- and context-parallel group (tp cp ranks, kept together in
+/// Megatron-LM's order), d its replica, s its stage. Megatron-LM's layout runs i fastest, then d, then s
+/// (a stage's replicas on consecutive devices, its data-parallel rings inside nodes); putting s before d
+/// keeps a replica's neighbouring stages (their pipeline sends) inside a node, putting d or s before i
+/// spreads the tensor-parallel groups over nodes and keeps the others in. Folded, stage s sits at place 2s in
+/// the first half and 2 (pp - 1 - s) + 1 in the second (0, pp - 1, 1, pp - 2, ...): the first and last
+/// stages, which all-reduce a tied embedding's gradients, become neighbours. Unused ranks keep their place.
+struct rank_layout {
+  enum class dimension : std::uint8_t { group, replica, stage };
+  std::array<dimension, 3> fastest_first{dimension::group, dimension::replica, dimension::stage};
+  bool folded = false;
+  friend bool operator==(const rank_layout&, const rank_layout&) = default;
+};
+
+/// Megatron-LM's layout: rank r on the r-th device of the sequence.
+inline constexpr rank_layout megatron_layout{};
+
+/// Every layout: the six orders of the three dimensions, each with the stages in order and folded (Megatron-
+/// LM's first).
+inline std::vector<rank_layout> all_rank_layouts() {
+  using d = rank_layout::dimension;
+  std::array<d, 3> dims{d::group, d::replica, d::stage};
+  std::vector<rank_layout> out;
+  do {
+    for (const bool folded : {false, true}) out.push_back({dims, folded});
+  } while (std::next_permutation(dims.begin(), dims.end()));
+  return out;
+}
+
+/// The rank order that gives the ranks of plan `p` the devices of `sequence` (sequence[q]: the device at
+/// position q) in `layout`: order[r] is the device of rank r.
+inline std::vector<int> laid_out(const std::vector<int>& sequence, const train::parallelism& p,
+                                 const rank_layout& layout) {
+  if (layout == megatron_layout) return sequence;
+  const std::int64_t inner = static_cast<std::int64_t>(p.tp) * p.cp;
+  const std::int64_t used = p.devices();
+  if (used > static_cast<std::int64_t>(sequence.size()))
+    detail::ranks::invalid("laid_out: the plan uses more ranks than the sequence has devices");
+  std::vector<int> order = sequence;
+  for (std::int64_t r = 0; r < used; ++r) {
+    std::int64_t s = r / (inner * p.dp);
+    if (layout.folded) s = 2 * s < p.pp ? 2 * s : 2 * (p.pp - 1 - s) + 1;
+    const auto coordinate = [&](rank_layout::dimension dim) -> std::pair<std::int64_t, std::int64_t> {
+      switch (dim) {
+        case rank_layout::dimension::group:
+          return {r % inner, inner};
+        case rank_layout::dimension::replica:
+          return {r / inner % p.dp, p.dp};
+        case rank_layout::dimension::stage:
+          break;
+      }
+      return {s, p.pp};
+    };
+    std::int64_t q = 0;
+    for (auto it = layout.fastest_first.rbegin(); it != layout.fastest_first.rend(); ++it) {
+      const auto [value, extent] = coordinate(*it);
+      q = q * extent + value;
+    }
+    order[static_cast<std::size_t>(r)] = sequence[static_cast<std::size_t>(q)];
+  }
+  return order;
+}
 
 /// The exact rank search: evaluates one order of every class of orders the cost cannot tell apart, and
 /// returns the cheapest (the first found on ties; the identity, Megatron-LM's order, is the first
