@@ -265,12 +265,11 @@ void plan_search_gpt3_175b_four_types(benchmark::State& state) {
 }
 BENCHMARK(plan_search_gpt3_175b_four_types)->Unit(benchmark::kMillisecond);
 
-/// The rest of that `phaze plan` run: the rank order of the best plan (`--ranks auto`: annealing on a cluster
-/// of several device types), every step timed by train::estimate_step on ILP schedules from a fresh cache, as
-/// the program does. The plan is found once, outside the loop, on list schedules. The program takes 20000
-/// steps; this takes 1000 per iteration (items are steps), so that the case, plan search included, stays
-/// under 5 s in the smoke run; the program's rank search takes about twenty iterations' time. Counters: the
-/// plan's time per batch in Megatron-LM's order and in the order found.
+/// The rest of that `phaze plan` run: the rank order of the best plan (`--ranks auto`: the group orders on a
+/// cluster of several device groups without measured links), every candidate timed by train::estimate_step
+/// on ILP schedules from a fresh cache, as the program does. The plan is found once, outside the loop, on
+/// list schedules. Counters: the plan's time per batch in Megatron-LM's order and in the order found, and
+/// the orders timed.
 void plan_ranks_gpt3_175b_four_types(benchmark::State& state) {
   const auto m = zoo::get("gpt3-175b");
   const cluster::cluster c = four_type_cluster();
@@ -284,20 +283,69 @@ void plan_ranks_gpt3_175b_four_types(benchmark::State& state) {
     state.SkipWithError("no plan fits");
     return;
   }
-  constexpr std::int64_t steps = 1000;
   place::plan_order order;
   for (auto _ : state) {
     const sched::schedule_cache cache{cli_ilp()};
-    order =
-        place::order_ranks(m, c, found.feasible.front(), cache, place::rank_method::automatic, {1, steps});
+    order = place::order_ranks(m, c, found.feasible.front(), cache, place::rank_method::automatic);
     benchmark::DoNotOptimize(order);
   }
-  state.SetItemsProcessed(state.iterations() * steps);
   state.counters["megatron_s"] = order.megatron_s;
   state.counters["ordered_s"] = order.ordered_s;
   state.counters["orders_evaluated"] = static_cast<double>(order.evaluated);
 }
 BENCHMARK(plan_ranks_gpt3_175b_four_types)->Unit(benchmark::kMillisecond);
+
+/// A mixed cluster of the sizes teams train on, planned as `phaze plan gpt3-175b --cluster FILE` plans it,
+/// rank order included: `state.range(0)` devices, split evenly over `state.range(1)` device types in their
+/// presets' nodes (2: H100 SXM and A100 80GB; 4: those, A100 40GB and V100), global batch devices / 16 (8192
+/// on 131,072 devices: at least one sequence per replica of the plans that fit). The whole knob space on list
+/// schedules from a fresh cache, the best plan refined on the program's ILP, then the rank order (`--ranks
+/// auto`: the group orders) on ILP schedules. The 131,072-device case takes seconds per iteration: the
+/// smoke run skips it. Counters: the plan, the plans evaluated, the orders timed.
+void plan_mixed_cluster_gpt3_175b(benchmark::State& state) {
+  const auto m = zoo::get("gpt3-175b");
+  const auto devices = static_cast<int>(state.range(0));
+  const auto types = static_cast<std::size_t>(state.range(1));
+  std::vector<cluster::device_group> groups;
+  for (const char* name : {"h100-sxm", "a100-80gb", "a100-40gb", "v100-16gb"}) {
+    if (groups.size() == types) break;
+    groups.push_back({*hw::find_preset(name), devices / static_cast<int>(types), cluster::node_of(name)});
+  }
+  const cluster::cluster c{groups};
+  train::training_knobs base;
+  base.global_batch = devices / 16;
+  place::plan_choices fixed;
+  fixed.placement = place::stage_placement::uneven;
+  fixed.refine = cli_ilp();
+  fixed.refine_top = 1;
+  place::plan_search_result found;
+  place::plan_order order;
+  for (auto _ : state) {
+    const sched::schedule_cache cache;
+    found = place::search_plans(m, c, base, fixed, cache);
+    if (found.feasible.empty()) break;
+    const sched::schedule_cache ranks{cli_ilp()};
+    order = place::order_ranks(m, c, found.feasible.front(), ranks, place::rank_method::automatic);
+    benchmark::DoNotOptimize(order);
+  }
+  if (found.feasible.empty()) {
+    state.SkipWithError("no plan fits");
+    return;
+  }
+  const auto& best = found.feasible.front();
+  state.counters["tp"] = best.parallel.tp;
+  state.counters["pp"] = best.parallel.pp;
+  state.counters["dp"] = best.parallel.dp;
+  state.counters["plans_evaluated"] = static_cast<double>(found.evaluated);
+  state.counters["megatron_s"] = order.megatron_s;
+  state.counters["ordered_s"] = order.ordered_s;
+  state.counters["orders_timed"] = static_cast<double>(order.evaluated);
+}
+BENCHMARK(plan_mixed_cluster_gpt3_175b)
+    ->Args({16384, 2})
+    ->Args({131072, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 /// GPT-3 175B's tables under the step model (as above), placed by one placer variant through the Placer
 /// interface (the way search::options runs it). The counter `vs_chain` is the plan's time over the exact
