@@ -328,7 +328,7 @@ plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedu
   const sched::schedule_cache rank_cache = schedule_cache_for(o.solver);
   const place::plan_order order =
       place::order_ranks(m, c, best, rank_cache, place::parse_rank_method(o.ranks),
-                         {o.rank_seed, o.rank_iterations, false, line.hook()});
+                         {o.rank_seed, o.rank_iterations, false, line.hook()}, uneven);
   line.finish();
   const cluster::cluster ordered = order.order.empty() ? c : c.with_order(order.order);
   train::step_estimate best_estimate = order.order.empty() ? best.estimate : order.estimate;

@@ -106,6 +106,15 @@ void check_against_brute_force(const hw::space& s) {
   }
   if (n > 0) CHECK(design_of(s.at(n - 1)) == expected.back());
   CHECK_THROWS_AS(s.at(n), input_error);
+
+  // The design table: every design by index, the same as at() (and so brute force), whole devices equal.
+  const hw::space::design_table table = s.designs();
+  REQUIRE(table.size() == n);
+  for (std::size_t i = 0; i < n; i += step) {
+    INFO("table index " << i);
+    CHECK(table[i] == s.at(i));
+  }
+  if (n > 0) CHECK(table[n - 1] == s.at(n - 1));
 }
 
 hw::area reference() {

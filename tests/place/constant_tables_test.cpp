@@ -86,6 +86,11 @@ TEST_CASE("A compile-time placement equals the run-time placement of the same mo
   check_equal(pipelined,
               place::place_model(zoo::gpt2(), cluster::homogeneous(v100, 8, cluster::node_of("v100-16gb")),
                                  pipelined_knobs, {1, 2}, sched::schedule_cache{}));
+  // A width that neither fits nor tiles a node (GPT-2's 12 heads at tp 12 on nodes of 8): its rings cross
+  // nodes with several members in some, timed as the cluster times them.
+  check_equal(place::constant_placement<16, 16>(zoo::gpt2(), a100, dgx, 24, gpt2_knobs, std::array{12}),
+              place::place_model(zoo::gpt2(), cluster::homogeneous(a100, 24, dgx), gpt2_knobs, {12},
+                                 sched::schedule_cache{}));
   // And the planning service's answer (place::search_plans, which `phaze plan` calls) with the same knobs.
   CHECK(compiled.time_per_batch.value() ==
         Approx(planned(a100, dgx, 8, gpt2_knobs, {1, 2, 4}).time_per_batch.value()).epsilon(1e-9));

@@ -269,3 +269,72 @@ TEST_CASE("automatic rank orders: the group orders on larger clusters without me
   CHECK(place::all_rank_layouts().size() == 12);
   CHECK(place::all_rank_layouts().front() == place::megatron_layout);
 }
+
+TEST_CASE("group orders: equal groups are one class, and expert-parallel plans keep their split",
+          "[place][plan_ranks]") {
+  const sched::schedule_cache cache;
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  const hw::device a100 = *hw::find_preset("a100-80gb");
+  {
+    // Four groups, two of each kind: 4! / (2! 2!) = 6 distinct sequences, not 24 (node_blocks: Megatron-LM's
+    // layout only, one timing per sequence).
+    const model::model m = model::with_sequence(zoo::get("gpt2"), 256);
+    const cluster::cluster c{{{h100, 8, cluster::node_of("h100-sxm")},
+                              {a100, 8, cluster::node_of("a100-80gb")},
+                              {h100, 8, cluster::node_of("h100-sxm")},
+                              {a100, 8, cluster::node_of("a100-80gb")}}};
+    const auto plan = estimated_plan(m, c, {2, 2, 8}, cache);
+    const auto o = place::order_ranks(m, c, plan, cache, place::rank_method::groups, {1, 0, true, {}});
+    CHECK(o.evaluated == 6);
+    CHECK(o.ordered_s <= o.megatron_s);
+  }
+  {
+    // An expert-parallel plan (ep 8): the uneven placer cannot keep ep, so its split is never replaced, and
+    // the time reported is the plan's own on the order returned.
+    const model::model m = model::with_sequence(zoo::get("qwen3-30b-a3b"), 1024);
+    const cluster::cluster c{
+        {{h100, 16, cluster::node_of("h100-sxm")}, {a100, 16, cluster::node_of("a100-80gb")}}};
+    train::parallelism shape{1, 2, 16};
+    shape.ep = 8;
+    auto plan = plan_of(m, shape);
+    plan.knobs.global_batch = 64;
+    plan.knobs.precision = hw::precision::bf16;
+    plan.knobs.recompute = model::recompute::full;
+    plan.knobs.distributed_optimizer = true;
+    plan.estimate = train::estimate_step(m, c, shape, plan.knobs, cache, plan.split);
+    REQUIRE(plan.estimate.fits);
+    const auto o = place::order_ranks(m, c, plan, cache, place::rank_method::groups);
+    CHECK(o.split.empty());
+    CHECK(o.ordered_s <= o.megatron_s);
+    const cluster::cluster ordered = o.order.empty() ? c : c.with_order(o.order);
+    CHECK(train::estimate_step(m, ordered, shape, plan.knobs, cache, plan.split).time_per_batch.value() ==
+          Approx(o.ordered_s).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a regrouped cluster answers as the cluster in the order that realises it", "[place][plan_ranks]") {
+  // What the group orders time on (regroup's cluster, closed forms) against what they return (the order on
+  // the original cluster, hop by hop): every ring shape and pair distance over every prefix of ranks.
+  std::mt19937_64 rng(17);
+  int compared = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    const cluster::cluster c = unmeasured(rng);
+    std::vector<std::size_t> sequence(c.groups().size());
+    std::iota(sequence.begin(), sequence.end(), std::size_t{0});
+    do {
+      const place::regrouped_cluster r = place::regroup(c, sequence);
+      const cluster::cluster ordered = c.with_order(r.order);
+      const int n = c.devices();
+      for (int rank = 0; rank < n; ++rank) REQUIRE(r.cluster.device_at(rank) == ordered.device_at(rank));
+      for (int used = 2; used <= n; ++used) {
+        for (int size = 1; size <= used; ++size)
+          for (int stride = 1; size * stride <= used; ++stride)
+            REQUIRE(r.cluster.ring({size, stride}, used) == ordered.ring({size, stride}, used));
+        for (int distance = 1; distance < used; ++distance)
+          REQUIRE(r.cluster.pairs(distance, used) == ordered.pairs(distance, used));
+      }
+      ++compared;
+    } while (std::next_permutation(sequence.begin(), sequence.end()));
+  }
+  CHECK(compared >= 20);
+}

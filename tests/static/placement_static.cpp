@@ -37,8 +37,7 @@ static_assert(plan.devices_used() == 8, "every device is used");
 static_assert(plan.time_per_batch.value() > 0.0);
 
 // On eight V100-16GB at 32 sequences per microbatch without recomputation a replica does not fit one GPU's
-// memory: the compiler finds tp 2 over a pipeline of 4 stages, uneven (the embedding and the head on the
-// ends), every stage within its memory.
+// memory: the compiler finds tp 2 over a pipeline of 4 stages, every stage within its memory.
 constexpr hw::device v100 = *hw::find_preset("v100-16gb");
 constexpr train::training_knobs wide_knobs = [] {
   train::training_knobs k;

@@ -321,6 +321,11 @@ class space {
 
   friend constexpr bool operator==(const space&, const space&) = default;
 
+  class design_table;
+  /// Every design in enumeration order with O(1) random access (at() counts sub-ranges on every call): one
+  /// pass over the space, keeping each design's digits (a few bytes each).
+  [[nodiscard]] design_table designs() const;
+
  private:
   struct axis_spec {
     values_type values;
@@ -481,6 +486,31 @@ class space {
 };
 
 /// A forward iterator over a space's designs (a proxy: it holds the current device).
+/// The designs of a space in enumeration order, each made on access from its digits (space::designs()).
+class space::design_table {
+ public:
+  [[nodiscard]] std::size_t size() const { return digits_.size(); }
+  /// The i-th design (i < size()): space::at(i), in O(1).
+  [[nodiscard]] device operator[](std::size_t i) const {
+    return space_.make_device(space_.point_at(layout_, digits_.at(i), layout_.n, fill::low));
+  }
+
+ private:
+  friend class space;
+  space space_;
+  layout layout_;
+  std::vector<digits> digits_;
+};
+
+inline space::design_table space::designs() const {
+  design_table t;
+  t.space_ = *this;
+  t.layout_ = free_dimensions();
+  digits g{};
+  for (bool more = seek(t.layout_, g, 0); more; more = advance(t.layout_, g)) t.digits_.push_back(g);
+  return t;
+}
+
 class space::iterator {
  public:
   using value_type = device;

@@ -58,6 +58,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       }
       prefixes.push_back(make_prefix(policy, s, t));
     }
+    // Each table's parameter caps, made the first time a configuration needs them.
+    std::vector<std::vector<double>> caps(tables.size());
+    std::vector<bool> caps_made(tables.size(), false);
     scratch work;
     double best = this->request_.cutoff_s;
     std::size_t best_table = 0;
@@ -82,7 +85,15 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
                                                               pre.params.back(), pre.single, best);
           if (!least_parameters) return;
           detail::place::minimize_batch_time(
-              policy, s, c, best, pre.caps, *least_parameters,
+              policy, s, c, best,
+              [&]() -> const std::vector<double>& {
+                if (!caps_made[ti]) {
+                  caps[ti] = parameter_caps(pre);
+                  caps_made[ti] = true;
+                }
+                return caps[ti];
+              },
+              *least_parameters,
               [&](double cost_cap, double parameter_cap) {
                 const double cost = largest_cost(policy, s, pre, c, cost_cap, parameter_cap, work);
                 double largest = 0.0;
@@ -136,8 +147,21 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<double> activations{0.0};
     std::vector<double> boundary{0.0};
     std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
-    std::vector<double> caps;        ///< every range's parameter bytes, ascending, distinct
   };
+
+  /// Every range's parameter bytes, ascending, distinct: the caps minimize_batch_time tries (n (n + 1) / 2
+  /// sums sorted, so made only for a table whose configurations reach them).
+  static constexpr std::vector<double> parameter_caps(const prefix& pre) {
+    std::vector<double> caps;
+    const std::size_t n = pre.params.size() - 1;
+    caps.reserve(n * (n + 1) / 2);
+    for (std::size_t i = 1; i <= n; ++i) {
+      for (std::size_t j = 0; j < i; ++j) caps.push_back(pre.params[i] - pre.params[j]);
+    }
+    std::sort(caps.begin(), caps.end());
+    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
+    return caps;
+  }
 
   struct scratch {
     std::vector<double> previous, current;
@@ -206,13 +230,6 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       // No boundary: a stage holding v may end past v's outgoing edge, so only work and parameters bound it.
       pre.single.push_back({pre.work[v + 1] - pre.work[v], 0.0, pre.params[v + 1] - pre.params[v],
                             pre.activations[v + 1] - pre.activations[v]});
-    }
-    if constexpr (Policy::allreduce_of_largest_stage) {
-      for (std::size_t i = 1; i <= n; ++i) {
-        for (std::size_t j = 0; j < i; ++j) pre.caps.push_back(pre.params[i] - pre.params[j]);
-      }
-      std::sort(pre.caps.begin(), pre.caps.end());
-      pre.caps.erase(std::unique(pre.caps.begin(), pre.caps.end()), pre.caps.end());
     }
     return pre;
   }

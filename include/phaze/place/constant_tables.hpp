@@ -112,13 +112,14 @@ constexpr serial_times serial_times_of(const model::layer& l, const hw::device& 
 }
 }  // namespace detail
 
-/// The layer cost table of model `m` at tensor-parallel width `tp` on datasheet device `d` in nodes of
-/// `node`, with knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism): the nodes
-/// and edges place::model_tables builds (one per layer node and cut), as a constant expression.
+/// The layer cost table of model `m` at tensor-parallel width `tp` on datasheet device `d` whose tensor-
+/// parallel groups talk over `route`, with knobs `k` (microbatch, sequence, precision, recomputation,
+/// sequence parallelism): the nodes and edges place::model_tables builds (one per layer node and cut), as a
+/// constant expression.
 template <std::size_t MaxNodes>
-constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const hw::device& d,
-                                                    const cluster::node_spec& node,
-                                                    const train::training_knobs& k, int tp) {
+constexpr fixed_cost_table<MaxNodes> constant_table_on(const model::model& m, const hw::device& d,
+                                                       const cluster::route& route,
+                                                       const train::training_knobs& k, int tp) {
   if (d.kind != hw::device_kind::datasheet) rules::constant_tables_need_a_datasheet_device();
   if (k.tp_comm_overlap && k.sequence_parallel && tp > 1)
     rules::constant_tables_leave_out_tensor_parallel_overlap();
@@ -126,7 +127,6 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
   if (run.size() > MaxNodes) rules::constant_table_needs_more_nodes();
   const auto built =
       train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
-  const cluster::route route = cluster::tensor_parallel_route(node, tp);
   const double weight_bytes = static_cast<double>(train::activation_element_bytes(k.precision));
   using table = fixed_cost_table<MaxNodes>;
   // Each distinct layer timed once; each node holds what place::model_tables gives it.
@@ -153,6 +153,15 @@ constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const
   for (std::size_t v = 0; v + 1 < run.size(); ++v)
     out.edges.push_back({v, v + 1, model::boundary_bytes(built.at(run, v))});
   return out;
+}
+
+/// constant_table_on with the route of aligned tensor-parallel groups on devices in nodes of `node`
+/// (cluster::tensor_parallel_route: inside a node, or over whole nodes where the node size divides tp).
+template <std::size_t MaxNodes>
+constexpr fixed_cost_table<MaxNodes> constant_table(const model::model& m, const hw::device& d,
+                                                    const cluster::node_spec& node,
+                                                    const train::training_knobs& k, int tp) {
+  return constant_table_on<MaxNodes>(m, d, cluster::tensor_parallel_route(node, tp), k, tp);
 }
 
 /// The settings of a model's placement problem, for place::model_tables and constant tables alike: `devices`
@@ -221,7 +230,10 @@ constexpr fixed_plan<MaxStages> constant_placement(const model::model& m, const 
   policy.model = train::step_model{cluster::homogeneous(d, devices, node), k};
   const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
   for (const int tp : widths) {
-    const auto& table = problem.tables.emplace_back(constant_table<MaxNodes>(m, d, node, k, tp));
+    // The tensor-parallel route of the cluster's own rings, as model_tables takes it (a width that neither
+    // fits nor tiles a node crosses nodes with several members in some).
+    const auto& table = problem.tables.emplace_back(
+        constant_table_on<MaxNodes>(m, d, policy.model.tensor_parallel_route(tp), k, tp));
     const auto built =
         train::detail::build_layers(run, train::layer_shape_of(run, train::parallelism{tp, 1, 1}, k));
     policy.widths.push_back(width_terms_of(run, built, k, tp));

@@ -449,13 +449,14 @@ constexpr std::optional<double> configuration_bound(const Policy& policy, const 
 /// parameters} of a partition minimizing the largest stage cost among those whose stages fit and hold at most
 /// parameter_cap parameter bytes (cost infinity when none is below cost_cap; under an UnevenPipelinePolicy
 /// the largest stage cost is the pipeline). When the policy adds the
-/// largest stage's all-reduce, the caps (every stage's possible parameter bytes, ascending, distinct) are
-/// tried from `least_parameters` up: exact, since the best plan's largest stage holds one of them.
+/// largest stage's all-reduce, the caps (every stage's possible parameter bytes, ascending, distinct: what
+/// `caps()` returns, asked for only when a capped partition could beat `best`) are tried from
+/// `least_parameters` up: exact, since the best plan's largest stage holds one of them.
 /// batch_time_s must be the largest cost plus a term that grows with the parameters.
-template <class Policy, class Solve, class Record>
+template <class Policy, class Caps, class Solve, class Record>
 constexpr void minimize_batch_time(const Policy& policy, const placement_settings& s, const stage_context& c,
-                                   double& best, const std::vector<double>& caps, double least_parameters,
-                                   Solve&& solve, Record&& record) {
+                                   double& best, Caps&& caps, double least_parameters, Solve&& solve,
+                                   Record&& record) {
   const auto [free_cost, free_parameters] = solve(best, infinity);
   if (!(free_cost < best)) return;
   if (const double v = policy.batch_time_s(s, free_cost, free_parameters, c); v < best) {
@@ -463,9 +464,11 @@ constexpr void minimize_batch_time(const Policy& policy, const placement_setting
     record();
   }
   if constexpr (Policy::allreduce_of_largest_stage) {
+    if (!(least_parameters < free_parameters)) return;  // no cap lies between them
     const double least_extra = policy.batch_time_s(s, 0.0, least_parameters, c);
-    for (auto it = std::lower_bound(caps.begin(), caps.end(), least_parameters);
-         it != caps.end() && *it < free_parameters; ++it) {
+    const std::vector<double>& list = caps();
+    for (auto it = std::lower_bound(list.begin(), list.end(), least_parameters);
+         it != list.end() && *it < free_parameters; ++it) {
       // Capping the parameters never lowers the largest cost below free_cost.
       if (policy.batch_time_s(s, free_cost, *it, c) >= best) break;
       const auto [cost, parameters] = solve(best - least_extra, *it);

@@ -39,15 +39,18 @@ struct plan_evaluation {
 /// Evaluates plans on one width's tables of a model's placement problem (place::model_tables): the first
 /// table of the width (`width` counts widths in the order they were built) and, on a cluster of several
 /// device types, the others of that width, which a stage of another type is timed on (step_policy::
-/// stage_table). The chain's nodes in order; each plan is a list of stage starts.
+/// stage_table). The chain's nodes in order; each plan is a list of stage starts. It checks what
+/// place::evaluate checks (stages, degrees, microbatches), not what a search would also ask of a plan
+/// (place::model_request: every device used, a pipeline depth ZeRO-2 allows).
 class plan_evaluator {
  public:
   explicit plan_evaluator(const model_problem& mp, std::size_t width = 0)
       : settings_(mp.problem), policy_(mp.policy) {
     const std::size_t types = policy_.types();
     first_table_ = width * types;
-    if (first_table_ >= mp.problem.tables.size())
-      throw input_error("plan_evaluator: the problem has no tables for width " + std::to_string(width));
+    if (first_table_ + types > mp.problem.tables.size())
+      throw input_error("plan_evaluator: the problem has no tables for width " + std::to_string(width) +
+                        " (one per device type)");
     tp_ = mp.problem.tables[first_table_].tp;
     nodes_ = mp.problem.tables[first_table_].nodes.size();
     for (std::size_t t = first_table_; t < first_table_ + types; ++t) {
@@ -127,6 +130,8 @@ class plan_evaluator {
   /// Stage k's load on the table that times it (its own type's, or its slowest member's).
   [[nodiscard]] stage_load load(std::span<const std::size_t> first, int k, const stage_context& c) const {
     const std::size_t table = stage_table_of(policy_, first_table_, k, c) - first_table_;
+    if (table >= sums_.size())
+      throw input_error("plan_evaluator: stage " + std::to_string(k) + " has no table of its devices");
     const sums& s = sums_[table];
     const std::size_t begin = first[static_cast<std::size_t>(k)];
     const std::size_t end =

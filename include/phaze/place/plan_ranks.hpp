@@ -27,10 +27,11 @@
 namespace phaze::place {
 
 /// How ranks are laid on devices: Megatron-LM's order (rank r on device r), the exact search (small
-/// clusters), the group orders (every order of the cluster's device groups laid whole, each with the layers
-/// placed again; clusters without measured links), simulated annealing, or automatic (Megatron-LM's on one
-/// device type without measured links, where every node is alike; exact up to 8 devices; the group orders
-/// above that without measured links, annealing with them).
+/// clusters), the group orders (every sequence of the cluster's device groups laid whole, in every rank
+/// layout, each with the layers placed again; clusters without measured links), simulated annealing, or
+/// automatic (Megatron-LM's on one device type without measured links, where every node is alike; exact up
+/// to 8 devices; above that the group orders on a cluster of at most 8 groups without measured links or a
+/// rank order, annealing otherwise).
 enum class rank_method : std::uint8_t { automatic, megatron, exact, anneal, groups };
 
 inline rank_method parse_rank_method(std::string_view name) {
@@ -83,12 +84,21 @@ inline double plan_time_on(const model::model& m, const cluster::cluster& c, con
 }
 
 namespace detail {
+/// Whether plan `p`'s layers may be placed again by the uneven placer: a 1F1B or GPipe pipeline whose degrees
+/// and layout place_model can keep (no expert parallelism of its own, no embedding or loss counted as a
+/// pipeline layer, which place_model does not carry).
+inline bool placeable_again(const ranked_plan& p) {
+  return p.knobs.schedule != train::pipeline_schedule::interleaved && p.parallel.pp > 1 &&
+         p.parallel.ep <= 1 && (p.parallel.etp == 0 || p.parallel.etp == p.parallel.tp) &&
+         !train::counts_embedding_or_loss(p.knobs);
+}
+
 /// The plan's split placed again on cluster `c` with its degrees and knobs (the chain DP under the step
-/// model), when it is a 1F1B or GPipe pipeline and that is strictly faster than `than_s`; nullopt otherwise.
+/// model), when it is placeable_again and that is strictly faster than `than_s`; nullopt otherwise.
 inline std::optional<model_placement> placed_again(const model::model& m, const cluster::cluster& c,
                                                    const ranked_plan& p, const sched::schedule_cache& cache,
                                                    double than_s) {
-  if (p.knobs.schedule == train::pipeline_schedule::interleaved || p.parallel.pp <= 1) return std::nullopt;
+  if (!placeable_again(p)) return std::nullopt;
   placement_request fixed;
   fixed.tp = p.parallel.tp;
   fixed.pp = p.parallel.pp;
@@ -136,9 +146,38 @@ inline plan_order group_orders(const model::model& m, const cluster::cluster& c,
                                                     [&](const auto& l) { return l.second == on; });
     if (!seen) layouts.emplace_back(layout, std::move(on));
   }
-  std::vector<std::size_t> sequence = detail::ranks::sequence(c.groups().size());
-  std::uint64_t sequences = 1;
-  for (std::uint64_t g = 2; g <= sequence.size(); ++g) sequences *= g;
+  // Groups equal in device, count and node are interchangeable (their devices answer alike): each is named
+  // by its class, the first group equal to it, and every distinct arrangement of the classes is one
+  // sequence, the equal groups taken in their listed order.
+  const std::size_t n = c.groups().size();
+  std::vector<std::size_t> arrangement(n);
+  for (std::size_t g = 0; g < n; ++g) {
+    arrangement[g] = g;
+    for (std::size_t h = 0; h < g; ++h) {
+      if (c.groups()[h] == c.groups()[g]) {
+        arrangement[g] = h;
+        break;
+      }
+    }
+  }
+  const auto groups_of = [&](const std::vector<std::size_t>& classes) {
+    std::vector<std::size_t> sequence;
+    std::vector<bool> taken(n, false);
+    for (const std::size_t k : classes) {
+      std::size_t g = k;
+      while (taken[g] || !(c.groups()[g] == c.groups()[k])) ++g;
+      taken[g] = true;
+      sequence.push_back(g);
+    }
+    return sequence;
+  };
+  std::sort(arrangement.begin(), arrangement.end());
+  std::uint64_t sequences = 0;  // the distinct arrangements
+  {
+    std::vector<std::size_t> counting = arrangement;
+    do ++sequences;
+    while (std::next_permutation(counting.begin(), counting.end()));
+  }
   // Every layout of every sequence while their hop-by-hop timings stay within group_orders_budget device-
   // timings; beyond it, of Megatron-LM's sequence and the fastest only.
   const bool every =
@@ -171,11 +210,13 @@ inline plan_order group_orders(const model::model& m, const cluster::cluster& c,
   };
   // Every group sequence in Megatron-LM's layout (closed-form routes) and, within the budget, in the others
   // (their routes are followed hop by hop); beyond it the others on Megatron-LM's sequence and the fastest.
-  std::vector<std::size_t> fastest = sequence;
+  // Megatron-LM's sequence (the groups as listed) first.
+  const std::vector<std::size_t> listed = detail::ranks::sequence(n);
+  std::vector<std::size_t> fastest = listed;
   double fastest_s = std::numeric_limits<double>::infinity();
-  do {
+  const auto visit = [&](const std::vector<std::size_t>& sequence) {
     const regrouped_cluster r = regroup(c, sequence);
-    const double t = time(r.cluster, r.order, done == 0, true);
+    const double t = time(r.cluster, r.order, sequence == listed, true);
     if (t < fastest_s * (1.0 - 1e-12)) {
       fastest_s = t;
       fastest = sequence;
@@ -184,12 +225,17 @@ inline plan_order group_orders(const model::model& m, const cluster::cluster& c,
       for (const auto& [layout, on] : layouts)
         time(r.cluster.with_order(on), laid_out(r.order, p.parallel, layout), false, false);
     }
-  } while (std::next_permutation(sequence.begin(), sequence.end()));
+  };
+  visit(listed);
+  do {
+    const std::vector<std::size_t> sequence = groups_of(arrangement);
+    if (sequence != listed) visit(sequence);
+  } while (std::next_permutation(arrangement.begin(), arrangement.end()));
   if (every) {
     if (out.order == identity) out.order.clear();
     return out;
   }
-  std::vector<std::vector<std::size_t>> again{detail::ranks::sequence(c.groups().size())};
+  std::vector<std::vector<std::size_t>> again{listed};
   if (fastest != again.front()) again.push_back(fastest);
   total = sequences + again.size() * layouts.size();
   for (const auto& chosen : again) {

@@ -170,9 +170,10 @@ inline bool node_blocks(const cluster::cluster& c, int used) {
 /// rank order, and the rank order that lays `c`'s own devices out the same way: order[r] is the device of `c`
 /// that plays rank r (the devices of group groups[0] first, then those of groups[1], ...). For a cluster
 /// without a measured matrix or an order the two answer alike (routes, device of every rank): the same
-/// devices, each node kept whole, in the same sequence (tests/cluster/rank_order_test.cpp holds clusters re-
-/// listed this way equal to their ordered form). The regrouped one keeps the closed forms of an unordered
-/// cluster, which the ordered one gives up: a cost timed on it takes O(groups) per route, not O(devices).
+/// devices, each node kept whole, in the same sequence (tests/place/plan_ranks_test.cpp holds every
+/// sequence of ten seeded clusters equal to its ordered form, route by route). The regrouped one keeps the
+/// closed forms of an unordered cluster, which the ordered one gives up: a cost timed on it takes O(groups)
+/// per route, not O(devices).
 struct regrouped_cluster {
   cluster::cluster cluster;
   std::vector<int> order;

@@ -57,13 +57,14 @@ inline std::vector<baseline> baselines(
 
   // Spotlight-style: lowest layer latency over the whole space (ties: the lower index).
   const model::model run = model_of(s);
-  const std::uint64_t n = s.space.count();
+  const hw::space::design_table designs = s.space.designs();  // by index, O(1) each
+  const std::uint64_t n = designs.size();
   // Each design's 1 / latency travels in upper_bound_samples_per_s of a record that is otherwise a pruned
   // design's, so the same map (threads, or MPI's exchange of results.jsonl lines) evaluates it.
   const auto latencies = map(n, [&](std::size_t i) {
     design_result r;
     r.index = i;
-    r.device = s.space.at(i);
+    r.device = designs[i];
     r.die_area = hw::area_of(r.device.systolic, s.space.tech());
     r.status = outcome::pruned;
     r.upper_bound_samples_per_s = 1.0 / layer_latency(run, r.device).value();
@@ -75,7 +76,7 @@ inline std::vector<baseline> baselines(
   out.push_back({"spotlight-style",
                  "the design with the lowest single-accelerator layer latency (forward + backward of one "
                  "sequence), then placed",
-                 evaluate_reported(s, s.space.at(fastest), fastest, o)});
+                 evaluate_reported(s, designs[fastest], fastest, o)});
 
   // Megatron-uniform: the best design with uniform stages only, over the spec's own knobs.
   design_result uniform = best;

@@ -45,6 +45,7 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
   }
   const auto start = std::chrono::steady_clock::now();
   const auto order = design_order(s);
+  const hw::space::design_table designs = s.space.designs();  // by index, O(1) each
   // Records of an earlier run: the first pass's, and the refined ones (by the scheduler's name).
   std::vector<std::optional<design_result>> known(order.size());
   std::vector<std::optional<design_result>> known_refined(order.size());
@@ -94,7 +95,7 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
         round[j - first] = *known[index];
         continue;
       }
-      const hw::device d = s.space.at(index);
+      const hw::device d = designs[index];
       const double area = hw::area_of(d.systolic, s.space.tech()).value();
       if (ruled_out(area, bound)) {
         design_result r;
@@ -111,7 +112,7 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
     }
     const auto results = map(todo.size(), [&](std::size_t t) {
       const std::uint64_t index = order[todo[t]].first;
-      design_result r = evaluate_design(s, s.space.at(index), index, o);
+      design_result r = evaluate_design(s, designs[index], index, o);
       if (h.finished) h.finished(r);
       return r;
     });
