@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -348,9 +349,9 @@ class cluster {
   /// ring() on several groups without a measured matrix or an order (rank r is device r): the blocks inside
   /// one group are the rings of a cluster of that group's nodes alone, shifted by whole blocks, so where a
   /// run of them starts on one of the group's node boundaries ring_route gives their slowest hop in closed
-  /// form; only the blocks that straddle two groups (at most one per group boundary), and runs the closed
-  /// form does not cover, are followed hop by hop. O(groups) where the closed forms apply, where the hop-by-
-  /// hop path is O(used).
+  /// form; only the blocks that straddle two groups (at most one per group boundary), and one period of the
+  /// runs the closed form does not cover, are followed hop by hop: O(groups x node size) at most, where the
+  /// hop-by-hop path is O(used).
   [[nodiscard]] constexpr link grouped_ring(group_shape shape, int used) const {
     const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
     link slowest = unreached;
@@ -369,7 +370,15 @@ class cluster {
       std::optional<route> closed;
       if ((b - start) % node.devices == 0)
         closed = ring_route(node, shape.size, shape.stride, static_cast<int>(span), efficiency_);
-      slowest = slower(slowest, closed ? closed->hop : rings_hop_by_hop(shape, b, b + span));
+      if (closed) {
+        slowest = slower(slowest, closed->hop);
+      } else {
+        // Blocks whose offsets from the group's node grid are equal have the same hops (the members' places
+        // in their nodes, and the node spec, are all a hop reads): the offsets repeat every
+        // devices / gcd(block, devices) blocks, so one period of them stands for the run.
+        const std::int64_t period = node.devices / std::gcd(block, static_cast<std::int64_t>(node.devices));
+        slowest = slower(slowest, rings_hop_by_hop(shape, b, b + std::min(span / block, period) * block));
+      }
       b += span;
     }
     return slowest;
