@@ -518,12 +518,13 @@ search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writ
       const auto all = mpi.all_gather(lines);
       // Positions of rank q's results: q, q + size, ... in order; `all` lists rank 0's, then rank 1's, ...
       std::size_t k = 0;
+      const hw::space::design_table designs = s.space.designs();
       for (int q = 0; q < mpi.size(); ++q) {
         for (std::size_t i = static_cast<std::size_t>(q); i < n;
              i += static_cast<std::size_t>(mpi.size()), ++k) {
           if (q == mpi.rank()) continue;
           // The estimate is recomputed only for the designs the summary reports (search::run).
-          out[i] = io::result_from_json(nlohmann::json::parse(all[k]), s);
+          out[i] = io::result_from_json(nlohmann::json::parse(all[k]), s, designs);
           if (record) writer.write_line(all[k]);
         }
       }
@@ -603,8 +604,9 @@ int search_with(const search_options& o, mpi_session& mpi) {
     // Every rank resumes from the same records.
     const auto all = mpi.all_gather(root ? resumed.lines : std::vector<std::string>{});
     if (!root) {
+      const hw::space::design_table designs = s.space.designs();
       for (const auto& line : all)
-        resumed.results.push_back(io::result_from_json(nlohmann::json::parse(line), s));
+        resumed.results.push_back(io::result_from_json(nlohmann::json::parse(line), s, designs));
     }
   }
 

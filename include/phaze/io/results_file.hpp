@@ -37,6 +37,7 @@ inline std::vector<search::design_result> read_results_file(const std::filesyste
   const std::string& text = read.text;
   std::vector<search::design_result> out;
   std::map<std::pair<std::uint64_t, std::string>, std::size_t> seen;  // (design, scheduler) -> line
+  const hw::space::design_table designs = s.space.designs();
   std::size_t number = 0;
   for (std::size_t begin = 0; begin < text.size();) {
     const std::size_t newline = text.find('\n', begin);
@@ -61,7 +62,7 @@ inline std::vector<search::design_result> read_results_file(const std::filesyste
     search::design_result r;
     try {
       if (!j.is_object()) throw input_error("not a JSON object");
-      r = result_from_json(j, s);
+      r = result_from_json(j, s, designs);
       search::verify_record(s, r, opt);
     } catch (const input_error& e) {
       if (torn) break;

@@ -386,16 +386,18 @@ inline nlohmann::ordered_json result_json(const search::design_result& r) {
   return j;
 }
 
-/// A results.jsonl line back into a design result of `s` (the device from the space by index; the estimate
-/// is left for search::restore_estimate; the throughput and energy are read back exactly). Throws input_error
-/// on a malformed line or a design that does not match the space.
-inline search::design_result result_from_json(const nlohmann::json& j, const search::spec& s) {
+/// A results.jsonl line back into a design result of `s`, whose designs by index are `designs`
+/// (s.space.designs(): made once for every line of a file; the estimate is left for
+/// search::restore_estimate; the throughput and energy are read back exactly). Throws input_error on a
+/// malformed line or a design that does not match the space.
+inline search::design_result result_from_json(const nlohmann::json& j, const search::spec& s,
+                                              const hw::space::design_table& designs) {
   try {
     search::design_result r;
     using detail::search_json::whole_number;
     r.index = whole_number<std::uint64_t>(j.at("index"), "index");
-    if (r.index >= s.space.count()) throw input_error("design index out of the space");
-    r.device = s.space.at(r.index);
+    if (r.index >= designs.size()) throw input_error("design index out of the space");
+    r.device = designs[r.index];
     if (nlohmann::json(design_json(r.device)) != nlohmann::json(j.at("design"))) {
       throw input_error("design differs from the space's");
     }
@@ -449,6 +451,11 @@ inline search::design_result result_from_json(const nlohmann::json& j, const sea
   } catch (const nlohmann::json::exception& e) {
     throw input_error(std::string{"malformed result: "} + e.what());
   }
+}
+
+/// result_from_json for one line: the space's designs enumerated for it alone.
+inline search::design_result result_from_json(const nlohmann::json& j, const search::spec& s) {
+  return result_from_json(j, s, s.space.designs());
 }
 
 /// The `phaze estimate` command that times a search's best plan again on its design written as a device file
