@@ -712,8 +712,9 @@ command add_plan_command(CLI::App& root) {
       ->add_option(
           "--ranks", o->ranks,
           "which devices run each rank: auto (Megatron-LM's order on one device type without measured "
-          "links, else exact up to 8 devices, else anneal), megatron, exact or anneal")
-      ->check(CLI::IsMember({"auto", "megatron", "exact", "anneal"}))
+          "links, else exact up to 8 devices, else groups without measured links and anneal with them), "
+          "megatron, exact, groups (every sequence of the device groups, in every rank layout) or anneal")
+      ->check(CLI::IsMember({"auto", "megatron", "exact", "groups", "anneal"}))
       ->default_str("auto");
   parser->add_option("--rank-seed", o->rank_seed, "seed of the rank annealing")->default_str("1");
   parser->add_option("--rank-iterations", o->rank_iterations, "steps of the rank annealing")

@@ -207,3 +207,29 @@ TEST_CASE("phaze plan --cluster --emit megatron: the torchrun launch realises th
   CHECK(composite.status == 2);
   CHECK(contains(composite.err, "composite"));
 }
+
+TEST_CASE("phaze plan on device groups without measured links orders ranks by group sequences",
+          "[e2e][cluster]") {
+  // Two groups of 16, no measured links: --ranks auto takes the group orders, never slower than
+  // Megatron-LM's order, and the plan's time is the order's.
+  const auto two = phaze::e2e::write_temp(
+      "two-groups.json",
+      R"({"groups": [{"device": "h100-sxm", "count": 16}, {"device": "a100-80gb", "count": 16}]})");
+  const auto j = run_json("plan gpt2 --cluster " + two.string() + " --global-batch 64 --solver list");
+  const auto& ranks = j["ranks"];
+  CHECK(ranks["method"] == "groups");
+  CHECK(ranks["orders_evaluated"].get<int>() >= 2);
+  CHECK(ranks["time_per_batch_s"].get<double>() <= ranks["megatron_time_per_batch_s"].get<double>());
+  CHECK(j["time_per_batch_s"].get<double>() ==
+        Approx(ranks["time_per_batch_s"].get<double>()).epsilon(1e-12));
+  // Nine groups are more than the group orders take: asked for by name, exit 2 pointing at the annealing.
+  std::string groups;
+  for (int g = 0; g < 9; ++g)
+    groups += std::string{g > 0 ? ", " : ""} + R"({"device": ")" + (g % 2 == 0 ? "h100-sxm" : "a100-80gb") +
+              R"(", "count": 8})";
+  const auto nine = phaze::e2e::write_temp("nine-groups.json", R"({"groups": [)" + groups + "]}");
+  const auto r =
+      run_phaze("plan gpt2 --cluster " + nine.string() + " --global-batch 72 --solver list --ranks groups");
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "--ranks anneal"));
+}
