@@ -246,7 +246,8 @@ inline void add_kernel_options(CLI::App& app, step_options& o) {
          "how the memory-bound ops (norms, activations, rotary embedding, residual adds) run: fused "
          "(Transformer Engine, Megatron-Core's fusions or a compiler: the device's copy rate) or eager "
          "(plain PyTorch, one or more kernels per op at their rates measured on Hopper: Composer, "
-         "Hugging Face Transformers, torchtitan without torch.compile)")
+         "Hugging Face Transformers, torchtitan without torch.compile; with --attention unfused, the "
+         "attention's softmax in fp32 as Megatron-Core runs it without its CUDA kernels)")
       ->check(CLI::IsMember({"fused", "eager"}))
       ->default_str("fused");
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "phaze/core/quantity.hpp"
@@ -208,6 +209,69 @@ inline constexpr eager_kernel eager_rotary{(0.136 + 0.107) / 2.0, 0.0, (9.61e-6 
 inline constexpr eager_kernel eager_dropout{(0.735 + 0.620) / 2.0, eager_add.share, eager_add.fixed_s};
 inline constexpr eager_kernel eager_softmax{(0.563 + 0.408) / 2.0, 0.0, eager_add.fixed_s};
 
+/// One kernel PyTorch runs over the attention scores of unfused attention: the bytes it moves per score
+/// element and the share of the HBM peak it reaches on them.
+struct score_pass {
+  double bytes = 0.0;
+  double share = 1.0;
+};
+
+namespace detail {
+/// The share of the H200's 4.8 TB/s peak a kernel reached that moved `bytes_per_element` over the
+/// 32 x 4096 x 4096 scores (Llama 2 7B's heads at sequence 4096) in `seconds`.
+constexpr score_pass h200_score_pass(double bytes_per_element, double seconds) {
+  return {bytes_per_element, bytes_per_element * 32.0 * 4096.0 * 4096.0 / seconds / 4.8e12};
+}
+}  // namespace detail
+
+/// The softmax of unfused attention as eager PyTorch runs it in fp32 (model::op::eager): Megatron-Core's
+/// FusedScaleMaskSoftmax without its CUDA kernels (megatron/core/fusions/fused_softmax.py,
+/// forward_torch_softmax, at commit d98e8a6; attention_softmax_in_fp32 is its default): the bf16 scores cast
+/// to fp32 (read 2, write 4), the causal mask filled in place (read 4, write 4), the softmax (read 4, write
+/// 4), the probabilities cast back (read 4, write 2). Its backward: the gradient cast to fp32 (6), the
+/// softmax's backward (the gradient and the kept output read, the result written: 12), the mask filled into
+/// the gradient (8), the cast back (6), and two kernels the profile shows that the forward code does not
+/// call, so they belong to the backward: a product of two fp32 score-sized tensors (12) and a copy of one
+/// (8). Each kernel's share of the peak was measured on one H200 (PyTorch 2.11; tools/gpu/megatron_step.py
+/// --cases attention-ops, tests/data/gpu/h200-megatron-attention-ops.csv: one forward and backward of the
+/// local DotProductAttention alone, the seconds below are per call); a whole Megatron-Core step gave the
+/// same rates within 1% (h200-megatron-step-top.csv). Other cards take the same shares of their peak.
+inline constexpr std::array<score_pass, 4> eager_score_softmax_forward{
+    detail::h200_score_pass(6.0, 1.524e-3),    // bf16 -> fp32 copy
+    detail::h200_score_pass(8.0, 1.706e-3),    // masked_fill_
+    detail::h200_score_pass(8.0, 1.9606e-3),   // softmax
+    detail::h200_score_pass(6.0, 0.7346e-3)};  // fp32 -> bf16 copy
+inline constexpr std::array<score_pass, 6> eager_score_softmax_backward{
+    detail::h200_score_pass(6.0, 1.524e-3),    // the gradient to fp32
+    detail::h200_score_pass(12.0, 1.4956e-3),  // softmax backward
+    detail::h200_score_pass(8.0, 1.706e-3),    // masked_fill
+    detail::h200_score_pass(6.0, 0.7346e-3),   // the gradient back to bf16
+    detail::h200_score_pass(12.0, 1.4763e-3),  // fp32 product of two score-sized tensors
+    detail::h200_score_pass(8.0, 1.0034e-3)};  // fp32 device-to-device copy
+
+/// Time of an eager fp32 score softmax (model::eager_fp32_softmax) on a datasheet device: each kernel's bytes
+/// at its share of the peak, times the device's calibrated memory factor (never faster than the peak), and
+/// each kernel's fixed time.
+constexpr seconds eager_score_softmax_time(const model::op& o, const hw::device& d) {
+  const bool forward = o.phase == model::op_phase::forward;
+  // Per score element: the bytes moved, and the bytes the peak would move in the kernels' time.
+  const auto passes = [](const auto& list) {
+    double moved = 0.0;
+    double at_peak = 0.0;
+    for (const score_pass& p : list) {
+      moved += p.bytes;
+      at_peak += p.bytes / p.share;
+    }
+    return std::array{moved, at_peak, static_cast<double>(list.size())};
+  };
+  const auto [moved, at_peak, kernels] =
+      forward ? passes(eager_score_softmax_forward) : passes(eager_score_softmax_backward);
+  const auto elements = static_cast<double>(o.out_elements);
+  const seconds memory = std::max(bytes{elements * at_peak} / d.hbm_bandwidth * d.sheet.calibrated.memory,
+                                  bytes{elements * moved} / d.hbm_bandwidth);
+  return memory + seconds{kernels * eager_add.fixed_s};
+}
+
 /// The share of the HBM peak PyTorch's add by index (index_add_, the atomic scatter-add an unfused mixture-
 /// of-experts permutation runs: model::index_kernel) reaches on the bytes phaze counts for it (the rows it
 /// reads, the rows or tokens it writes: model::bytes_read, bytes_written), the mean of two cards
@@ -268,11 +332,13 @@ constexpr eager_kernel eager_kernel_of(model::op_kind k) {
 /// (hbm_bandwidth * memory_efficiency; times the device's calibrated memory factor, never above the peak).
 /// Vector ops on GPUs are almost always memory-bound. An eager op (model::op::eager) moves its bytes at its
 /// kernel's share of the peak instead (its backward share in a backward pass; the device's memory_efficiency
-/// where the kind has none) and takes its fixed time on top (eager_kernel_of).
+/// where the kind has none) and takes its fixed time on top (eager_kernel_of); the eager softmax of unfused
+/// attention runs its fp32 kernels instead (eager_score_softmax_time).
 inline constexpr auto datasheet_vector_time =
     [](const model::op& o, const hw::device& d) constexpr -> seconds {
   const flops work{static_cast<double>(vector_elements(o)) * cycles_per_element(o.kind, o.phase)};
   const seconds compute = work / d.sheet.vector;
+  if (model::eager_fp32_softmax(o)) return std::max(compute, eager_score_softmax_time(o, d));
   const bytes moved = datasheet_vector_bytes(o);
   const eager_kernel e = o.eager ? eager_kernel_of(o.kind) : eager_kernel{};
   const double kernel_share =

@@ -650,7 +650,13 @@ inline constexpr auto activation_bytes = [](const layer& l, recompute mode) cons
     const op& o = l.ops[i];
     if ((o.saved & saves::input0) && !o.inputs.empty()) keep(o.inputs[0], o, o.fp8);
     if ((o.saved & saves::input1) && o.inputs.size() > 1) keep(o.inputs[1], o, false);
-    if (o.saved & saves::output) keep(static_cast<std::int16_t>(i), o, false);
+    // An eager fp32 softmax keeps its fp32 output for its backward pass; the probabilities in the training
+    // format are kept only where another op keeps them (the context GEMM without dropout).
+    if (eager_fp32_softmax(o) && (o.saved & saves::output)) {
+      if ((o.modules & checkpointed) == 0) statistics += 4.0 * static_cast<double>(o.out_elements);
+    } else if (o.saved & saves::output) {
+      keep(static_cast<std::int16_t>(i), o, false);
+    }
     if ((o.saved & saves::mask) && (o.modules & checkpointed) == 0)
       masks += static_cast<double>(o.out_elements);
     // Fused attention keeps one fp32 softmax statistic (log-sum-exp) per row of each head's scores.

@@ -237,6 +237,16 @@ struct op {
   friend constexpr bool operator==(const op&, const op&) = default;
 };
 
+/// Whether op `o` is the softmax of unfused attention run eagerly in fp32: an eager softmax inside the
+/// attention core (the router's top-k softmax is not one) over scores held in fewer than 4 bytes. PyTorch
+/// then casts the scores to fp32, masks and normalizes them there and casts the probabilities back
+/// (Megatron-Core's FusedScaleMaskSoftmax without its CUDA kernels, attention_softmax_in_fp32), keeping the
+/// fp32 softmax for its backward pass (cost::eager_score_softmax_forward, activation_bytes).
+constexpr bool eager_fp32_softmax(const op& o) {
+  return o.eager && o.kind == op_kind::softmax && (o.modules & recompute_module::core_attn) != 0 &&
+         o.elem_bytes < 4;
+}
+
 /// The unit an op runs on.
 inline constexpr auto unit_of = [](const op& o) constexpr -> unit {
   switch (o.kind) {
