@@ -200,6 +200,8 @@ struct step_options {
   double host_overhead_us = std::numeric_limits<double>::quiet_NaN();
   int vocab_padding = 128;  // Megatron-LM's --make-vocab-size-divisible-by default
   bool grad_reduce_in_bf16 = false;
+  bool no_gradient_accumulation_fusion = false;
+  std::string optimizer_kernels = "fused";
   bool fp8_param_gather = false;
   bool fsdp = false;
   bool shard_gradients = false;
@@ -284,6 +286,18 @@ inline void add_layout_options(CLI::App& app, step_options& o) {
                "keep, accumulate and reduce gradients in bf16 instead of fp32 (Megatron-Core's "
                "--grad-reduce-in-bf16; Megatron-Bridge's performance recipes): half the gradient memory and "
                "data-parallel traffic");
+  app.add_flag("--no-gradient-accumulation-fusion", o.no_gradient_accumulation_fusion,
+               "add each weight gradient into its main gradient with a kernel of its own after every "
+               "backward pass (Megatron-LM's flag of the same name, and what Megatron-Core does without Apex "
+               "or Transformer Engine) instead of inside the weight-gradient GEMM; no cost under --fsdp, "
+               "which keeps no main gradient");
+  app.add_option(
+         "--optimizer-kernels", o.optimizer_kernels,
+         "how the optimizer's update runs: fused (one kernel: Transformer Engine's or Apex's FusedAdam, "
+         "torch's fused=True) or foreach (torch's multi-tensor Adam, torch.optim's default and "
+         "Megatron-Core's fallback without Transformer Engine or Apex: eight passes over the states)")
+      ->check(CLI::IsMember({"fused", "foreach"}))
+      ->default_str("fused");
   app.add_flag(
       "--fp8-param-gather", o.fp8_param_gather,
       "with --precision fp8: keep the weights in FP8 only and all-gather them in FP8 (Megatron-Core's "
@@ -586,6 +600,16 @@ inline void apply_step_options(const step_options& o, train::training_knobs& k,
   }
   k.vocab_padding = o.vocab_padding;
   k.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
+  k.gradient_accumulation_fusion = !o.no_gradient_accumulation_fusion;
+  k.foreach_optimizer = o.optimizer_kernels == "foreach";
+  for (const hw::device& d : devices) {
+    if (k.gradient_accumulation_fusion && !k.foreach_optimizer) break;
+    if (d.kind == hw::device_kind::datasheet) continue;
+    throw input_error(fmt::format(
+        "{}: device '{}' is an accelerator design, not a GPU software stack; drop {}",
+        k.foreach_optimizer ? "--optimizer-kernels foreach" : "--no-gradient-accumulation-fusion",
+        d.name.view(), k.foreach_optimizer ? "--optimizer-kernels" : "--no-gradient-accumulation-fusion"));
+  }
   k.fp8_param_gather = o.fp8_param_gather;
   k.fsdp = o.fsdp;
   k.shard_gradients = o.shard_gradients;

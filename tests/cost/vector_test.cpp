@@ -173,3 +173,46 @@ TEST_CASE("an eager op moves its bytes at its kernel's measured share of the pea
     CHECK(cost::datasheet_vector_time(op(k, op_phase::forward, true), a100).value() >
           3.0 * cost::datasheet_vector_time(op(k, op_phase::forward, false), a100).value());
 }
+
+TEST_CASE("unfused attention's eager softmax runs PyTorch's fp32 kernels, each at its measured share",
+          "[cost][vector]") {
+  const hw::device h200 = *hw::find_preset("h200");
+  const std::int64_t scores = std::int64_t{32} * 4096 * 4096;
+  auto softmax = [&](op_phase p, bool eager, std::uint8_t modules) {
+    model::op o = vector_op(op_kind::softmax, p, scores, scores);
+    o.eager = eager;
+    o.modules = modules;
+    return o;
+  };
+  constexpr auto core = model::recompute_module::core_attn;
+  // The kernel times measured on the H200 (tests/data/gpu/h200-megatron-attention-ops.csv), summed: the
+  // forward's four kernels and the backward's six, each with the add's fixed time.
+  const double forward_s = 1.524e-3 + 1.706e-3 + 1.9606e-3 + 0.7346e-3 + 4 * cost::eager_add.fixed_s;
+  const double backward_s =
+      1.524e-3 + 1.4956e-3 + 1.706e-3 + 0.7346e-3 + 1.4763e-3 + 1.0034e-3 + 6 * cost::eager_add.fixed_s;
+  CHECK(cost::datasheet_vector_time(softmax(op_phase::forward, true, core), h200).value() ==
+        Approx(forward_s).epsilon(1e-9));
+  CHECK(cost::datasheet_vector_time(softmax(op_phase::backward_data, true, core), h200).value() ==
+        Approx(backward_s).epsilon(1e-9));
+  // Fused softmax kernels, and an eager softmax outside the attention core (a router's), keep the one-kernel
+  // model: several times faster.
+  for (const auto& o : {softmax(op_phase::forward, false, core), softmax(op_phase::forward, true, 0)})
+    CHECK(cost::datasheet_vector_time(o, h200).value() < forward_s / 4.0);
+  // Scores already in fp32 take the one-kernel model too (nothing to cast).
+  model::op fp32 = softmax(op_phase::forward, true, core);
+  fp32.elem_bytes = 4;
+  CHECK_FALSE(model::eager_fp32_softmax(fp32));
+}
+
+TEST_CASE("a weight gradient added by a kernel of its own moves 10 bytes per weight at the measured share",
+          "[cost][vector]") {
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  model::op o = vector_op(op_kind::embedding, op_phase::backward_weight, 4096, 4096);
+  CHECK(cost::gradient_accumulation_time(o, h100).value() == 0.0);
+  o.accumulated = 1'000'000'000;
+  o.main_grad_bytes = 10;
+  // 10 GB at 0.55 of the H100's 3.35 TB/s, and one kernel's fixed time.
+  CHECK(cost::gradient_accumulation_share == Approx(0.55).margin(0.005));
+  CHECK(cost::gradient_accumulation_time(o, h100).value() ==
+        Approx(1e10 / (3.35e12 * cost::gradient_accumulation_share) + cost::eager_add.fixed_s));
+}

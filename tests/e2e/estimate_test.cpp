@@ -518,6 +518,46 @@ TEST_CASE("phaze estimate --vector-kernels eager: plain PyTorch's memory-bound k
 }
 
 TEST_CASE(
+    "phaze estimate without Apex or Transformer Engine: unfused gradient accumulation, multi-tensor Adam",
+    "[e2e][estimate]") {
+  const std::string llama =
+      "estimate llama3-8b --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 1 "
+      "--seq 8192 --distributed-optimizer --recompute full";
+  const auto fused = run_json(llama);
+  const auto local = run_json(llama + " --no-gradient-accumulation-fusion --optimizer-kernels foreach");
+  CHECK(fused["plan"]["gradient_accumulation_fusion"] == true);
+  CHECK(fused["plan"]["optimizer_kernels"] == "fused");
+  CHECK(local["plan"]["gradient_accumulation_fusion"] == false);
+  CHECK(local["plan"]["optimizer_kernels"] == "foreach");
+  // A slower step, three times the optimizer's traffic, the same memory.
+  CHECK(local["breakdown"]["compute_s"].get<double>() > fused["breakdown"]["compute_s"].get<double>());
+  CHECK(local["breakdown"]["optimizer_s"].get<double>() ==
+        Approx(3.0 * fused["breakdown"]["optimizer_s"].get<double>()));
+  CHECK(local["peak_memory_bytes"].get<double>() == fused["peak_memory_bytes"].get<double>());
+  const auto table = run_phaze(llama + " --no-gradient-accumulation-fusion --optimizer-kernels foreach");
+  CHECK(table.status == 0);
+  CHECK(contains(table.out, "gradients accumulated by a kernel of their own"));
+  CHECK(contains(table.out, "multi-tensor Adam"));
+  // Megatron-LM has the first as a flag and not the second; SGD has no multi-tensor Adam; an accelerator
+  // design runs no GPU software stack.
+  const std::string plan = "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --emit megatron";
+  const auto emitted = run_phaze(plan + " --no-gradient-accumulation-fusion");
+  CHECK(emitted.status == 0);
+  CHECK(contains(emitted.out, "--no-gradient-accumulation-fusion"));
+  const auto refused = run_phaze(plan + " --optimizer-kernels foreach");
+  CHECK(refused.status == 2);
+  CHECK(contains(refused.err, "--optimizer-kernels fused"));
+  const auto sgd = run_phaze(llama + " --optimizer sgd --optimizer-kernels foreach");
+  CHECK(sgd.status == 2);
+  CHECK(contains(sgd.err, "--optimizer-kernels foreach"));
+  const auto design = run_phaze(
+      "estimate gpt2 --device tpuv4-like --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
+      "--no-gradient-accumulation-fusion");
+  CHECK(design.status == 2);
+  CHECK(contains(design.err, "accelerator design"));
+}
+
+TEST_CASE(
     "phaze estimate of a mixture of experts: dispatcher, EP overlap and permutation, stated and refused",
     "[e2e][estimate][moe]") {
   const std::string plan =

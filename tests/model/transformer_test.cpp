@@ -669,3 +669,21 @@ TEST_CASE("a fused loss keeps the logits and a log-sum-exp per token, not Megatr
           Approx(2.0 * logits - 4.0 * tokens));
   }
 }
+
+TEST_CASE("unfused attention run eagerly keeps its fp32 softmax beside the bf16 probabilities",
+          "[transformer][activations]") {
+  // Llama 2 7B's block (no dropout) at one sequence of 4096 tokens, tp 1, bf16, unfused attention: PyTorch's
+  // fp32 softmax keeps its fp32 output for its backward pass (4 bytes per score element) and the context GEMM
+  // keeps the bf16 probabilities (2), where fused softmax kernels keep the bf16 probabilities alone.
+  const transformer_config c = zoo::get("llama2-7b").config;
+  const layer_shape fused_kernels{1, 0, 1, false, 2};
+  layer_shape eager = fused_kernels;
+  eager.eager_vector = true;
+  const double scores = 32.0 * 4096.0 * 4096.0;
+  CHECK(activation_bytes(block_layer(c, eager), recompute::none).value() -
+            activation_bytes(block_layer(c, fused_kernels), recompute::none).value() ==
+        4.0 * scores);
+  // Selective recomputation of the attention core drops them all, eager or not.
+  CHECK(activation_bytes(block_layer(c, eager), recompute::selective).value() ==
+        activation_bytes(block_layer(c, fused_kernels), recompute::selective).value());
+}

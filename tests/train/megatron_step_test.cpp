@@ -110,6 +110,10 @@ mc_compared mc_estimate(const mc_measured& r, sched::schedule_cache& cache) {
   k.host_overhead = train::eager_host_per_op;
   k.unfused_permutation = true;
   k.vocab_padding = 128;
+  // Neither Apex nor Transformer Engine: each weight gradient added into its fp32 main gradient by a kernel
+  // of its own, and torch's multi-tensor AdamW.
+  k.gradient_accumulation_fusion = false;
+  k.foreach_optimizer = true;
   train::validate(m, par, k, 1);
   const auto device = *hw::find_preset("h200");
   const auto e = train::estimate_step(m, phaze::test::cluster_of(device, par), par, k, cache);
@@ -142,25 +146,27 @@ TEST_CASE("h200: Megatron-Core's own iterations (local spec, 1 GPU) against trai
     }
   }
 
-  SECTION("the forward-backward part where the GPU sets the pace") {
+  SECTION("where the GPU sets the pace: the forward-backward part and the whole iteration") {
     // Where the host sets the pace (the GPU busy for 29-64% of the iteration: Qwen3's MoE blocks, GPT-2 XL at
-    // microbatch 1) phaze is 35-75% fast: Megatron-Core's modules spend more host time per op than eager
+    // microbatch 1) phaze is 32-73% fast: Megatron-Core's modules spend more host time per op than eager
     // PyTorch's 60.7 us (docs/gpu-measurements.md). Not bounded here.
     int n = 0;
     double sum = 0.0;
     for (const auto& c : rows) {
       if (!c.gpu_bound()) continue;
-      CAPTURE(c.run.name, c.error());
-      // phaze is fast on each (-1.9% to -11.1%): the worst, the SDPA build, adds each weight gradient into
-      // its fp32 main gradient with a kernel of its own (no gradient-accumulation fusion without Apex or
-      // Transformer Engine), 29 ms of its 387 that phaze does not charge.
+      const double iteration = c.run.forward_backward_s + c.run.optimizer_s;
+      const double phaze_iteration = c.forward_backward_s + c.optimizer_s;
+      CAPTURE(c.run.name, c.error(), phaze_iteration / iteration - 1.0);
+      // phaze is fast on each, by 0.2-3.8% (the SDPA build, whose softmax cuDNN runs); 0.8-4.1% on the whole
+      // iteration, whose optimizer step (torch's multi-tensor AdamW) phaze puts 3% under the measured one.
       CHECK(c.error() <= 0.0);
-      CHECK(c.error() >= -0.12);
+      CHECK(c.error() >= -0.05);
+      CHECK(std::abs(phaze_iteration / iteration - 1.0) <= 0.05);
       sum += std::abs(c.error());
       ++n;
     }
     REQUIRE(n == 6);
-    CHECK(sum / n <= 0.055);  // measured 4.7%
+    CHECK(sum / n <= 0.02);  // measured 1.2%
   }
 
   SECTION("unfused attention's fp32 softmax is priced as PyTorch runs it") {

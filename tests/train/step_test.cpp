@@ -539,3 +539,46 @@ TEST_CASE("the embedding and loss counted as pipeline layers: Megatron-Core's sp
   CHECK(s3[1].blocks == 11);
   CHECK(s3[2].blocks == 11);
 }
+
+TEST_CASE("unfused gradient accumulation and torch's multi-tensor Adam add their closed forms to a step",
+          "[train][step_time]") {
+  // GPT-2 on one H100, 4 microbatches: without gradient-accumulation fusion every microbatch's backward pass
+  // adds each weight's gradient (every GEMM's and the embedding's) into its fp32 main gradient, 10 bytes per
+  // weight at cost::gradient_accumulation_share of the peak plus a kernel's fixed time; the multi-tensor
+  // Adam makes train::foreach_adam_bytes / fused_adam_bytes (3) times the fused update's traffic.
+  const auto m = model::with_sequence(zoo::get("gpt2"), 1024);
+  const hw::device h100 = *hw::find_preset("h100-sxm");
+  const train::parallelism p{1, 1, 1};
+  train::training_knobs k;
+  k.global_batch = 8;
+  k.microbatch = 2;
+  k.precision = hw::precision::bf16;
+  sched::schedule_cache cache;
+  const auto c = phaze::test::cluster_of(h100, p);
+  const auto fused = train::estimate_step(m, c, p, k, cache);
+  k.gradient_accumulation_fusion = false;
+  k.foreach_optimizer = true;
+  const auto unfused = train::estimate_step(m, c, p, k, cache);
+
+  const model::layer_shape shape = train::layer_shape_of(m, p, k);
+  double weights = 0.0;
+  int kernels = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    for (const model::op& o : model::layer_at(m, i, shape).ops) {
+      if (o.params <= 0 || (o.kind != model::op_kind::matmul && o.kind != model::op_kind::embedding))
+        continue;
+      weights += static_cast<double>(o.params);
+      ++kernels;
+    }
+  }
+  const double per_microbatch =
+      weights * 10.0 / (3.35e12 * cost::gradient_accumulation_share) + kernels * cost::eager_add.fixed_s;
+  CHECK(unfused.breakdown.compute.value() - fused.breakdown.compute.value() ==
+        Approx(4.0 * per_microbatch).epsilon(1e-6));
+  CHECK(unfused.breakdown.optimizer.value() == Approx(3.0 * fused.breakdown.optimizer.value()));
+  // With bf16 main gradients the kernel moves 6 bytes per weight.
+  k.grad_reduce_in_bf16 = true;
+  CHECK(train::main_grad_bytes_of(k) == 6);
+  k.fsdp = true;  // FSDP keeps no main gradient
+  CHECK(train::main_grad_bytes_of(k) == 0);
+}

@@ -100,9 +100,11 @@ inline constexpr auto cost_of =
       }
       if (!systolic) {
         const seconds gemm = o.fp8 && hw::runs_fp8(d) ? datasheet_fp8_gemm(o, d) : datasheet_gemm(o.gemm, d);
-        // mamba_ssm's kernels: their measured time per token, never below the GEMM model's.
+        // mamba_ssm's kernels: their measured time per token, never below the GEMM model's. A weight
+        // gradient added into its main gradient by a kernel of its own takes that kernel's time too.
         const seconds t =
-            o.mamba != model::mamba_kernel::none ? std::max(gemm, mamba_kernel_time(o, d)) : gemm;
+            (o.mamba != model::mamba_kernel::none ? std::max(gemm, mamba_kernel_time(o, d)) : gemm) +
+            gradient_accumulation_time(o, d);
         return {t, t};
       }
       const gemm_cost g = systolic_gemm(o.gemm, d);
@@ -117,7 +119,7 @@ inline constexpr auto cost_of =
         return {t, t};
       }
       if (!systolic) {
-        const seconds t = datasheet_vector_time(o, d);
+        const seconds t = datasheet_vector_time(o, d) + gradient_accumulation_time(o, d);
         return {t, t};
       }
       return {systolic_vector_time(o, d, 1), systolic_vector_time(o, d, d.systolic.num_vc)};

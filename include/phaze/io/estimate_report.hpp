@@ -167,6 +167,8 @@ inline nlohmann::ordered_json estimate_json(const model::model& m, const cluster
             {"precision", std::string{hw::to_string(k.precision)}},
             {"bf16_blocks", bf16_block_count(m)},
             {"grad_reduce_in_bf16", k.grad_reduce_in_bf16},
+            {"gradient_accumulation_fusion", k.gradient_accumulation_fusion},
+            {"optimizer_kernels", k.foreach_optimizer ? "foreach" : "fused"},
             {"fp8_param_gather", k.fp8_param_gather},
             {"embedding_in_pipeline_split", k.embedding_in_pipeline_split},
             {"loss_in_pipeline_split", k.loss_in_pipeline_split},
@@ -211,6 +213,8 @@ inline std::string step_summary(const model::model& m, const train::training_kno
   if (k.fused_loss) out += ", fused cross-entropy";
   if (k.eager_vector) out += ", eager vector kernels";
   if (k.grad_reduce_in_bf16) out += ", bf16 gradients";
+  if (!k.gradient_accumulation_fusion) out += ", gradients accumulated by a kernel of their own";
+  if (k.foreach_optimizer) out += ", multi-tensor Adam";
   if (k.optimizer_dtype != hw::precision::fp32)
     out += fmt::format(", {} optimizer state", hw::to_string(k.optimizer_dtype));
   if (k.fsdp && k.fsdp_shard > 0) {

@@ -208,6 +208,10 @@ inline std::optional<std::string> megatron_cannot_run(const model::model& m, con
   if (k.eager_vector)
     return "its norms and activations run as eager PyTorch's kernels (--vector-kernels eager), where "
            "Megatron-LM fuses them: give --vector-kernels fused";
+  if (k.foreach_optimizer)
+    return "its optimizer runs as torch's multi-tensor Adam (--optimizer-kernels foreach), which Megatron-LM "
+           "core_r0.11.0 runs only where neither Transformer Engine nor Apex is installed and has no flag "
+           "for: give --optimizer-kernels fused";
   return std::nullopt;
 }
 
@@ -309,6 +313,7 @@ inline std::string megatron_arguments(const model::model& m, const place::ranked
   // fusion, which --use-torch-fsdp2 refuses (validate_args).
   if (k.fsdp) out += " --use-torch-fsdp2 --no-gradient-accumulation-fusion";
   if (k.distributed_optimizer && !k.fsdp) out += " --use-distributed-optimizer";
+  if (!k.gradient_accumulation_fusion && !k.fsdp) out += " --no-gradient-accumulation-fusion";
   // Megatron-Core's AttnBackend (core_r0.11.0): fused is Transformer Engine's cuDNN attention, flash its
   // FlashAttention backend (flash-attn 2 or 3, whichever is installed).
   const bool flash = k.attention_kernel == model::attention_kernel::flash2 ||

@@ -496,6 +496,8 @@ inline std::string best_estimate_command(const search::spec& s, const search::su
   cmd += " --memory-headroom " + std::string{headroom.data()} + " --host-overhead " +
          std::string{host.data()} + " --vocab-padding " + std::to_string(k.vocab_padding);
   if (k.grad_reduce_in_bf16) cmd += " --grad-reduce-in-bf16";
+  if (!k.gradient_accumulation_fusion) cmd += " --no-gradient-accumulation-fusion";
+  if (k.foreach_optimizer) cmd += " --optimizer-kernels foreach";
   if (k.fp8_param_gather) cmd += " --fp8-param-gather";
   if (k.fused_loss) cmd += " --cross-entropy fused";
   if (k.eager_vector) cmd += " --vector-kernels eager";

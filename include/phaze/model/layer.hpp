@@ -108,6 +108,10 @@ struct layer_shape {
   /// Expert parallelism's dispatch hands each rank its tokens already grouped by expert (DeepEP's and
   /// HybridEP's kernels, train::moe_dispatcher::flex): no sort of the received chunks by local expert.
   bool grouped_dispatch = false;
+  /// Bytes per weight a kernel of its own moves after each backward pass to add the weight's gradient into
+  /// its main gradient (train::main_grad_bytes_of: no gradient-accumulation fusion); 0: the weight-gradient
+  /// GEMM accumulates it (Megatron-Core's gradient_accumulation_fusion) or nothing accumulates.
+  int main_grad_bytes = 0;
   friend constexpr bool operator==(const layer_shape&, const layer_shape&) = default;
 };
 
@@ -475,6 +479,8 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
         dw.gemm = {f.gemm.batch, f.gemm.k, f.gemm.m, f.gemm.n};
         dw.in_elements = f.in_elements + f.out_elements;
         dw.out_elements = f.params;
+        dw.accumulated = l.shape.main_grad_bytes > 0 ? f.params : 0;
+        dw.main_grad_bytes = l.shape.main_grad_bytes;
         const auto dx_index = emit(dx);
         emit(dw);
         grad_of_input[i][0].push_back(dx_index);
@@ -505,6 +511,8 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
       case op_kind::embedding: {
         op dw = make(op_kind::embedding, op_phase::backward_weight, "_dw");
         dw.in_elements = f.out_elements;
+        dw.accumulated = l.shape.main_grad_bytes > 0 ? f.params : 0;
+        dw.main_grad_bytes = l.shape.main_grad_bytes;
         emit(dw);
         break;
       }

@@ -222,6 +222,11 @@ struct op {
   /// A vector op run as eager PyTorch runs it, one or more unfused kernels at their measured rate
   /// (layer_shape::eager_vector; cost::eager_kernel_of); matrix ops and collectives ignore it.
   bool eager = false;
+  /// A weight-gradient op (a matmul's or the embedding's) whose gradient a kernel of its own then adds into
+  /// the weight's main gradient (layer_shape::main_grad_bytes): the weights, and the bytes that kernel
+  /// moves per weight (cost::gradient_accumulation_time); 0 where the GEMM accumulates it.
+  std::int64_t accumulated = 0;
+  int main_grad_bytes = 0;
   /// A permutation of token rows by index run unfused (index_kernel); none otherwise.
   index_kernel permutation = index_kernel::none;
   /// A Mamba-2 mixer's op run by mamba_ssm's Triton kernels (mamba_kernel); none otherwise.

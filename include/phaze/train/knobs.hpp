@@ -305,6 +305,17 @@ struct training_knobs {
   /// (last) model chunk one transformer block fewer: Llama 3.1 405B's 126 blocks run as pp 8 x vp 8.
   bool embedding_in_pipeline_split = false;
   bool loss_in_pipeline_split = false;
+  /// Each weight gradient accumulated into its main gradient inside the weight-gradient GEMM (Megatron-Core's
+  /// gradient_accumulation_fusion, on where Apex or Transformer Engine is installed; the default here and on
+  /// the command line). Off (Megatron-LM's --no-gradient-accumulation-fusion, and what Megatron-Core does
+  /// without either): after every backward pass a kernel of its own adds each weight's gradient into its
+  /// main gradient (model::layer_shape::main_grad_bytes, cost::gradient_accumulation_time).
+  bool gradient_accumulation_fusion = true;
+  /// The optimizer's update as one fused kernel (torch's fused=True, Transformer Engine's and Apex's
+  /// FusedAdam: the default) or as torch's multi-tensor Adam (foreach, torch.optim's default, which
+  /// Megatron-Core falls back to without Transformer Engine or Apex): eight passes over the states
+  /// (foreach_adam_bytes).
+  bool foreach_optimizer = false;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
 
@@ -360,6 +371,18 @@ constexpr std::int64_t microbatches_per_replica(const parallelism& p, const trai
 /// training_knobs::host_overhead.
 inline constexpr double eager_host_per_op = 60.7e-6;
 
+/// Bytes per weight the separate gradient-accumulation kernel moves when gradient accumulation is not fused
+/// into the weight-gradient GEMM (training_knobs::gradient_accumulation_fusion off): the main gradient read
+/// and written (fp32, or bf16 with grad_reduce_in_bf16) and the GEMM's gradient read (in the training
+/// format, bf16 under fp8); 0 when fused, and under fsdp, which keeps no main gradient (each microbatch's
+/// gradients are reduce-scattered and added into the rank's shard; Megatron-LM's FSDP2 needs the flag off).
+constexpr int main_grad_bytes_of(const training_knobs& k) {
+  if (k.gradient_accumulation_fusion || k.fsdp) return 0;
+  const int main = k.grad_reduce_in_bf16 ? 2 : 4;
+  const int grad = k.precision == hw::precision::fp32 || k.precision == hw::precision::tf32 ? 4 : 2;
+  return 2 * main + grad;
+}
+
 /// The shape every layer of the run is built for.
 constexpr model::layer_shape layer_shape_of(const model::model& m, const parallelism& p,
                                             const training_knobs& k) {
@@ -380,7 +403,8 @@ constexpr model::layer_shape layer_shape_of(const model::model& m, const paralle
                             k.fused_loss,
                             k.eager_vector,
                             k.unfused_permutation,
-                            k.dispatcher == moe_dispatcher::flex};
+                            k.dispatcher == moe_dispatcher::flex,
+                            main_grad_bytes_of(k)};
 }
 
 namespace rules {
@@ -552,6 +576,11 @@ namespace rules {
       "`shard_gradients` is ZeRO stage 2: the optimizer state sharded and the gradients with it; give "
       "`distributed_optimizer` with it (and not `fsdp`, which shards the weights as well), or drop "
       "`shard_gradients`");
+}
+[[noreturn]] inline void foreach_optimizer_is_adam() {
+  throw input_error(
+      "`foreach_optimizer` is torch's multi-tensor Adam (its passes are counted for Adam's update); train "
+      "with the adam optimizer, or drop `foreach_optimizer`");
 }
 [[noreturn]] inline void gradient_sharding_without_pipeline() {
   throw input_error(
@@ -738,6 +767,7 @@ struct validate_fn {
     if (k.shard_gradients && (!k.distributed_optimizer || k.fsdp))
       rules::gradient_sharding_needs_the_distributed_optimizer();
     if (k.shard_gradients && p.pp > 1) rules::gradient_sharding_without_pipeline();
+    if (k.foreach_optimizer && k.opt != optimizer::adam) rules::foreach_optimizer_is_adam();
     // Megatron-Core's flex dispatcher refuses padding to a capacity (MoEFlexTokenDispatcher); phaze models
     // its exchange over the expert-parallel ranks of expert tensor parallelism 1.
     if (k.dispatcher == moe_dispatcher::flex && m.config.experts > 0) {

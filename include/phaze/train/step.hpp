@@ -112,6 +112,20 @@ struct stage_member {
   int first_rank = 0;                  ///< the first of them
 };
 
+/// Bytes per parameter Adam's update moves as one fused kernel (torch's _fused_adam_, Transformer Engine's
+/// and Apex's FusedAdam): the weight, its gradient and the two moments read, the weight and the moments
+/// written, 4 bytes each.
+inline constexpr double fused_adam_bytes = 28.0;
+/// Bytes per parameter torch's multi-tensor Adam moves (torch/optim/adam.py, _multi_tensor_adam with
+/// decoupled weight decay, PyTorch 2.11; training_knobs::foreach_optimizer), one pass per foreach call over
+/// 4-byte states: the weights scaled by the decay (read, write: 8), the first moment lerped toward the
+/// gradient (12), the second moment scaled (8) and the gradient's square added (gradient read twice: 16), its
+/// square root into a new list (8), divided by the bias correction (8), plus epsilon (8), and the update
+/// addcdiv into the weights (16): 84. The eight kernel kinds and their counts are those of one Megatron-Core
+/// iteration's profile on an H200 (tests/data/gpu/h200-megatron-step-top.csv), where they took 40.2 ms for
+/// 1.881 B parameters: 0.82 of the peak on these bytes.
+inline constexpr double foreach_adam_bytes = 84.0;
+
 /// The training-step model of a cluster and knobs: every formula the estimate and the placers use
 /// (Narayanan et al., SC'21; Korthikanti et al. 2022; docs/step-time.md). Routes of the collectives come from
 /// the cluster for the plan's shape (cluster::cluster::ring, pairs).
@@ -568,7 +582,7 @@ class step_model {
   /// The optimizer step of a stage holding `parameters` per rank on device `d`: weights, gradients and this
   /// rank's share of the optimizer state read and written once at the achievable HBM bandwidth (the
   /// `expert` parameters' state sharded over the expert-data-parallel ranks), times the device's calibrated
-  /// memory factor.
+  /// memory factor; as many times over as torch's multi-tensor Adam makes passes (foreach_adam_bytes).
   [[nodiscard]] constexpr seconds optimizer_step(double parameters, const plan_shape& s, const hw::device& d,
                                                  double expert = 0.0) const {
     const bytes_per_parameter per = state_bytes_of(knobs_);
@@ -581,9 +595,11 @@ class step_model {
         optimizer_state_bytes(parameters, expert, per, knobs_.distributed_optimizer || knobs_.fsdp, ranks,
                               expert_ranks);
     // A calibrated memory factor scales it as every memory-bound kernel, never past the peak bandwidth.
+    // torch's multi-tensor Adam makes foreach_adam_bytes / fused_adam_bytes as many passes.
     const double factor = d.kind == hw::device_kind::datasheet ? d.sheet.calibrated.memory : 1.0;
-    return seconds{std::max(2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value() * factor,
-                            2.0 * state_bytes / d.hbm_bandwidth.value())};
+    const double passes = knobs_.foreach_optimizer ? foreach_adam_bytes / fused_adam_bytes : 1.0;
+    return seconds{passes * std::max(2.0 * state_bytes / hw::achievable_hbm_bandwidth(d).value() * factor,
+                                     2.0 * state_bytes / d.hbm_bandwidth.value())};
   }
 
   /// The device whose optimizer step a plan waits for: of the devices the plan uses, the one with the
