@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -273,11 +274,53 @@ void print_cluster_fronts(const io::cluster_space_description& space,
              io::cluster_front_table(s, found.power_front));
 }
 
+/// Compositions each process plans per round of a cluster search under mpirun: enough that the slowest of a
+/// round's plan searches (a composition of three types plans every order of them) and the all-gather after
+/// it do not keep the others waiting long, few enough that the pruning sees the rounds before.
+inline constexpr std::size_t cluster_round_per_process = 8;
+
+/// The map of a cluster search under mpirun: process q plans the round's compositions q, q + size, ...; every
+/// process then has every point's status, throughput, plans timed and memory need (one JSON line each, an
+/// all-gather), the plans staying where they were made (cluster_search::complete plans the fronts' again).
+search::cluster_map cluster_map_of(mpi_session& mpi) {
+  return [&mpi](const std::vector<std::size_t>& todo,
+                const std::function<search::cluster_point(std::size_t)>& plan) {
+    std::vector<search::cluster_point> out(todo.size());
+    std::vector<std::string> lines;
+    for (std::size_t j = static_cast<std::size_t>(mpi.rank()); j < todo.size();
+         j += static_cast<std::size_t>(mpi.size())) {
+      out[j] = plan(todo[j]);
+      const search::cluster_point& p = out[j];
+      lines.push_back(nlohmann::json{{"status", static_cast<int>(p.status)},
+                                     {"samples_per_s", p.samples_per_s},
+                                     {"plans_evaluated", p.plans_evaluated},
+                                     {"memory_need", p.smallest_memory_need.value()}}
+                          .dump());
+    }
+    const auto all = mpi.all_gather(lines);
+    // `all` lists rank 0's points, then rank 1's, ...; rank q's are the round's q, q + size, ...
+    std::size_t k = 0;
+    for (int q = 0; q < mpi.size(); ++q) {
+      for (std::size_t j = static_cast<std::size_t>(q); j < todo.size();
+           j += static_cast<std::size_t>(mpi.size()), ++k) {
+        if (q == mpi.rank()) continue;
+        const nlohmann::json line = nlohmann::json::parse(all.at(k));
+        search::cluster_point& p = out[j];
+        p.status = static_cast<search::outcome>(line.at("status").get<int>());
+        p.samples_per_s = line.at("samples_per_s").get<double>();
+        p.plans_evaluated = line.at("plans_evaluated").get<std::size_t>();
+        p.smallest_memory_need = bytes{line.at("memory_need").get<double>()};
+      }
+    }
+    return out;
+  };
+}
+
 /// `phaze search MODEL --cluster-space FILE --global-batch B ...`: the device mixes of a cluster space on the
 /// Pareto fronts of throughput vs cost and vs power, each with its best plan (search::cluster_search).
 /// `parser` tells which options were given: those of the design search are refused, and the layer times
 /// are list schedules unless --solver ilp is given.
-int run_cluster_search(const search_options& o, const CLI::App& parser) {
+int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_session& mpi) {
   auto given = [&](const char* name) { return parser.get_option(name)->count() > 0; };
   for (const char* name :
        {"--spec", "--devices", "--hbm", "--resume", "--no-baselines", "--top", "--threads", "--placer"}) {
@@ -306,13 +349,19 @@ int run_cluster_search(const search_options& o, const CLI::App& parser) {
   apply_step_options(o.step, base, offered);
   m = apply_model_options(o.step, std::move(m), base);
   const place::plan_choices choices = cluster_search_choices(o, given("--solver"));
-  progress_line line(o.progress);
-  const search::cluster_search_result found = search::cluster_search(space.value, m, base)
-                                                  .choices(choices)
-                                                  .exhaustive(o.exhaustive)
-                                                  .progress(o.quiet ? progress_hook{} : line.hook())
-                                                  .run();
+  const bool root = mpi.rank() == 0;
+  progress_line line(o.progress && root);
+  search::cluster_search search = search::cluster_search(space.value, m, base)
+                                      .choices(choices)
+                                      .exhaustive(o.exhaustive)
+                                      .progress(o.quiet || !root ? progress_hook{} : line.hook());
+  // Under mpirun each round deals cluster_round_per_process compositions to each process (cluster_map_of).
+  if (mpi.active())
+    search.map(cluster_map_of(mpi), cluster_round_per_process * static_cast<std::size_t>(mpi.size()));
+  search::cluster_search_result found = search.run();
   line.finish();
+  if (!root) return 0;
+  if (mpi.active()) search.complete(found);  // the fronts' points other processes planned
   const search::cluster_space& s = space.value;
   const std::string limits =
       fmt::format("the budget of {:.0f} USD{}", s.budget_usd,
@@ -363,13 +412,15 @@ void print_progress(const search::progress& p, bool terminal) {
   if (p.open == 0 && (p.refining || p.done == p.total)) std::fprintf(stderr, "\n");
 }
 
-int run_search(const search_options& o) {
+/// Runs `body(mpi)` in an MPI session (active under mpirun).
+template <class Body>
+int with_mpi(Body body) {
   mpi_session mpi;
-  if (!mpi.active()) return search_with(o, mpi);
+  if (!mpi.active()) return body(mpi);
   // Under mpirun an error on one rank would leave the others waiting in a collective forever: report it and
   // end the whole job with the error's exit code.
   try {
-    return search_with(o, mpi);
+    return body(mpi);
   } catch (const error& e) {
     std::fprintf(stderr, "phaze: error: %s\n", cli::in_option_words(e.what()).c_str());
     std::fflush(stderr);
@@ -665,9 +716,9 @@ int run_search_command(const search_options& o, const CLI::App& parser) {
                         name));
       }
     }
-    return run_search(o);
+    return with_mpi([&](mpi_session& mpi) { return search_with(o, mpi); });
   }
-  return run_cluster_search(o, parser);
+  return with_mpi([&](mpi_session& mpi) { return run_cluster_search(o, parser, mpi); });
 }
 
 command add_search_command(CLI::App& root) {

@@ -4,6 +4,7 @@
 // when nothing within the budget has a plan that fits.
 #include "run_phaze.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -111,4 +112,32 @@ TEST_CASE("phaze search --cluster-space: exit 2 for what a user can fix, 3 when 
   r = run_phaze("search gpt2 --cluster-space " + wide.string() + " --global-batch 1 --microbatches 1 --tp 1");
   CHECK(r.status == 3);
   for (const auto& p : {no_budget, unknown, poor, wide}) std::filesystem::remove(p);
+}
+
+TEST_CASE("phaze search --cluster-space under mpirun: the same fronts from two processes",
+          "[e2e][cluster_search]") {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("mpirun not found: skipped (Debian package openmpi-bin)");
+    return;
+  }
+  // Up to 16 H100s and 16 A100s in steps of 8: eight compositions, dealt to two processes a round at a time.
+  const auto space = write_temp("space-mpi.json", R"({"schema": "phaze.cluster-space", "version": 1,
+      "budget_usd": 1e7, "devices": [
+      {"device": "h100-sxm", "price_usd": 30000, "power_w": 1200, "max": 16, "step": 8},
+      {"device": "a100-80gb", "price_usd": 15000, "power_w": 800, "max": 16, "step": 8}]})");
+  const std::string args = "search gpt2 --cluster-space '" + space.string() + "'" + cheap;
+  const auto one = run_json(args);
+  const auto out = temp_path("mpi-front.json");
+  // Open MPI refuses root without these; ASan builds would report Open MPI's own leaks.
+  const std::string launch =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 mpirun -np 2 "
+      "--oversubscribe '" +
+      std::string{PHAZE_EXECUTABLE} + "' " + args + " --format json > '" + out.string() + "' 2>/dev/null";
+  REQUIRE(std::system(launch.c_str()) == 0);
+  const auto two = nlohmann::json::parse(read_file(out));  // rank 0 alone prints
+  CHECK(two["search"]["compositions"] == one["search"]["compositions"]);
+  CHECK(two["search"]["evaluated"].get<int>() + two["search"]["pruned"].get<int>() ==
+        two["search"]["compositions"].get<int>());
+  CHECK(two["cost_front"] == one["cost_front"]);
+  CHECK(two["power_front"] == one["power_front"]);
 }

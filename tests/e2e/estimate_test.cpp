@@ -550,6 +550,9 @@ TEST_CASE(
   const auto sgd = run_phaze(llama + " --optimizer sgd --optimizer-kernels foreach");
   CHECK(sgd.status == 2);
   CHECK(contains(sgd.err, "--optimizer-kernels foreach"));
+  const auto bf16_state = run_phaze(llama + " --optimizer-kernels foreach --optimizer-dtype bf16");
+  CHECK(bf16_state.status == 2);
+  CHECK(contains(bf16_state.err, "--optimizer-dtype"));
   const auto design = run_phaze(
       "estimate gpt2 --device tpuv4-like --devices 8 --tp 1 --pp 1 --global-batch 64 --microbatch 8 "
       "--no-gradient-accumulation-fusion");

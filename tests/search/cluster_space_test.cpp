@@ -251,6 +251,53 @@ TEST_CASE("cluster search: the fronts equal those of planning every composition 
   CHECK(three_types > 0);  // and clusters of three types are among them
 }
 
+TEST_CASE("cluster search in rounds through a map, part planned elsewhere: the same fronts after complete()",
+          "[cluster_space]") {
+  // The map of `phaze search --cluster-space` under mpirun: each round's compositions dealt to two
+  // "processes"; the points of the second come back as another process sends them (status, throughput,
+  // plans timed, memory need; no plan or cluster), and complete() plans the fronts' such points again.
+  const model::model m = zoo::get("gpt2");
+  std::size_t rounds_with_two = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    const search::cluster_space s = seeded_space(seed);
+    const auto k = batch(seed % 2 == 0 ? 32 : 64);
+    const auto one_at_a_time = search::cluster_search(s, m, k).choices(cheap()).run();
+    const search::cluster_map two_processes =
+        [&](const std::vector<std::size_t>& todo,
+            const std::function<search::cluster_point(std::size_t)>& plan) {
+          std::vector<search::cluster_point> out;
+          if (todo.size() > 1) ++rounds_with_two;
+          for (std::size_t j = 0; j < todo.size(); ++j) {
+            search::cluster_point p = plan(todo[j]);
+            if (j % 2 == 1) {  // from the other process: what it sends
+              search::cluster_point sent;
+              sent.status = p.status;
+              sent.samples_per_s = p.samples_per_s;
+              sent.plans_evaluated = p.plans_evaluated;
+              sent.smallest_memory_need = p.smallest_memory_need;
+              p = sent;
+            }
+            out.push_back(std::move(p));
+          }
+          return out;
+        };
+    const search::cluster_search search =
+        search::cluster_search(s, m, k).choices(cheap()).map(two_processes, 3);
+    search::cluster_search_result rounds = search.run();
+    INFO("seed " << seed << ": " << rounds.compositions.size() << " compositions, " << rounds.pruned
+                 << " and " << one_at_a_time.pruned << " pruned");
+    CHECK(rounds.compositions.size() == one_at_a_time.compositions.size());
+    CHECK(rounds.evaluated + rounds.pruned == rounds.compositions.size());
+    CHECK(rounds.pruned <= one_at_a_time.pruned);  // no composition of a round prunes another of it
+    search.complete(rounds);
+    same_front(rounds.cost_front, one_at_a_time.cost_front);
+    same_front(rounds.power_front, one_at_a_time.power_front);
+    for (const auto* front : {&rounds.cost_front, &rounds.power_front})
+      for (const auto& p : *front) CHECK(p.plan.has_value());
+  }
+  CHECK(rounds_with_two > 0);
+}
+
 TEST_CASE("the bounds lie above every plan's throughput (tp, recomputation, two types)", "[cluster_space]") {
   const model::model m = zoo::get("gpt2");
   search::cluster_space s;

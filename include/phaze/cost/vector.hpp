@@ -230,9 +230,10 @@ constexpr score_pass h200_score_pass(double bytes_per_element, double seconds) {
 /// to fp32 (read 2, write 4), the causal mask filled in place (read 4, write 4), the softmax (read 4, write
 /// 4), the probabilities cast back (read 4, write 2). Its backward: the gradient cast to fp32 (6), the
 /// softmax's backward (the gradient and the kept output read, the result written: 12), the mask filled into
-/// the gradient (8), the cast back (6), and two kernels the profile shows that the forward code does not
-/// call, so they belong to the backward: a product of two fp32 score-sized tensors (12) and a copy of one
-/// (8). Each kernel's share of the peak was measured on one H200 (PyTorch 2.11; tools/gpu/megatron_step.py
+/// the gradient (8; out of place, so a copy of the fp32 gradient comes first: 8 more), the cast back (6),
+/// and a product of two fp32 score-sized tensors (12) that the profile shows and the forward code does not
+/// call, so it belongs to the backward; which line makes it was not found. Each kernel's share of the peak
+/// was measured on one H200 (PyTorch 2.11; tools/gpu/megatron_step.py
 /// --cases attention-ops, tests/data/gpu/h200-megatron-attention-ops.csv: one forward and backward of the
 /// local DotProductAttention alone, the seconds below are per call); a whole Megatron-Core step gave the
 /// same rates within 1% (h200-megatron-step-top.csv). Other cards take the same shares of their peak.
@@ -247,7 +248,7 @@ inline constexpr std::array<score_pass, 6> eager_score_softmax_backward{
     detail::h200_score_pass(8.0, 1.706e-3),    // masked_fill
     detail::h200_score_pass(6.0, 0.7346e-3),   // the gradient back to bf16
     detail::h200_score_pass(12.0, 1.4763e-3),  // fp32 product of two score-sized tensors
-    detail::h200_score_pass(8.0, 1.0034e-3)};  // fp32 device-to-device copy
+    detail::h200_score_pass(8.0, 1.0034e-3)};  // the copy masked_fill makes of the gradient
 
 /// Time of an eager fp32 score softmax (model::eager_fp32_softmax) on a datasheet device: each kernel's bytes
 /// at its share of the peak, times the device's calibrated memory factor (never faster than the peak), and

@@ -479,7 +479,10 @@ inline constexpr auto backward = [](const layer& l) constexpr -> static_vector<o
         dw.gemm = {f.gemm.batch, f.gemm.k, f.gemm.m, f.gemm.n};
         dw.in_elements = f.in_elements + f.out_elements;
         dw.out_elements = f.params;
-        dw.accumulated = l.shape.main_grad_bytes > 0 ? f.params : 0;
+        // A weight tied to the embedding is one parameter: its gradient is added once, by the embedding's
+        // op (an output layer on another pipeline stage than the embedding, which holds a copy of its own,
+        // is charged the same, one add short).
+        dw.accumulated = l.shape.main_grad_bytes > 0 ? f.params - f.tied_params : 0;
         dw.main_grad_bytes = l.shape.main_grad_bytes;
         const auto dx_index = emit(dx);
         emit(dw);

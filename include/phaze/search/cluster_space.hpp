@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -110,6 +111,9 @@ namespace rules {
   throw input_error("the cluster space holds more than " + std::to_string(cluster_space::max_compositions) +
                     " compositions within the budget and power cap; raise the steps, narrow min..max, lower "
                     "the budget or set max_types to 1");
+}
+[[noreturn]] inline void map_must_return_every_point() {
+  throw error("a cluster search's map returned another number of points than it was given compositions");
 }
 }  // namespace rules
 
@@ -435,6 +439,14 @@ inline std::vector<cluster_point> power_front_of(const std::vector<cluster_point
                                                 [](const cluster_point& p) { return p.mix.power.value(); });
 }
 
+/// How a cluster search plans one round of compositions (cluster_search::map): given the indices to plan (in
+/// compositions_of's order) and the function that plans one, the planned points in the same order. A point
+/// may come back without its plan and cluster (planned elsewhere, by another process): only its status,
+/// throughput, plans timed and memory need are read; cluster_search::complete plans the fronts' such points
+/// again.
+using cluster_map = std::function<std::vector<cluster_point>(
+    const std::vector<std::size_t>&, const std::function<cluster_point(std::size_t)>&)>;
+
 /// The search over a cluster space, with named parameters:
 ///
 ///     search::cluster_search(space, model, knobs).choices(c).exhaustive().run();
@@ -486,6 +498,16 @@ class cluster_search {
     return *this;
   }
 
+  /// Plans the compositions in rounds of `round` through `m` (by default one at a time, here). The pruning
+  /// test of a round's compositions sees the points of the rounds before it only, which are no dearer, so
+  /// the fronts are those of a search one at a time; more compositions may be planned (none of a round
+  /// prunes another of it).
+  cluster_search& map(cluster_map m, std::size_t round) {
+    map_ = std::move(m);
+    round_ = std::max<std::size_t>(round, 1);
+    return *this;
+  }
+
   /// Runs the search; throws input_error for a broken space.
   [[nodiscard]] cluster_search_result run() const {
     const auto start = std::chrono::steady_clock::now();
@@ -494,51 +516,84 @@ class cluster_search {
     cluster_search_result out;
     out.per_sample = model_flops_per_sample(model_, base_);
     out.scheduler = std::string{cache.scheduler()};
-    const model::model run = base_.sequence > 0 ? model::with_sequence(model_, base_.sequence) : model_;
-    int widest = 1;
-    for (const auto& o : space_.devices) widest = std::max(widest, o.node.devices);
-    for (const auto& o : space_.devices)
-      out.work.push_back(layer_work_of(run, o.device, base_, choices_, widest));
+    out.work = work_of();
+    const auto plan_one = [&](std::size_t i) {
+      cluster_point p = bounded(i, mixes[i], out);
+      plan(p, cache);
+      return p;
+    };
     double fastest = 0.0;  // the best throughput planned so far, at no larger cost (cost order)
     std::vector<std::pair<watts, double>> planned;  // power and throughput of every feasible point so far
-    for (std::size_t i = 0; i < mixes.size(); ++i) {
-      if (progress_)
-        progress_({"compositions", i, mixes.size(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
-      cluster_point p;
-      p.index = i;
-      p.mix = mixes[i];
-      std::vector<std::pair<int, const layer_work*>> types;
-      for (std::size_t t = 0; t < p.mix.counts.size(); ++t)
-        if (p.mix.counts[t] > 0) types.emplace_back(p.mix.counts[t], &out.work[t]);
-      p.upper_bound_samples_per_s =
-          std::min(peak_throughput_bound(p.mix.peak, out.per_sample), layer_throughput_bound(types));
-      const double bound = p.upper_bound_samples_per_s;
-      const bool dominated_on_cost = fastest >= bound;
-      const bool dominated_on_power = std::any_of(planned.begin(), planned.end(), [&](const auto& q) {
-        return q.first <= p.mix.power && q.second >= bound;
-      });
-      if (!exhaustive_ && dominated_on_cost && dominated_on_power) {
-        p.status = outcome::pruned;
-        ++out.pruned;
-        out.compositions.push_back(std::move(p));
-        continue;
+    for (std::size_t first = 0; first < mixes.size(); first += round_) {
+      const std::size_t end = std::min(mixes.size(), first + round_);
+      std::vector<cluster_point> points;
+      std::vector<std::size_t> to_plan;
+      for (std::size_t i = first; i < end; ++i) {
+        if (progress_)
+          progress_({"compositions", i, mixes.size(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+        cluster_point p = bounded(i, mixes[i], out);
+        const double bound = p.upper_bound_samples_per_s;
+        const bool dominated_on_cost = fastest >= bound;
+        const bool dominated_on_power = std::any_of(planned.begin(), planned.end(), [&](const auto& q) {
+          return q.first <= p.mix.power && q.second >= bound;
+        });
+        if (!exhaustive_ && dominated_on_cost && dominated_on_power) {
+          p.status = outcome::pruned;
+          ++out.pruned;
+        } else {
+          to_plan.push_back(i);
+        }
+        points.push_back(std::move(p));
       }
-      plan(p, cache);
-      ++out.evaluated;
-      out.plans_evaluated += p.plans_evaluated;
-      if (p.status == outcome::evaluated) {
-        fastest = std::max(fastest, p.samples_per_s);
-        planned.emplace_back(p.mix.power, p.samples_per_s);
+      std::vector<cluster_point> done;
+      if (map_) {
+        done = map_(to_plan, plan_one);
+        if (done.size() != to_plan.size()) rules::map_must_return_every_point();
       } else {
-        ++out.infeasible;
+        for (const std::size_t i : to_plan) done.push_back(plan_one(i));
       }
-      out.compositions.push_back(std::move(p));
+      for (std::size_t k = 0; k < to_plan.size(); ++k) {
+        cluster_point& p = points[to_plan[k] - first];
+        cluster_point q = std::move(done[k]);
+        q.index = p.index;
+        q.mix = p.mix;
+        q.upper_bound_samples_per_s = p.upper_bound_samples_per_s;
+        p = std::move(q);
+        ++out.evaluated;
+        out.plans_evaluated += p.plans_evaluated;
+        if (p.status == outcome::evaluated) {
+          fastest = std::max(fastest, p.samples_per_s);
+          planned.emplace_back(p.mix.power, p.samples_per_s);
+        } else {
+          ++out.infeasible;
+        }
+      }
+      for (auto& p : points) out.compositions.push_back(std::move(p));
     }
     out.cost_front = cost_front_of(out.compositions);
     out.power_front = power_front_of(out.compositions);
     out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;
+  }
+
+  /// Plans again the points of `r`'s fronts that came back from the map without their plan (planned by
+  /// another process): the same search on the same composition gives the same plan. Throws internal_error
+  /// where it does not.
+  void complete(cluster_search_result& r) const {
+    const std::vector<composition> mixes = compositions_of(space_);
+    const sched::schedule_cache cache{scheduler_};
+    for (auto* front : {&r.cost_front, &r.power_front}) {
+      for (cluster_point& p : *front) {
+        if (p.status != outcome::evaluated || p.plan) continue;
+        cluster_point again = bounded(p.index, mixes.at(p.index), r);
+        plan(again, cache);
+        if (again.status != outcome::evaluated || again.samples_per_s != p.samples_per_s)
+          throw error("a composition planned again gave another plan than the first time");
+        p = again;
+        r.compositions.at(p.index) = std::move(again);
+      }
+    }
   }
 
   /// The rank orders a composition is planned in: its types (indices into the space), first stages first.
@@ -561,6 +616,29 @@ class cluster_search {
   }
 
  private:
+  /// What a sample costs each device type of the space at least (layer_work_of).
+  [[nodiscard]] std::vector<layer_work> work_of() const {
+    const model::model run = base_.sequence > 0 ? model::with_sequence(model_, base_.sequence) : model_;
+    int widest = 1;
+    for (const auto& o : space_.devices) widest = std::max(widest, o.node.devices);
+    std::vector<layer_work> work;
+    for (const auto& o : space_.devices)
+      work.push_back(layer_work_of(run, o.device, base_, choices_, widest));
+    return work;
+  }
+  /// Composition `i` (`mix`) with its throughput bound, not planned yet.
+  [[nodiscard]] static cluster_point bounded(std::size_t i, const composition& mix,
+                                             const cluster_search_result& r) {
+    cluster_point p;
+    p.index = i;
+    p.mix = mix;
+    std::vector<std::pair<int, const layer_work*>> types;
+    for (std::size_t t = 0; t < p.mix.counts.size(); ++t)
+      if (p.mix.counts[t] > 0) types.emplace_back(p.mix.counts[t], &r.work[t]);
+    p.upper_bound_samples_per_s =
+        std::min(peak_throughput_bound(p.mix.peak, r.per_sample), layer_throughput_bound(types));
+    return p;
+  }
   /// Plans one composition in each of its orders and keeps the fastest plan.
   void plan(cluster_point& p, const sched::schedule_cache& cache) const {
     p.status = outcome::infeasible;
@@ -598,6 +676,8 @@ class cluster_search {
   }
 
   cluster_space space_;
+  cluster_map map_;
+  std::size_t round_ = 1;
   model::model model_;
   train::training_knobs base_;
   place::plan_choices choices_;

@@ -309,12 +309,14 @@ struct training_knobs {
   /// gradient_accumulation_fusion, on where Apex or Transformer Engine is installed; the default here and on
   /// the command line). Off (Megatron-LM's --no-gradient-accumulation-fusion, and what Megatron-Core does
   /// without either): after every backward pass a kernel of its own adds each weight's gradient into its
-  /// main gradient (model::layer_shape::main_grad_bytes, cost::gradient_accumulation_time).
+  /// main gradient (model::layer_shape::main_grad_bytes, cost::gradient_accumulation_time). A GPU software
+  /// stack's setting: an accelerator design (a systolic device) costs no such kernel, and the command line
+  /// refuses it there.
   bool gradient_accumulation_fusion = true;
   /// The optimizer's update as one fused kernel (torch's fused=True, Transformer Engine's and Apex's
   /// FusedAdam: the default) or as torch's multi-tensor Adam (foreach, torch.optim's default, which
-  /// Megatron-Core falls back to without Transformer Engine or Apex): eight passes over the states
-  /// (foreach_adam_bytes).
+  /// Megatron-Core falls back to without Transformer Engine or Apex): foreach_adam_bytes / fused_adam_bytes
+  /// (three) times the fused update's time. Adam with fp32 state only.
   bool foreach_optimizer = false;
   friend constexpr bool operator==(const training_knobs&, const training_knobs&) = default;
 };
@@ -582,6 +584,11 @@ namespace rules {
       "`foreach_optimizer` is torch's multi-tensor Adam (its passes are counted for Adam's update); train "
       "with the adam optimizer, or drop `foreach_optimizer`");
 }
+[[noreturn]] inline void foreach_optimizer_keeps_fp32_state() {
+  throw input_error(
+      "`foreach_optimizer` is torch's multi-tensor Adam over fp32 master weights and moments; a 2-byte "
+      "`optimizer_dtype` is Transformer Engine's or Apex's fused Adam: drop one of the two");
+}
 [[noreturn]] inline void gradient_sharding_without_pipeline() {
   throw input_error(
       "`shard_gradients` (ZeRO stage 2) runs without pipeline parallelism: DeepSpeed's pipeline engine "
@@ -768,6 +775,8 @@ struct validate_fn {
       rules::gradient_sharding_needs_the_distributed_optimizer();
     if (k.shard_gradients && p.pp > 1) rules::gradient_sharding_without_pipeline();
     if (k.foreach_optimizer && k.opt != optimizer::adam) rules::foreach_optimizer_is_adam();
+    if (k.foreach_optimizer && k.optimizer_dtype != hw::precision::fp32)
+      rules::foreach_optimizer_keeps_fp32_state();
     // Megatron-Core's flex dispatcher refuses padding to a capacity (MoEFlexTokenDispatcher); phaze models
     // its exchange over the expert-parallel ranks of expert tensor parallelism 1.
     if (k.dispatcher == moe_dispatcher::flex && m.config.experts > 0) {
