@@ -235,7 +235,8 @@ command add_calibrate_command(CLI::App& root) {
   parser->add_option(
       "--plan", o->plans,
       "the arguments of a phaze estimate for the plan a training log ran (one per log, in order)");
-  parser->add_option("--out", o->out, "write the calibration file here (schema phaze.calibration)");
+  parser->add_option("--out", o->out, "write the calibration file here (schema phaze.calibration)")
+      ->check(non_empty_path);
   add_format_option(*parser, o->format);
   return {parser, [o] { return run_calibrate(*o); }};
 }

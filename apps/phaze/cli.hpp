@@ -101,6 +101,14 @@ inline const CLI::Validator vocabulary_size =
     whole_number_up_to(phaze::limits::max_vocab,
                        "2^24 entries, the largest vocabulary phaze plans for; docs/limits.md", "ENTRIES");
 
+/// A file or folder given on the command line: not an empty string (which a shell passes for `--spec ""` or
+/// an unset variable, and which would otherwise read as "not given").
+inline const CLI::Validator non_empty_path{
+    [](std::string& path) {
+      return path.empty() ? std::string{"an empty path; give a file or folder"} : std::string{};
+    },
+    ""};
+
 /// A registered subcommand: its CLI11 parser and the action to run when the user picked it. The action
 /// prints to stdout and returns the exit code; it reports bad input by throwing phaze::error.
 struct command {
@@ -342,7 +350,8 @@ inline void add_layout_options(CLI::App& app, step_options& o) {
 inline void add_model_step_options(CLI::App& app, step_options& o) {
   app.add_option("--calibration", o.calibration,
                  "a calibration file `phaze calibrate --out` wrote: factors fitted to measured steps of your "
-                 "stack, applied to every device, collective and step (docs/calibration.md)");
+                 "stack, applied to every device, collective and step (docs/calibration.md)")
+      ->check(non_empty_path);
   app.add_option("--bf16-blocks", o.bf16_blocks,
                  "with --precision fp8: START,END blocks at the start and the end of the model that stay in "
                  "bf16 (Megatron-Core's --first-last-layers-bf16; the FP8 current-scaling recipe keeps 1,1)")

@@ -39,9 +39,10 @@ void add_cluster_options(CLI::App& app, cluster_choice& choice) {
   app.add_option("--devices-per-node", choice.devices_per_node, "devices per node (default: the device's)")
       ->check(device_count);
   app.add_option(
-      "--cluster", choice.file,
-      "a cluster JSON file (docs/clusters.md): device groups of one or more types, their nodes and "
-      "measured links; instead of --device and --devices");
+         "--cluster", choice.file,
+         "a cluster JSON file (docs/clusters.md): device groups of one or more types, their nodes and "
+         "measured links; instead of --device and --devices")
+      ->check(non_empty_path);
 }
 
 chosen_cluster resolve_cluster(const cluster_choice& choice, std::string_view command) {

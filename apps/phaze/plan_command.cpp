@@ -665,8 +665,10 @@ command add_plan_command(CLI::App& root) {
   parser->add_option("MODEL", o->model, "a zoo name or a path to a HuggingFace config.json");
   add_cluster_options(*parser, o->where);
   parser->add_option("--global-batch", o->global_batch, "sequences per iteration")->check(batch_size);
-  parser->add_option("--layer-table", o->layer_table,
-                     "place a layer cost table from any source instead of a model (docs/layer-table.md)");
+  parser
+      ->add_option("--layer-table", o->layer_table,
+                   "place a layer cost table from any source instead of a model (docs/layer-table.md)")
+      ->check(non_empty_path);
   parser
       ->add_option(
           "--placer", o->placer,
@@ -698,10 +700,12 @@ command add_plan_command(CLI::App& root) {
   add_run_options(*parser, o->run);
   add_step_options(*parser, o->step);
   parser->add_option("--top", o->top, "list the K best plans")->check(positive_integer)->default_str("1");
-  parser->add_option(
-      "--report", o->report,
-      "write the best plan's report into DIR: report.html (self-contained) and report.md with its "
-      "pipeline timeline, memory per stage and the runner-up plans, timeline.svg, memory.svg");
+  parser
+      ->add_option(
+          "--report", o->report,
+          "write the best plan's report into DIR: report.html (self-contained) and report.md with its "
+          "pipeline timeline, memory per stage and the runner-up plans, timeline.svg, memory.svg")
+      ->check(non_empty_path);
   parser
       ->add_option(
           "--emit", o->emit,

@@ -142,6 +142,11 @@ search::spec make_spec(const search_options& o) {
   }
   if (!o.tp.empty()) s.knobs.tensor_parallel = o.tp;
   if (!o.hbm_gib.empty()) {
+    if (o.hbm_gib.size() > hw::space::max_values)
+      throw input_error(
+          fmt::format("--hbm: {} sizes given; a dimension of the space takes at most {} "
+                      "(docs/limits.md): give fewer",
+                      o.hbm_gib.size(), hw::space::max_values));
     hw::space::values_type values;
     for (const double g : o.hbm_gib) values.push_back(g * 1024.0 * 1024.0 * 1024.0);
     s.space.set_values(hw::axis::hbm, values);
@@ -726,8 +731,8 @@ command add_search_command(CLI::App& root) {
   CLI::App* parser = root.add_subcommand(
       "search", "Co-search accelerator designs and training plans (PHAZE's setting by default)");
   parser->add_option("MODEL", o->model, "a zoo name or a HuggingFace config.json (default: gpt3-175b)");
-  parser->add_option("--spec", o->spec,
-                     "a JSON search spec (docs/search.md); options given here override it");
+  parser->add_option("--spec", o->spec, "a JSON search spec (docs/search.md); options given here override it")
+      ->check(non_empty_path);
   parser->add_option("--devices", o->devices, "accelerators in the cluster (default 1024)")
       ->check(device_count);
   parser->add_option("--global-batch", o->global_batch, "sequences per iteration (default 4096)")
@@ -750,7 +755,7 @@ command add_search_command(CLI::App& root) {
       ->check(number_up_to(65536.0, "GiB, as a spec's hbm_gib; docs/limits.md"));
   parser->add_option("--threads", o->threads, "worker threads (default: all cores)")->check(positive_integer);
   parser->add_flag("--exhaustive", o->exhaustive, "evaluate every design (no pruning by the sound bound)");
-  parser->add_option("--out", o->out, "output folder (default phaze-search)");
+  parser->add_option("--out", o->out, "output folder (default phaze-search)")->check(non_empty_path);
   parser->add_flag("--resume", o->resume, "continue the search whose results are in --out");
   parser->add_flag("--no-baselines", o->no_baselines, "skip the baselines");
   parser->add_option("--top", o->top, "designs listed (default 10)")->check(positive_integer);
@@ -763,10 +768,12 @@ command add_search_command(CLI::App& root) {
                    "most 16 layer nodes)")
       ->check(CLI::IsMember({"chain", "downset", "brute"}))
       ->default_str("chain");
-  parser->add_option(
-      "--cluster-space", o->cluster_space,
-      "search which cluster to build instead: the device mixes of this cluster-space file on the "
-      "fronts of throughput vs cost and vs power (docs/cluster-search.md)");
+  parser
+      ->add_option(
+          "--cluster-space", o->cluster_space,
+          "search which cluster to build instead: the device mixes of this cluster-space file on the "
+          "fronts of throughput vs cost and vs power (docs/cluster-search.md)")
+      ->check(non_empty_path);
   add_step_options(*parser, o->step);
   add_format_option(*parser, o->format);
   return {parser, [o, parser] { return run_search_command(*o, *parser); }};

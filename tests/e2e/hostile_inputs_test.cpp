@@ -278,3 +278,28 @@ TEST_CASE("a search whose results cannot be written stops at once with exit 2 an
   CHECK(contains(r.err, "--resume"));
   CHECK_FALSE(fs::exists(dir / "best.json"));
 }
+
+TEST_CASE("an empty path is refused, never read as an option not given", "[e2e][hostile]") {
+  // A shell passes "" for an unset variable: `--spec ""` used to run the whole default search and
+  // `--report ""` to write no report, both silently.
+  const std::string plan = "plan gpt2 --device a100-80gb --devices 8 --global-batch 8 ";
+  for (const std::string args :
+       {std::string{"search --spec '' --quiet"}, std::string{"search --out '' --quiet"}, plan + "--report ''",
+        plan + "--calibration ''", std::string{"plan --layer-table ''"},
+        std::string{"plan gpt2 --cluster '' --global-batch 8"},
+        std::string{"search gpt2 --cluster-space '' --global-batch 8"},
+        std::string{"calibrate x.jsonl --out ''"}}) {
+    INFO(args);
+    const auto r = run_phaze(args);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, "an empty path"));
+  }
+  // More HBM sizes than a dimension of the space holds: exit 2 naming the flag and the limit, not an
+  // internal error.
+  std::string sizes = "8";
+  for (int g = 9; g < 8 + 65; ++g) sizes += "," + std::to_string(g);
+  const auto many = run_phaze("search --hbm " + sizes + " --quiet --out '" + temp_path("hbm").string() + "'");
+  CHECK(many.status == 2);
+  CHECK(contains(many.err, "--hbm"));
+  CHECK(contains(many.err, "at most 64"));
+}
