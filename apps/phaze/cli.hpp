@@ -17,8 +17,11 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fmt/core.h>
@@ -108,6 +111,41 @@ inline const CLI::Validator non_empty_path{
       return path.empty() ? std::string{"an empty path; give a file or folder"} : std::string{};
     },
     ""};
+
+/// An exclusive lock on an output folder while this program writes it: an advisory flock(2) on
+/// DIR/.phaze.lock, which the system releases when the program ends, however it ends (a killed search leaves
+/// no stale lock for --resume to trip on). A second phaze on the same folder is refused instead of
+/// interleaving its records with the first's.
+class folder_lock {
+ public:
+  explicit folder_lock(const std::filesystem::path& dir) {
+    const std::filesystem::path file = dir / ".phaze.lock";
+    fd_ = ::open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw input_error("cannot create '" + file.string() + "' (is the folder writable?)");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      throw input_error("another phaze is writing '" + dir.string() +
+                        "' now; wait for it to finish, or give another --out");
+    }
+  }
+  folder_lock(folder_lock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  folder_lock& operator=(folder_lock&& other) noexcept {
+    if (this != &other) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  folder_lock(const folder_lock&) = delete;
+  folder_lock& operator=(const folder_lock&) = delete;
+  ~folder_lock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
 
 /// A registered subcommand: its CLI11 parser and the action to run when the user picked it. The action
 /// prints to stdout and returns the exit code; it reports bad input by throwing phaze::error.

@@ -355,6 +355,15 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
   m = apply_model_options(o.step, std::move(m), base);
   const place::plan_choices choices = cluster_search_choices(o, given("--solver"));
   const bool root = mpi.rank() == 0;
+  // The output folder is made and locked before the work that fills it: a folder that cannot be made, or
+  // that another phaze is writing, is refused before the search, not after it.
+  std::optional<folder_lock> lock;
+  if (given("--out") && root) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out, ec);
+    if (ec) throw input_error("cannot create the output folder '" + o.out + "': " + ec.message());
+    lock.emplace(o.out);
+  }
   progress_line line(o.progress && root);
   search::cluster_search search = search::cluster_search(space.value, m, base)
                                       .choices(choices)
@@ -376,9 +385,6 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
   std::string written;
   if (given("--out")) {
     const std::filesystem::path dir = o.out;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
     write_atomically(dir / "front.json", io::dump_json(json) + '\n');
     const std::string title =
         fmt::format("{}, global batch {}: throughput vs cost", m.config.name.view(), base.global_batch);
@@ -465,6 +471,7 @@ nlohmann::ordered_json spec_record(const search_options& o, const search::spec& 
 struct resumed_records {
   std::vector<search::design_result> results;
   std::vector<std::string> lines;
+  std::optional<folder_lock> lock;  ///< on rank 0: the folder is this search's until it ends
 };
 
 /// Prepares the output folder on rank 0: with --resume, reads back the records of the same search (its
@@ -481,6 +488,7 @@ resumed_records open_search_folder(const search_options& o, const search::spec& 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
+  out.lock.emplace(dir);
   if (o.resume) {
     // Resume only the same search: its spec.json, read whole and equal to this run's.
     nlohmann::json before;

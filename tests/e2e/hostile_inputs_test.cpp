@@ -6,6 +6,10 @@
 
 #include "run_phaze.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -302,4 +306,32 @@ TEST_CASE("an empty path is refused, never read as an option not given", "[e2e][
   CHECK(many.status == 2);
   CHECK(contains(many.err, "--hbm"));
   CHECK(contains(many.err, "at most 64"));
+}
+
+TEST_CASE("one writer per output folder: a second phaze on a folder in use is refused before any work",
+          "[e2e][hostile][search]") {
+  // The test holds the folder's lock as a running search would (flock on DIR/.phaze.lock).
+  const fs::path spec = write_temp("tiny-locked.json", tiny_spec);
+  const fs::path dir = temp_path("locked");
+  fs::create_directories(dir);
+  const int fd = ::open((dir / ".phaze.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const std::string search = "search --spec '" + spec.string() +
+                             "' --quiet --solver list --no-baselines --out '" + dir.string() + "'";
+  const auto refused = run_phaze(search);
+  CHECK(refused.status == 2);
+  CHECK(contains(refused.err, "another phaze is writing"));
+  CHECK_FALSE(fs::exists(dir / "spec.json"));  // nothing of the refused run written
+  const auto cluster =
+      run_phaze("search gpt2 --cluster-space '" + std::string{PHAZE_SOURCE_DIR} +
+                "/examples/clusters/space-h100-a100.json' --global-batch 64 --microbatches 1 --out '" +
+                dir.string() + "'");
+  CHECK(cluster.status == 2);
+  CHECK(contains(cluster.err, "another phaze is writing"));
+  ::close(fd);  // the first writer ends: the folder is free again
+  const auto after = run_phaze(search);
+  INFO(after.err);
+  CHECK(after.status == 0);
+  CHECK(fs::exists(dir / "best.json"));
 }
