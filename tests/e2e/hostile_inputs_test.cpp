@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace phaze::e2e;
@@ -334,4 +335,34 @@ TEST_CASE("one writer per output folder: a second phaze on a folder in use is re
   INFO(after.err);
   CHECK(after.status == 0);
   CHECK(fs::exists(dir / "best.json"));
+}
+
+TEST_CASE("reals inside their documented ranges only: no accepted cluster file makes a time infinite",
+          "[e2e][hostile]") {
+  // A collective efficiency or a link bandwidth of 1e-300 used to pass (above 0) and give "inf s" and a
+  // NaN MFU; both have physical floors now, named with the field.
+  const auto cluster = [](const std::string& efficiency, const std::string& link) {
+    return write_temp(
+        "tiny-cluster.json",
+        R"({"schema": "phaze.cluster", "version": 1, "groups": [{"device": "a100-80gb", "count": 16}],
+          "collective_efficiency": {"all_reduce": )" +
+            efficiency + R"(}, "network": {"links": [{"from": 0, "to": 1, "gb_per_s": )" + link +
+            R"(, "latency_us": 5}]}})");
+  };
+  const std::string estimate = " --tp 1 --pp 1 --global-batch 16 --microbatch 1 --format json";
+  const auto fine = run_phaze("estimate gpt2 --cluster '" + cluster("0.8", "12.5").string() + "'" + estimate);
+  INFO(fine.err);
+  REQUIRE(fine.status == 0);
+  CHECK_FALSE(contains(fine.out, "inf"));
+  CHECK_FALSE(contains(fine.out, "nan"));
+  CHECK_FALSE(contains(fine.out, "null"));
+  for (const auto& [efficiency, link, field] :
+       {std::tuple{"1e-300", "12.5", "all_reduce"}, std::tuple{"0.8", "1e-300", "gb_per_s"},
+        std::tuple{"0.8", "1e300", "gb_per_s"}}) {
+    INFO(efficiency << " " << link);
+    const auto r =
+        run_phaze("estimate gpt2 --cluster '" + cluster(efficiency, link).string() + "'" + estimate);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, field));
+  }
 }

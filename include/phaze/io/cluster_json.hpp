@@ -80,6 +80,25 @@ inline double positive(const nlohmann::json& v, const std::string& field, bool z
   return x;
 }
 
+/// A link bandwidth a file gives (`v` in GB/s, or in Gbit/s with `per_byte` 1/8), in bytes/s: within the
+/// physical range of a device file's links, 1e3 to 1e15 bytes/s (docs/limits.md), so that no accepted file
+/// makes a collective take an infinite time.
+inline double link_bandwidth(const nlohmann::json& v, const std::string& field, double per_byte = 1.0) {
+  const double x = positive(v, field) * 1e9 * per_byte;
+  if (x < 1e3 || x > 1e15)
+    field_error(
+        field,
+        "must give a bandwidth from 1e3 to 1e15 bytes/s (1e-6 to 1e6 GB/s; docs/limits.md), got " + shown(v));
+  return x;
+}
+/// A link latency a file gives in microseconds, in seconds: 0 to 1 s (docs/limits.md).
+inline double link_latency(const nlohmann::json& v, const std::string& field) {
+  const double x = positive(v, field, true);
+  if (x > 1e6)
+    field_error(field, "must be a latency from 0 to 1e6 us (1 s; docs/limits.md), got " + shown(v));
+  return x * 1e-6;
+}
+
 /// The device and node of group `i`: a preset name, a device file (relative to the cluster file's folder)
 /// or an inline device object, with the group's "links" laid over the device's own.
 inline device_and_node group_device(const section& g, const std::filesystem::path& dir, std::string& named) {
@@ -159,9 +178,9 @@ inline link_fields read_link(const section& s) {
     throw input_error("fields '" + s.name("gb_per_s") + "' and '" + s.name("gbit_per_s") +
                       "' give the same bandwidth; keep one");
   }
-  if (gb != nullptr) out.bandwidth = positive(*gb, s.name("gb_per_s")) * 1e9;
-  if (gbit != nullptr) out.bandwidth = positive(*gbit, s.name("gbit_per_s")) * 1e9 / 8.0;
-  if (const auto* l = s.get("latency_us")) out.latency = positive(*l, s.name("latency_us"), true) * 1e-6;
+  if (gb != nullptr) out.bandwidth = link_bandwidth(*gb, s.name("gb_per_s"));
+  if (gbit != nullptr) out.bandwidth = link_bandwidth(*gbit, s.name("gbit_per_s"), 1.0 / 8.0);
+  if (const auto* l = s.get("latency_us")) out.latency = link_latency(*l, s.name("latency_us"));
   return out;
 }
 /// One nccl-tests output named by a measurement: read (bounded), parsed and fitted.
@@ -358,10 +377,19 @@ inline cluster::collective_efficiency read_efficiency(const section& top) {
   cluster::collective_efficiency eff;
   if (const auto e = top.child("collective_efficiency")) {
     e->check_keys({"all_reduce", "all_gather", "reduce_scatter", "send_recv"}, "collective_efficiency");
-    eff.all_reduce = e->fraction("all_reduce").value_or(1.0);
-    eff.all_gather = e->fraction("all_gather").value_or(1.0);
-    eff.reduce_scatter = e->fraction("reduce_scatter").value_or(1.0);
-    eff.send_recv = e->fraction("send_recv").value_or(1.0);
+    // A share of the link's bandwidth in [0.001, 1]: no real collective reaches less than a thousandth of
+    // its link (docs/limits.md), and a smaller share gives times no plan can be compared by.
+    const auto share = [&](std::string_view key) {
+      const double x = e->fraction(key).value_or(1.0);
+      if (x < 1e-3)
+        field_error(e->name(key),
+                    "must be a share from 0.001 to 1 of the link's bandwidth, got " + std::to_string(x));
+      return x;
+    };
+    eff.all_reduce = share("all_reduce");
+    eff.all_gather = share("all_gather");
+    eff.reduce_scatter = share("reduce_scatter");
+    eff.send_recv = share("send_recv");
   }
   return eff;
 }
@@ -441,14 +469,14 @@ struct network_reader {
   /// the entry's own cell (none where it is null).
   [[nodiscard]] std::optional<double> matrix_latency(const section& net, const nlohmann::json& lat, int a,
                                                      int b) const {
-    if (lat.is_number()) return positive(lat, net.name("latency_us"), true) * 1e-6;
+    if (lat.is_number()) return link_latency(lat, net.name("latency_us"));
     const nlohmann::json& lrow = lat[static_cast<std::size_t>(a)];
     const std::string lname = net.name("latency_us") + "[" + std::to_string(a) + "]";
     if (!lrow.is_array() || lrow.size() != static_cast<std::size_t>(size))
       field_error(lname, "must be an array of " + std::to_string(size) + " numbers, got " + shown(lrow));
     const nlohmann::json& cell = lrow[static_cast<std::size_t>(b)];
     if (cell.is_null()) return std::nullopt;
-    return positive(cell, lname + "[" + std::to_string(b) + "]", true) * 1e-6;
+    return link_latency(cell, lname + "[" + std::to_string(b) + "]");
   }
 
   /// "matrix_gb_per_s" (with "latency_us"): a whole matrix, null where the fabric's entry stays.
@@ -478,7 +506,7 @@ struct network_reader {
           const std::string cname = rname + "[" + std::to_string(b) + "]";
           if (a == b || cell.is_null()) continue;
           link_fields f;
-          f.bandwidth = positive(cell, cname) * 1e9;
+          f.bandwidth = link_bandwidth(cell, cname);
           if (lat != nullptr) f.latency = matrix_latency(net, *lat, a, b);
           set(a, b, f, cname, out);
         }

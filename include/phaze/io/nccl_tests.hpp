@@ -638,6 +638,11 @@ inline constexpr auto fit_link = [](const run& r,
     for (const auto& p : large) rates.push_back(bus(p));
     bandwidth = t::median(std::move(rates));
   }
+  // A fit outside a device file's physical range of links is a broken output, not a network (docs/limits.md).
+  if (!(bandwidth >= 1e3 && bandwidth <= 1e15)) {
+    throw input_error(who + "the fitted bandwidth, " + std::to_string(bandwidth) +
+                      " bytes/s, lies outside 1e3 to 1e15 bytes/s: check the output's size and time columns");
+  }
   const double latency = std::max(0.0, (smallest_time - factor * smallest / bandwidth) / steps);
   cluster::link fitted{bytes_per_second{bandwidth}, seconds{latency}};
   cluster::validate(fitted);
