@@ -278,6 +278,17 @@ plan_setup set_up_plan(const plan_options& o) {
           "cost it: " +
           *why + "; drop --emit megatron");
     }
+    // Megatron-LM's --bf16 needs bf16 arithmetic, which cards before Ampere lack (phaze costs bf16 there at
+    // the fp16 rate).
+    for (const hw::device& d : device_types(c)) {
+      if (base.precision != hw::precision::bf16 || d.kind != hw::device_kind::datasheet ||
+          d.sheet.matrix_bf16.value() > 0.0)
+        continue;
+      throw input_error(fmt::format(
+          "--emit megatron: device '{}' has no bf16 arithmetic, and Megatron-LM's --bf16 fails there; give "
+          "--precision fp16",
+          d.name.view()));
+    }
   }
   place::plan_choices fixed = plan_choices_of(o, m, c, base);
   return plan_setup{chosen, c, std::move(m), base, std::move(fixed), std::move(memories)};

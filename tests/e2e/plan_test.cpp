@@ -615,3 +615,47 @@ TEST_CASE("phaze plans hybrid Mamba-2 models from their configs and says why it 
   CHECK(emitted.status == 2);
   CHECK(contains(emitted.err, "pretrain_mamba.py"));
 }
+
+TEST_CASE("phaze plan --emit megatron writes only what Megatron-LM's own checks accept", "[e2e][plan]") {
+  // Megatron-Core's uneven pipeline (TransformerConfig.__post_init__): the first and the last stage at least
+  // one layer each, the stages between them the same count, at least one. GPT-2's 12 blocks at every depth.
+  const auto number_after = [](const std::string& out, const std::string& flag) {
+    const auto at = out.find(flag + " ");
+    return at == std::string::npos ? -1 : std::stoi(out.substr(at + flag.size() + 1));
+  };
+  for (int pp = 2; pp <= 12; ++pp) {
+    INFO("pp " << pp);
+    const auto r = run_phaze("plan gpt2 --device a100-80gb --devices " + std::to_string(pp) +
+                             " --global-batch 64 --pp " + std::to_string(pp) + " --emit megatron");
+    if (r.status != 0) {
+      CHECK(r.status == 2);  // nothing Megatron-LM can run fits: said, not written
+      continue;
+    }
+    const int first = number_after(r.out, "--decoder-first-pipeline-num-layers");
+    const int last = number_after(r.out, "--decoder-last-pipeline-num-layers");
+    if (first < 0) continue;  // an even split
+    CHECK(first >= 1);
+    CHECK(last >= 1);
+    const int middle = 12 - first - last;
+    if (pp > 2) {
+      CHECK(middle >= pp - 2);
+      CHECK(middle % (pp - 2) == 0);
+    } else {
+      CHECK(middle == 0);
+    }
+  }
+  // --overlap-param-gather needs --overlap-grad-reduce (validate_args); --bf16 needs a card with bf16.
+  const auto param_only = run_phaze(
+      "plan gpt2 --device a100-80gb --devices 16 --global-batch 64 --distributed-optimizer --overlap param "
+      "--emit megatron");
+  CHECK(param_only.status == 2);
+  CHECK(contains(param_only.err, "--overlap grad,param"));
+  const auto volta = run_phaze("plan gpt2 --device v100-16gb --devices 8 --global-batch 64 --emit megatron");
+  CHECK(volta.status == 2);
+  CHECK(contains(volta.err, "--precision fp16"));
+  const auto fp16 = run_phaze(
+      "plan gpt2 --device v100-16gb --devices 8 --global-batch 64 --precision fp16 --emit megatron");
+  INFO(fp16.err);
+  CHECK(fp16.status == 0);
+  CHECK(contains(fp16.out, "--fp16"));
+}

@@ -28,10 +28,18 @@
 namespace phaze::io {
 
 /// Whether Megatron-LM can run a split: every stage but the first and the last holds the same number of
-/// blocks (it takes the first and last stages' counts with --decoder-first/last-pipeline-num-layers).
+/// blocks (it takes the first and last stages' counts with --decoder-first/last-pipeline-num-layers), and
+/// an uneven split gives every stage at least one block (Megatron-Core's TransformerConfig.__post_init__:
+/// the first and last counts "must be larger than 0", and middle stages without layers are a "Mismatch").
 inline bool megatron_can_split(const place::ranked_plan& r) {
   for (std::size_t i = 2; i + 1 < r.split.size(); ++i)
     if (r.split[i].blocks != r.split[1].blocks) return false;
+  const bool uniform = std::all_of(r.split.begin(), r.split.end(), [&](const train::stage_layers& s) {
+    return s.blocks == r.split.front().blocks;
+  });
+  if (!uniform &&
+      std::any_of(r.split.begin(), r.split.end(), [](const train::stage_layers& s) { return s.blocks < 1; }))
+    return false;
   const auto& k = r.knobs;
   if (train::counts_embedding_or_loss(k) && k.schedule != train::pipeline_schedule::interleaved) {
     // core_r0.11.0's TransformerConfig.__post_init__ without virtual stages also checks the blocks against
@@ -57,13 +65,14 @@ inline std::optional<place::ranked_plan> megatron_resplit(const model::model& m,
                                                           const place::ranked_plan& r,
                                                           const sched::schedule_cache& cache) {
   const int pp = r.parallel.pp;
-  if (megatron_can_split(r) || pp < 3 || r.knobs.schedule == train::pipeline_schedule::interleaved ||
+  if (megatron_can_split(r) || pp < 2 || r.knobs.schedule == train::pipeline_schedule::interleaved ||
       train::counts_embedding_or_loss(r.knobs))
     return std::nullopt;
   const std::int64_t blocks = model::body_nodes(m);
   std::optional<place::ranked_plan> best;
   const int interior = pp - 2;
-  for (std::int64_t each = 1; each * interior + 2 <= blocks; ++each) {
+  // Two stages have no interior: one pass over the first stage's count.
+  for (std::int64_t each = 1; each * interior + 2 <= blocks && (interior > 0 || each == 1); ++each) {
     const std::int64_t ends = blocks - each * interior;  // first + last
     for (std::int64_t first = 1; first < ends; ++first) {
       std::vector<std::int64_t> counts(static_cast<std::size_t>(pp), each);
@@ -114,6 +123,9 @@ inline std::optional<place::ranked_plan> fastest_megatron_plan(const model::mode
 /// (flag names of Megatron-LM core_r0.11.0, tests/data/megatron/): layers it has no flag for, or GPipe.
 inline std::optional<std::string> megatron_cannot_run(const model::model& m, const train::training_knobs& k) {
   const auto& c = m.config;
+  if (k.overlap_param_gather && !k.overlap_grad_reduce && k.distributed_optimizer && !k.fsdp)
+    return "it overlaps the parameter gather but not the gradient reduction, and Megatron-LM refuses "
+           "--overlap-param-gather without --overlap-grad-reduce (validate_args): give --overlap grad,param";
   if (model::composite(m)) return "it is a composite model (layers of its own), not a transformer";
   if (c.hybrid())
     return "its blocks are a hybrid of Mamba-2 mixers, attention and MLPs (a layer pattern), which "
