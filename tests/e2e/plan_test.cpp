@@ -659,3 +659,16 @@ TEST_CASE("phaze plan --emit megatron writes only what Megatron-LM's own checks 
   CHECK(fp16.status == 0);
   CHECK(contains(fp16.out, "--fp16"));
 }
+
+TEST_CASE("phaze plan names the rule every plan breaks, not a generic 'no admissible plan'", "[e2e][plan]") {
+  // Rules of the knobs alone, which estimate names: plan used to answer "no admissible plan" for them.
+  const std::string plan = "plan gpt2 --device h100-sxm --devices 8 --global-batch 64 ";
+  const auto fp8 = run_phaze(plan + "--precision fp8 --fp8-param-gather");
+  CHECK(fp8.status == 2);
+  CHECK(contains(fp8.err, "--distributed-optimizer"));
+  CHECK_FALSE(contains(fp8.err, "no admissible plan"));
+  const auto interleaved = run_phaze(plan + "--pp 2 --schedule interleaved --vp 2 --overlap grad");
+  CHECK(interleaved.status == 2);
+  CHECK(contains(interleaved.err, "pp > 2"));
+  CHECK_FALSE(contains(interleaved.err, "no admissible plan"));
+}

@@ -252,6 +252,13 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   if (base.fsdp_reshard_after_forward != train::fsdp_reshard::by_pipeline && !base.fsdp)
     train::rules::fsdp_reshard_needs_fsdp();
   if (base.shard_gradients && fixed.pp && *fixed.pp > 1) train::rules::gradient_sharding_without_pipeline();
+  if (base.fp8_param_gather && base.precision != hw::precision::fp8)
+    train::rules::fp8_param_gather_needs_fp8_training();
+  if (base.fp8_param_gather && !base.distributed_optimizer && !base.fsdp)
+    train::rules::fp8_param_gather_needs_the_distributed_optimizer();
+  if (base.schedule == train::pipeline_schedule::interleaved && fixed.pp &&
+      (*fixed.pp < 2 || (*fixed.pp == 2 && !base.overlap_p2p)))
+    train::rules::interleaved_schedule_needs_more_than_two_pipeline_stages();
   // EP overlap's rules where every plan with expert parallelism would break them.
   if (base.overlap_expert_comm && std::any_of(eps.begin(), eps.end(), [](int ep) { return ep > 1; })) {
     if (fixed.pp && *fixed.pp > 1 && base.schedule != train::pipeline_schedule::interleaved)
