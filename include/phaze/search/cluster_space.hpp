@@ -581,12 +581,11 @@ class cluster_search {
   /// another process): the same search on the same composition gives the same plan. Throws internal_error
   /// where it does not.
   void complete(cluster_search_result& r) const {
-    const std::vector<composition> mixes = compositions_of(space_);
     const sched::schedule_cache cache{scheduler_};
     for (auto* front : {&r.cost_front, &r.power_front}) {
       for (cluster_point& p : *front) {
         if (p.status != outcome::evaluated || p.plan) continue;
-        cluster_point again = bounded(p.index, mixes.at(p.index), r);
+        cluster_point again = bounded(p.index, p.mix, r);
         plan(again, cache);
         if (again.status != outcome::evaluated || again.samples_per_s != p.samples_per_s)
           throw error("a composition planned again gave another plan than the first time");
