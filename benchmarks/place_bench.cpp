@@ -300,8 +300,9 @@ BENCHMARK(plan_ranks_gpt3_175b_four_types)->Unit(benchmark::kMillisecond);
 /// presets' nodes (2: H100 SXM and A100 80GB; 4: those, A100 40GB and V100), global batch devices / 16 (8192
 /// on 131,072 devices: at least one sequence per replica of the plans that fit). The whole knob space on list
 /// schedules from a fresh cache, the best plan refined on the program's ILP, then the rank order (`--ranks
-/// auto`: the group orders) on ILP schedules. The 131,072-device case takes seconds per iteration: the
-/// smoke run skips it. Counters: the plan, the plans evaluated, the orders timed.
+/// auto`: the group orders) on ILP schedules. The 131,072- and 1,048,576-device cases (the latter the most
+/// devices phaze accepts) take seconds per iteration: the smoke run skips them. Counters: the plan, the plans
+/// evaluated, the orders timed.
 void plan_mixed_cluster_gpt3_175b(benchmark::State& state) {
   const auto m = zoo::get("gpt3-175b");
   const auto devices = static_cast<int>(state.range(0));
@@ -344,6 +345,7 @@ void plan_mixed_cluster_gpt3_175b(benchmark::State& state) {
 BENCHMARK(plan_mixed_cluster_gpt3_175b)
     ->Args({16384, 2})
     ->Args({131072, 4})
+    ->Args({1048576, 2})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -6,7 +6,8 @@
 # input is saved in build-fuzz/crashes/READER/ (copy it to tests/fuzz/regressions/READER/ once fixed: the unit
 # tests replay every file there).
 #   scripts/fuzz.sh [SECONDS [READER...]]      readers: model_config device search_spec layer_table cluster
-#                                              cluster_space nccl_tests results
+#                                              cluster_space nccl_tests results calibration
+#                                              calibration_runs training_log
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -15,7 +16,8 @@ seconds=${1:-15}
 [ $# -gt 0 ] && shift
 readers=("$@")
 [ ${#readers[@]} -eq 0 ] &&
-  readers=(model_config device search_spec layer_table cluster cluster_space nccl_tests results)
+  readers=(model_config device search_spec layer_table cluster cluster_space nccl_tests results calibration
+    calibration_runs training_log)
 
 mkdir -p build-fuzz
 binary=build-fuzz/readers_fuzz
@@ -36,7 +38,7 @@ seeds_of() {
     cluster) echo tests/data/clusters ;;
     cluster_space) echo examples/clusters ;;
     nccl_tests) echo tests/data/nccl_tests ;;
-    results) echo ;;
+    results | calibration | calibration_runs | training_log) echo ;;
   esac
 }
 

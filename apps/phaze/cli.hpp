@@ -118,7 +118,8 @@ inline const CLI::Validator non_empty_path{
 /// interleaving its records with the first's.
 class folder_lock {
  public:
-  explicit folder_lock(const std::filesystem::path& dir) {
+  /// `option` names the flag that gave `dir`, for the message when another phaze holds it.
+  explicit folder_lock(const std::filesystem::path& dir, std::string_view option = "--out") {
     const std::filesystem::path file = dir / ".phaze.lock";
     fd_ = ::open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
     if (fd_ < 0) throw input_error("cannot create '" + file.string() + "' (is the folder writable?)");
@@ -126,7 +127,7 @@ class folder_lock {
       ::close(fd_);
       fd_ = -1;
       throw input_error("another phaze is writing '" + dir.string() +
-                        "' now; wait for it to finish, or give another --out");
+                        "' now; wait for it to finish, or give another " + std::string{option});
     }
   }
   folder_lock(folder_lock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
@@ -496,17 +497,27 @@ inline void add_progress_option(CLI::App& app, bool& progress) {
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.
+/// The temporary is this process's own (FILE.tmp.PID): two programs writing one file never share it.
 inline void write_atomically(const std::filesystem::path& file, const std::string& text) {
-  const auto temporary = std::filesystem::path{file.string() + ".tmp"};
+  const auto temporary = std::filesystem::path{file.string() + ".tmp." + std::to_string(::getpid())};
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) throw input_error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
+    if (!out) {
+      out.close();
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);  // the old file stays as it was; no partial copy beside it
+      throw input_error("cannot write '" + temporary.string() + "' (disk full or not writable?)");
+    }
   }
   std::error_code ec;
   std::filesystem::rename(temporary, file, ec);
-  if (ec) throw input_error("cannot write '" + file.string() + "': " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw input_error("cannot write '" + file.string() + "': " + ec.message());
+  }
 }
 
 /// The calibration `--calibration FILE` names (the neutral one without it).

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -209,6 +210,31 @@ inline void arm(const std::filesystem::path& results, std::size_t done) {
 }
 }  // namespace interruption
 
+/// SIGINT and SIGTERM during a cluster-space search in one process: the first asks the search to stop
+/// after the compositions being planned (search::cluster_search::stop_when), so that the fronts of those
+/// searched are printed and written; a second one ends the program at once.
+namespace stop_request {
+inline volatile std::sig_atomic_t caught = 0;  ///< the signal that asked to stop; 0: none
+
+inline void on_signal(int signal_number) {
+  // Only async-signal-safe calls here: write(2) and _exit(2).
+  if (caught != 0) ::_exit(128 + signal_number);
+  caught = signal_number;
+  static constexpr char said[] =
+      "\nphaze: stopping after the compositions being planned; the fronts of those searched follow "
+      "(again to quit at once)\n";
+  interruption::write_all(said, sizeof said - 1);
+}
+
+inline void arm() {
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+}  // namespace stop_request
+
 /// The plan choices of a cluster search: uneven stages, the microbatch sizes, recomputation modes and
 /// tensor-parallel widths the options list; list schedules unless --solver ilp is given.
 place::plan_choices cluster_search_choices(const search_options& o, bool ilp_given) {
@@ -369,13 +395,26 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
                                       .choices(choices)
                                       .exhaustive(o.exhaustive)
                                       .progress(o.quiet || !root ? progress_hook{} : line.hook());
-  // Under mpirun each round deals cluster_round_per_process compositions to each process (cluster_map_of).
-  if (mpi.active())
+  // Under mpirun each round deals cluster_round_per_process compositions to each process (cluster_map_of);
+  // in one process a signal stops the search between rounds, keeping what it planned (stop_request).
+  if (mpi.active()) {
     search.map(cluster_map_of(mpi), cluster_round_per_process * static_cast<std::size_t>(mpi.size()));
+  } else {
+    stop_request::arm();
+    search.stop_when([] { return stop_request::caught != 0; });
+  }
   search::cluster_search_result found = search.run();
   line.finish();
   if (!root) return 0;
   if (mpi.active()) search.complete(found);  // the fronts' points other processes planned
+  const int stopped_by = found.unsearched > 0 ? static_cast<int>(stop_request::caught) : 0;
+  if (stopped_by != 0) {
+    fmt::print(stderr,
+               "phaze: interrupted: {} of {} compositions searched (the cheapest, in cost order), {} left; "
+               "the fronts below are those of the compositions searched\n",
+               found.compositions.size(), found.compositions.size() + found.unsearched, found.unsearched);
+    if (found.cost_front.empty()) return 128 + stopped_by;
+  }
   const search::cluster_space& s = space.value;
   const std::string limits =
       fmt::format("the budget of {:.0f} USD{}", s.budget_usd,
@@ -385,19 +424,21 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
   std::string written;
   if (given("--out")) {
     const std::filesystem::path dir = o.out;
-    write_atomically(dir / "front.json", io::dump_json(json) + '\n');
     const std::string title =
         fmt::format("{}, global batch {}: throughput vs cost", m.config.name.view(), base.global_batch);
-    write_atomically(dir / "front.svg", io::cluster_front_svg(s, found, title));
+    io::report_files files{dir};
+    files.add("front.json", io::dump_json(json) + '\n');
+    files.add("front.svg", io::cluster_front_svg(s, found, title));
+    files.commit();
     written = fmt::format("\nfront.json and front.svg in {}/\n", dir.string());
   }
   if (parse_format(o.format) == output_format::json) {
     print_json(io::schemas::cluster_front, json);
-    return 0;
+    return stopped_by != 0 ? 128 + stopped_by : 0;
   }
   print_cluster_fronts(space, found, m, base, limits);
   print_text(written);
-  return 0;
+  return stopped_by != 0 ? 128 + stopped_by : 0;
 }
 
 int search_with(const search_options& o, mpi_session& mpi);
@@ -686,9 +727,12 @@ int search_with(const search_options& o, mpi_session& mpi) {
   if (!root) return 0;
 
   writer.finish();
-  write_atomically(dir / "best.json", io::dump_json(io::best_json(s, sum)) + '\n');
-  write_atomically(dir / "best-device.json", io::dump_json(io::best_device_json(s, sum)) + '\n');
-  io::write_search_report(dir, sum);
+  // The search's files as one set: a failure leaves the previous ones whole (results.jsonl stays).
+  io::report_files files{dir};
+  files.add("best.json", io::dump_json(io::best_json(s, sum)) + '\n');
+  files.add("best-device.json", io::dump_json(io::best_device_json(s, sum)) + '\n');
+  io::add_search_report(files, sum);
+  files.commit();
   if (parse_format(o.format) == output_format::json) {
     print_json(io::schemas::search_best, io::best_json(s, sum));
     return 0;

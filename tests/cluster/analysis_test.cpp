@@ -3,6 +3,10 @@
 // split computed by hand.
 #include "phaze/cluster/analysis.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
 #include <catch2/catch.hpp>
 
 #include "phaze/cluster/presets.hpp"
@@ -65,4 +69,77 @@ TEST_CASE("a measured node matrix bounds the links between nodes", "[cluster_ana
   CHECK(cluster::node_link(c, nodes, 1, 0).latency.value() == Approx(1e-5));
   // Each node sends at most its one 6.25 GB/s interface: 4 GB/s one way and 6.25 (of 8) the other.
   CHECK(cluster::bisection_of(c).bandwidth.value() == Approx(4e9));
+}
+
+TEST_CASE("slowest links and the bisection by groups equal the pairwise ones on random clusters",
+          "[cluster_analysis]") {
+  // Oracle: without measured links the grouped forms (slowest_node_links, side_sends_by_group) must give
+  // what comparing every pair of nodes gives (slowest_node_links_pairwise, side_sends over the link matrix).
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto next = [&](int below) {
+    state ^= state << 13U;
+    state ^= state >> 7U;
+    state ^= state << 17U;
+    return static_cast<int>(state % static_cast<std::uint64_t>(below));
+  };
+  const char* devices[] = {"a100-80gb", "h100-sxm", "v100-16gb", "t4"};
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<cluster::device_group> groups;
+    const int count = 1 + next(4);
+    for (int g = 0; g < count; ++g) {
+      const char* name = devices[next(4)];
+      cluster::node_spec node = cluster::node_of(name);
+      node.devices = 1 + next(8);
+      node.nics = 1 + next(4);
+      node.nic.bandwidth = bytes_per_second{1e9 * (1 + next(5))};
+      node.nic.latency = seconds{1e-6 * (1 + next(3))};
+      groups.push_back({*hw::find_preset(name), 1 + next(40), node});
+    }
+    const cluster::cluster c{groups};
+    INFO("trial " << trial << ", " << c.nodes() << " nodes");
+    for (const std::size_t k : {std::size_t{1}, std::size_t{5}, std::size_t{40}}) {
+      const auto grouped = cluster::slowest_node_links(c, k);
+      const auto pairwise = cluster::slowest_node_links_pairwise(c, k);
+      REQUIRE(grouped.size() == pairwise.size());
+      for (std::size_t i = 0; i < grouped.size(); ++i) {
+        CHECK(grouped[i].from == pairwise[i].from);
+        CHECK(grouped[i].to == pairwise[i].to);
+        CHECK(grouped[i].hop.bandwidth.value() == pairwise[i].hop.bandwidth.value());
+      }
+    }
+    const auto nodes = cluster::nodes_of(c);
+    const auto n = nodes.size();
+    std::vector<std::vector<double>> links(n, std::vector<double>(n, 0.0));
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b)
+        if (a != b)
+          links[a][b] =
+              cluster::node_link(c, nodes, static_cast<int>(a), static_cast<int>(b)).bandwidth.value();
+    for (int split = 0; split < 5; ++split) {
+      std::vector<char> in_a(n, 0);
+      for (auto& x : in_a) x = static_cast<char>(next(2));
+      for (const bool from_a : {true, false}) {
+        CHECK(cluster::detail::side_sends_by_group(c, nodes, in_a, from_a) ==
+              Approx(cluster::detail::side_sends(nodes, links, in_a, from_a)).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("the largest cluster accepted is described without a matrix of its nodes", "[cluster_analysis]") {
+  // 2^20 devices, half H100 and half A100, nodes of eight: 131,072 nodes, whose node-by-node matrix would
+  // hold 1.7e10 entries. Grouped, the bisection puts the A100 nodes (the same interfaces here, so the
+  // first half in order) on one side and the slowest links are the first node pairs.
+  const cluster::cluster c{{{*hw::find_preset("h100-sxm"), 1 << 19, cluster::node_of("h100-sxm")},
+                            {*hw::find_preset("a100-80gb"), 1 << 19, cluster::node_of("a100-80gb")}}};
+  REQUIRE(c.nodes() == 131072);
+  const auto b = cluster::bisection_of(c);
+  CHECK_FALSE(b.exact);
+  CHECK(b.side.size() == 65536);
+  const auto nodes = cluster::nodes_of(c);
+  const double least = std::min(nodes.front().network.value(), nodes.back().network.value());
+  CHECK(b.bandwidth.value() == Approx(65536 * least));
+  const auto slow = cluster::slowest_node_links(c, 5);
+  REQUIRE(slow.size() == 5);
+  CHECK(slow.front().hop.bandwidth.value() == Approx(least));
 }

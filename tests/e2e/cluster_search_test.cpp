@@ -4,10 +4,20 @@
 // when nothing within the budget has a plan that fits.
 #include "run_phaze.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
+
+extern char** environ;
 
 using phaze::e2e::contains;
 using phaze::e2e::read_file;
@@ -140,4 +150,68 @@ TEST_CASE("phaze search --cluster-space under mpirun: the same fronts from two p
         two["search"]["compositions"].get<int>());
   CHECK(two["cost_front"] == one["cost_front"]);
   CHECK(two["power_front"] == one["power_front"]);
+}
+
+TEST_CASE("phaze search --cluster-space stopped by Ctrl-C keeps the fronts of what it searched",
+          "[e2e][cluster_search]") {
+  // 33 x 33 mixes of up to 256 H100s and 256 A100s, every one planned (--exhaustive) for a 72-block model:
+  // 30 s here, far longer than the second of progress this test waits for before it sends SIGINT.
+  const auto space = write_temp("big-space.json", R"({"schema": "phaze.cluster-space", "version": 1,
+    "budget_usd": 1e9, "devices": [
+      {"device": "h100-sxm", "price_usd": 30000, "power_w": 1200, "max": 256, "step": 8},
+      {"device": "a100-80gb", "price_usd": 15000, "power_w": 800, "max": 256, "step": 8}]})");
+  const auto out = temp_path("stopped-front");
+  const auto err = temp_path("stopped-stderr.txt");
+  const std::string exe = PHAZE_EXECUTABLE;
+  std::vector<std::string> argv_text{exe,
+                                     "search",
+                                     "megatron-gpt2-72",
+                                     "--cluster-space",
+                                     space.string(),
+                                     "--global-batch",
+                                     "512",
+                                     "--microbatches",
+                                     "1,2,4",
+                                     "--exhaustive",
+                                     "--progress",
+                                     "--format",
+                                     "json",
+                                     "--out",
+                                     out.string()};
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const auto printed = temp_path("stopped-stdout.json");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, printed.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Two progress lines (--progress prints one a second into a file): a few compositions are planned.
+  const auto progress_lines = [&] {
+    const std::string text = read_file(err);
+    std::size_t lines = 0;
+    for (std::size_t at = text.find("compositions"); at != std::string::npos;
+         at = text.find("compositions", at + 1))
+      ++lines;
+    return lines;
+  };
+  for (int wait = 0; wait < 60000 && progress_lines() < 2; wait += 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  INFO(read_file(err));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(contains(read_file(err), "interrupted:"));
+  const auto j = nlohmann::json::parse(read_file(out / "front.json"));
+  CHECK(nlohmann::json::parse(read_file(printed)) == j);
+  CHECK(j["search"]["unsearched"].get<int>() > 0);
+  CHECK(j["search"]["compositions"].get<int>() + j["search"]["unsearched"].get<int>() == 33 * 33 - 1);
+  CHECK_FALSE(j["cost_front"].empty());
+  CHECK(std::filesystem::exists(out / "front.svg"));
+  std::filesystem::remove_all(out);
 }

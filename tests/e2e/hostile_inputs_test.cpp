@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -330,6 +331,11 @@ TEST_CASE("one writer per output folder: a second phaze on a folder in use is re
                 dir.string() + "'");
   CHECK(cluster.status == 2);
   CHECK(contains(cluster.err, "another phaze is writing"));
+  const auto report =
+      run_phaze("plan gpt2 --device h100-sxm --devices 8 --global-batch 8 --report '" + dir.string() + "'");
+  CHECK(report.status == 2);
+  CHECK(contains(report.err, "give another --report"));
+  CHECK_FALSE(fs::exists(dir / "report.md"));
   ::close(fd);  // the first writer ends: the folder is free again
   const auto after = run_phaze(search);
   INFO(after.err);
@@ -364,5 +370,65 @@ TEST_CASE("reals inside their documented ranges only: no accepted cluster file m
         run_phaze("estimate gpt2 --cluster '" + cluster(efficiency, link).string() + "'" + estimate);
     CHECK(r.status == 2);
     CHECK(contains(r.err, field));
+  }
+}
+
+TEST_CASE("no command prints inf, nan or a JSON null, at the ends of every accepted range",
+          "[e2e][hostile]") {
+  // The slowest link, the longest latency and the least collective efficiency a cluster file accepts, the
+  // largest host overhead per op and the longest sequence of a microbatch: every number each command prints,
+  // as text and as JSON, must be finite and present.
+  const auto slowest = write_temp(
+      "slowest-cluster.json",
+      R"({"schema": "phaze.cluster", "version": 1, "groups": [{"device": "a100-80gb", "count": 16}],
+        "collective_efficiency": {"all_reduce": 0.001, "all_gather": 0.001, "reduce_scatter": 0.001,
+                                  "send_recv": 0.001},
+        "network": {"links": [{"from": 0, "to": 1, "gb_per_s": 1e-6, "latency_us": 1e6},
+                              {"from": 1, "to": 0, "gb_per_s": 1e-6, "latency_us": 1e6}]}})");
+  const std::string on = " --cluster '" + slowest.string() + "'";
+  const std::vector<std::string> commands = {
+      "estimate gpt2" + on + " --tp 1 --pp 2 --global-batch 16 --microbatch 1",
+      "estimate gpt2" + on + " --tp 2 --pp 1 --global-batch 16 --microbatch 1",
+      "plan gpt2" + on + " --global-batch 16",
+      "cluster '" + slowest.string() + "'",
+      "estimate gpt2 --device h100-sxm --devices 8 --tp 1 --pp 1 --global-batch 8 --microbatch 1 "
+      "--host-overhead 1000",
+      "estimate llama2-7b --device h100-sxm --devices 8 --tp 8 --pp 1 --cp 1 --global-batch 1 --microbatch 1 "
+      "--seq 262144 --recompute full",
+      "plan gpt2 --device t4 --devices 4 --global-batch 4 --host-overhead 1000",
+      "schedule gpt2 --device h100-sxm",
+      "devices",
+      "models",
+  };
+  const std::regex undefined{R"((^|[^A-Za-z_])(inf|nan|null|infinity)([^A-Za-z_]|$))", std::regex::icase};
+  // In JSON a field may be null only where it does not apply, as the docs say: a datasheet device's
+  // `systolic`, a systolic design's `datasheet` (docs/cli.md), the diagonal of a cluster's link matrices
+  // (docs/clusters.md). Any other null is a number that could not be printed.
+  std::vector<std::string> stray_nulls;
+  const auto walk = [&](const auto& self, const nlohmann::json& j, const std::string& key) -> void {
+    const bool may_be_null = key == "systolic" || key == "datasheet" || key.starts_with("matrix_gb_per_s[") ||
+                             key.starts_with("latency_us[");
+    if (j.is_null() && !may_be_null) stray_nulls.push_back(key);
+    if (j.is_object())
+      for (auto it = j.begin(); it != j.end(); ++it) self(self, it.value(), it.key());
+    if (j.is_array())
+      for (const auto& e : j) self(self, e, key + "[]");
+  };
+  for (const std::string& command : commands) {
+    for (const bool json : {false, true}) {
+      const auto r = run_phaze(command + (json ? " --format json" : ""));
+      INFO("phaze " << command << (json ? " --format json" : "") << "\nstdout: " << r.out.substr(0, 2000)
+                    << "\nstderr: " << r.err);
+      CHECK((r.status == 0 || r.status == 3));
+      std::smatch found;
+      CHECK_FALSE(std::regex_search(r.err, found, undefined));
+      if (!json || r.status != 0) {
+        CHECK_FALSE(std::regex_search(r.out, found, undefined));
+        continue;
+      }
+      stray_nulls.clear();
+      walk(walk, nlohmann::json::parse(r.out), "");  // inf and nan are no JSON: parse refuses them
+      CHECK(stray_nulls.empty());
+    }
   }
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "phaze/core/error.hpp"
+#include "phaze/io/calibration_json.hpp"
 #include "phaze/io/cluster_json.hpp"
 #include "phaze/io/cluster_space_json.hpp"
 #include "phaze/io/device_source.hpp"
@@ -21,14 +22,15 @@
 #include "phaze/io/nccl_tests.hpp"
 #include "phaze/io/results_file.hpp"
 #include "phaze/io/search_json.hpp"
+#include "phaze/io/training_log.hpp"
 #include "phaze/search/engine.hpp"
 
 namespace phaze::fuzz {
 
 /// The readers, by the name of their corpus folder (tests/fuzz/corpus/NAME).
-inline constexpr std::array<std::string_view, 8> readers{"model_config", "device",  "search_spec",
-                                                         "layer_table",  "cluster", "cluster_space",
-                                                         "nccl_tests",   "results"};
+inline constexpr std::array<std::string_view, 11> readers{
+    "model_config", "device",  "search_spec", "layer_table",      "cluster",     "cluster_space",
+    "nccl_tests",   "results", "calibration", "calibration_runs", "training_log"};
 
 /// The search a results.jsonl is read against: gpt2 on 8 devices over a space of two designs (one with HBM
 /// too small), so that checking a record (timing its plan again) stays cheap.
@@ -48,9 +50,11 @@ inline const search::spec& results_spec() {
 /// any other exception, a crash or a hang is a bug.
 inline void read_as(std::string_view reader, std::string_view bytes,
                     const std::filesystem::path& scratch_dir) {
-  const auto file = scratch_dir / (reader == "nccl_tests" ? "all_reduce.txt"
-                                   : reader == "results"  ? "results.jsonl"
-                                                          : "input.json");
+  const auto file = scratch_dir / (reader == "nccl_tests"         ? "all_reduce.txt"
+                                   : reader == "results"          ? "results.jsonl"
+                                   : reader == "calibration_runs" ? "runs.jsonl"
+                                   : reader == "training_log"     ? "train.log"
+                                                                  : "input.json");
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -74,6 +78,24 @@ inline void read_as(std::string_view reader, std::string_view bytes,
     } else if (reader == "results") {
       std::vector<std::string> lines;
       (void)io::read_results_file(file, results_spec(), search::options{}, lines);
+    } else if (reader == "calibration") {
+      (void)io::read_calibration(file);
+    } else if (reader == "calibration_runs") {
+      // As phaze calibrate reads a runs file: line by line, each bounded, a pasted log read for its step
+      // time (the plan's arguments go to the command line's own parser, not fuzzed here).
+      std::size_t start = 0;
+      while (start < bytes.size()) {
+        std::size_t end = bytes.find('\n', start);
+        if (end == std::string_view::npos) end = bytes.size();
+        const std::string line{bytes.substr(start, end - start)};
+        start = end + 1;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const io::calibration_measurement r = io::calibration_measurement_from_json(
+            io::parse_json_within(line, io::file_rules::calibration_run, "line"), "line");
+        if (!r.step_s) (void)io::logged_step_seconds(r.log, 4096.0, "line");
+      }
+    } else if (reader == "training_log") {
+      (void)io::logged_step_seconds(bytes, 4096.0, "log");
     }
   } catch (const input_error&) {
   } catch (const infeasible_error&) {

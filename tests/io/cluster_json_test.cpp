@@ -7,9 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
+#include "../support/input_error_of.hpp"
 #include "phaze/cluster/presets.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/io/nccl_tests.hpp"
@@ -205,6 +207,43 @@ TEST_CASE("measurements that do not match the cluster are input errors", "[clust
       error_of_json("{" + groups +
                     R"(, "measurements": [{"nccl_tests": "sendrecv_2node_v2.19.txt", "nodes": [0, 5]}]})"),
       Contains("node 5"));
+}
+
+TEST_CASE("the nccl-tests outputs of one file are bounded in number and in bytes together",
+          "[cluster_json][nccl]") {
+  using Catch::Matchers::Contains;
+  const std::filesystem::path dir = std::filesystem::path{PHAZE_TEST_DATA_DIR} / "nccl_tests";
+  auto with_runs = [](const std::string& file, std::size_t runs) {
+    nlohmann::json j = nlohmann::json::parse(R"({"groups": [{"device": "h100-sxm", "count": 16}]})");
+    for (std::size_t i = 0; i < runs; ++i)
+      j["measurements"].push_back({{"nccl_tests", file}, {"nodes", {0, 1}}});
+    return j;
+  };
+  // The most runs a file may name (1024), each a real output: read, one link laid per run.
+  const auto most = io::cluster_from_json(with_runs("all_reduce_2node_16gpu_v2.11.txt", 1024), dir);
+  CHECK(most.measurements.size() == 1024);
+  CHECK_THAT(testing::input_error_of([&] {
+               (void)io::cluster_from_json(with_runs("all_reduce_2node_16gpu_v2.11.txt", 1025), dir);
+             }),
+             Contains("at most 1024"));
+  // Outputs at the largest size one may have (16 MiB: a real run padded with comment lines): sixteen are
+  // read, the seventeenth brings them past 256 MiB in all and is refused by name before it is parsed.
+  const auto scratch = std::filesystem::temp_directory_path() / "phaze-nccl-bytes-test";
+  std::filesystem::create_directories(scratch);
+  const auto padded = scratch / "all_reduce_padded.txt";
+  {
+    std::ifstream in{dir / "all_reduce_2node_16gpu_v2.11.txt"};
+    std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+    const std::string pad = "# padding\n";
+    while (text.size() + pad.size() <= std::size_t{16} << 20U) text += pad;
+    std::ofstream{padded} << text;
+  }
+  const auto sixteen = io::cluster_from_json(with_runs(padded.string(), 16), dir);
+  CHECK(sixteen.measurements.size() == 16);
+  CHECK_THAT(
+      testing::input_error_of([&] { (void)io::cluster_from_json(with_runs(padded.string(), 17), dir); }),
+      Contains("measurements[16].nccl_tests") && Contains("256 MiB"));
+  std::filesystem::remove_all(scratch);
 }
 
 TEST_CASE("a node entry above what the nodes' interfaces carry is read, with a warning naming it",

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -155,4 +156,49 @@ TEST_CASE("plan report: the files are written, a folder that cannot be made is a
   const std::string message = testing::input_error_of([&] { io::write_plan_report(blocked / "report", in); });
   CHECK(message.find(blocked.string()) != std::string::npos);
   std::filesystem::remove(blocked);
+}
+
+TEST_CASE("a report's files are written as a set: a failure part of the way leaves the old set whole",
+          "[plan_report]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("phaze-report-set-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto text_of = [&](const std::string& name) {
+    std::ifstream in{dir / name};
+    return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  };
+  {
+    io::report_files files{dir};
+    files.add("report.md", "old md");
+    files.add("report.html", "old html");
+    files.commit();
+  }
+  CHECK(text_of("report.md") == "old md");
+  // The second file's temporary cannot be written (a folder stands at its name): the first file's new
+  // content must not replace the old, and no temporary may stay behind.
+  fs::create_directories(dir / "report.html.phaze-tmp");
+  CHECK_THROWS_AS(
+      [&] {
+        io::report_files files{dir};
+        files.add("report.md", "new md");
+        files.add("report.html", "new html");
+        files.commit();
+      }(),
+      input_error);
+  CHECK(text_of("report.md") == "old md");
+  CHECK(text_of("report.html") == "old html");
+  CHECK_FALSE(fs::exists(dir / "report.md.phaze-tmp"));
+  fs::remove_all(dir / "report.html.phaze-tmp");
+  {
+    io::report_files files{dir};
+    files.add("report.md", "new md");
+    files.add("report.html", "new html");
+    files.commit();
+  }
+  CHECK(text_of("report.html") == "new html");
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator{dir}) ++entries;
+  CHECK(entries == 2);
+  fs::remove_all(dir);
 }

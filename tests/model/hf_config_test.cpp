@@ -304,7 +304,7 @@ TEST_CASE("from_hf_config: bad config files give input_errors naming the field",
       {"bad_unknown_model_type.json", {"'model_type'", "\"rwkv\"", "gpt_neox"}},
       {"bad_no_model_type.json", {"'model_type'", "architectures"}},
       {"bad_heads_do_not_divide.json", {"'hidden_size' (1000)", "'num_attention_heads' (16)"}},
-      {"bad_too_many_layers.json", {"cannot build", "max_model_layers"}},
+      {"bad_too_many_layers.json", {"cannot build", "1000, above 254", "docs/limits.md"}},
   }));
   INFO(c.file);
   const auto message = input_error_of([&] { (void)from_hf_config(read_config(c.file), "x"); });

@@ -78,29 +78,80 @@ struct node_pair_link {
   link hop{};
 };
 
-/// The `k` slowest links between distinct nodes (lowest bandwidth first, then highest latency; each
-/// direction counts on its own). Empty for a one-node cluster.
-inline std::vector<node_pair_link> slowest_node_links(const cluster& c, std::size_t k) {
+namespace detail {
+/// The order of slow_links: lowest bandwidth first, then highest latency, then by the nodes (a total order,
+/// so the k slowest are one set however they are found).
+inline bool slower_first(const node_pair_link& x, const node_pair_link& y) {
+  if (x.hop.bandwidth != y.hop.bandwidth) return x.hop.bandwidth < y.hop.bandwidth;
+  if (x.hop.latency != y.hop.latency) return x.hop.latency > y.hop.latency;
+  return x.from != y.from ? x.from < y.from : x.to < y.to;
+}
+
+/// Keeps the `k` first of `all` under slower_first once it holds many more, so a search stays in memory.
+inline void keep_slowest(std::vector<node_pair_link>& all, std::size_t k, bool finish) {
+  if (!finish && all.size() <= 4 * k + 4096) return;
+  if (all.size() > k) {
+    std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), slower_first);
+    all.resize(k);
+  }
+  if (finish) std::sort(all.begin(), all.end(), slower_first);
+}
+
+/// The first node of each group and its node count, in the cluster's numbering (nodes_of).
+struct group_nodes {
+  int first = 0;
+  int count = 0;
+};
+inline std::vector<group_nodes> nodes_by_group(const cluster& c, const std::vector<node_info>& nodes) {
+  std::vector<group_nodes> out(c.groups().size());
+  for (std::size_t x = 0; x < nodes.size(); ++x) {
+    group_nodes& g = out[nodes[x].group];
+    if (g.count++ == 0) g.first = static_cast<int>(x);
+  }
+  return out;
+}
+}  // namespace detail
+
+/// slowest_node_links by every ordered pair of nodes (quadratic in the nodes): for measured matrices, whose
+/// entries may differ pair by pair (at most 4096 endpoints), and as the oracle of the grouped form.
+inline std::vector<node_pair_link> slowest_node_links_pairwise(const cluster& c, std::size_t k) {
   const auto nodes = nodes_of(c);
   std::vector<node_pair_link> all;
   const int n = static_cast<int>(nodes.size());
-  // Quadratic in the nodes: fine up to a few thousand; above, only the slowest few per row are kept.
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
       if (a != b) all.push_back({a, b, node_link(c, nodes, a, b)});
     }
-    if (all.size() > 4 * k + 4096) {
-      std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                       [](const auto& x, const auto& y) { return x.hop.bandwidth < y.hop.bandwidth; });
-      all.resize(k);
+    detail::keep_slowest(all, k, false);
+  }
+  detail::keep_slowest(all, k, true);
+  return all;
+}
+
+/// The `k` slowest links between distinct nodes (lowest bandwidth first, then highest latency, then by the
+/// nodes; each direction counts on its own). Empty for a one-node cluster. Without a measured matrix a
+/// node link depends on the two nodes' groups alone (node_link), so only the first k pairs of each ordered
+/// pair of groups can be among the slowest: O(groups^2 x k), whatever the number of nodes (2^20 devices in
+/// 131,072 nodes are described in well under a second).
+inline std::vector<node_pair_link> slowest_node_links(const cluster& c, std::size_t k) {
+  if (c.measured()) return slowest_node_links_pairwise(c, k);
+  const auto nodes = nodes_of(c);
+  const auto groups = detail::nodes_by_group(c, nodes);
+  std::vector<node_pair_link> all;
+  for (const detail::group_nodes& ga : groups) {
+    for (const detail::group_nodes& gb : groups) {
+      std::size_t taken = 0;
+      for (int a = ga.first; a < ga.first + ga.count && taken < k; ++a) {
+        for (int b = gb.first; b < gb.first + gb.count && taken < k; ++b) {
+          if (a == b) continue;
+          all.push_back({a, b, node_link(c, nodes, a, b)});
+          ++taken;
+        }
+      }
+      detail::keep_slowest(all, k, false);
     }
   }
-  std::sort(all.begin(), all.end(), [](const node_pair_link& x, const node_pair_link& y) {
-    if (x.hop.bandwidth != y.hop.bandwidth) return x.hop.bandwidth < y.hop.bandwidth;
-    if (x.hop.latency != y.hop.latency) return x.hop.latency > y.hop.latency;
-    return x.from != y.from ? x.from < y.from : x.to < y.to;
-  });
-  if (all.size() > k) all.resize(k);
+  detail::keep_slowest(all, k, true);
   return all;
 }
 
@@ -116,29 +167,66 @@ struct bisection {
   bool exact = true;
 };
 
+namespace detail {
+/// What the side `in_a` marks (from_a) or the other side sends across a split: each of its nodes the least
+/// of its interfaces and the sum of its links towards the other side.
+inline double side_sends(const std::vector<node_info>& nodes, const std::vector<std::vector<double>>& links,
+                         const std::vector<char>& in_a, bool from_a) {
+  const std::size_t n = nodes.size();
+  double total = 0.0;
+  for (std::size_t x = 0; x < n; ++x) {
+    if ((in_a[x] != 0) != from_a) continue;
+    double out_of_x = 0.0;
+    for (std::size_t y = 0; y < n; ++y)
+      if ((in_a[y] != 0) != from_a) out_of_x += links[x][y];
+    total += std::min(out_of_x, nodes[x].network.value());
+  }
+  return total;
+}
+
+/// side_sends without a measured matrix, by groups: a node link is the lesser of the two nodes'
+/// interfaces (node_link), so every node of a group on one side sends the same. O(groups^2).
+inline double side_sends_by_group(const cluster& c, const std::vector<node_info>& nodes,
+                                  const std::vector<char>& in_a, bool from_a) {
+  const std::size_t groups = c.groups().size();
+  std::vector<double> sending(groups, 0.0);
+  std::vector<double> receiving(groups, 0.0);
+  std::vector<double> network(groups, 0.0);
+  for (std::size_t x = 0; x < nodes.size(); ++x) {
+    ((in_a[x] != 0) == from_a ? sending : receiving)[nodes[x].group] += 1.0;
+    network[nodes[x].group] = nodes[x].network.value();
+  }
+  double total = 0.0;
+  for (std::size_t g = 0; g < groups; ++g) {
+    if (sending[g] == 0.0) continue;
+    double out_of_node = 0.0;
+    for (std::size_t h = 0; h < groups; ++h) out_of_node += receiving[h] * std::min(network[g], network[h]);
+    total += sending[g] * std::min(out_of_node, network[g]);
+  }
+  return total;
+}
+}  // namespace detail
+
 inline bisection bisection_of(const cluster& c, int exact_up_to = 20) {
   const auto nodes = nodes_of(c);
   const int n = static_cast<int>(nodes.size());
   bisection out;
   if (n < 2) return out;
-  std::vector<std::vector<double>> links(static_cast<std::size_t>(n),
-                                         std::vector<double>(static_cast<std::size_t>(n), 0.0));
-  for (int a = 0; a < n; ++a)
-    for (int b = 0; b < n; ++b)
-      if (a != b)
-        links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] =
-            node_link(c, nodes, a, b).bandwidth.value();
+  // The node links as a matrix where a split is searched exhaustively or links are measured (at most 4096
+  // endpoints); otherwise a split's traffic is summed by groups (side_sends_by_group).
+  const bool by_group = n > exact_up_to && !c.measured();
+  std::vector<std::vector<double>> links;
+  if (!by_group) {
+    links.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n), 0.0));
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b)
+        if (a != b)
+          links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] =
+              node_link(c, nodes, a, b).bandwidth.value();
+  }
   auto sends = [&](const std::vector<char>& in_a, bool from_a) {
-    double total = 0.0;
-    for (int x = 0; x < n; ++x) {
-      if ((in_a[static_cast<std::size_t>(x)] != 0) != from_a) continue;
-      double out_of_x = 0.0;
-      for (int y = 0; y < n; ++y)
-        if ((in_a[static_cast<std::size_t>(y)] != 0) != from_a)
-          out_of_x += links[static_cast<std::size_t>(x)][static_cast<std::size_t>(y)];
-      total += std::min(out_of_x, nodes[static_cast<std::size_t>(x)].network.value());
-    }
-    return total;
+    return by_group ? detail::side_sends_by_group(c, nodes, in_a, from_a)
+                    : detail::side_sends(nodes, links, in_a, from_a);
   };
   auto cut = [&](const std::vector<char>& in_a) { return std::min(sends(in_a, true), sends(in_a, false)); };
   const int devices = c.devices();

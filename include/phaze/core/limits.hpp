@@ -30,8 +30,10 @@ inline constexpr std::int64_t max_microbatch_tokens = std::int64_t{1} << 28;
 /// Architecture sizes (model::validate checks them, at compile time for DSL models), far above any published
 /// model (Megatron's 1T-parameter GPT: hidden 25,600, 128 layers, 160 heads): with them every product the
 /// layer builders form (vocab x hidden, hidden x ffn x layers, microbatch x heads x sequence^2) stays below
-/// 2^62.
-inline constexpr std::int64_t max_layers = std::int64_t{1} << 14;
+/// 2^62. The layers (transformer blocks) are at most 254: a model's layer graph holds 256 nodes
+/// (model::max_model_layers), the blocks with the embedding and the head; twice the deepest published
+/// model's 128 (Megatron's 1T GPT; Llama 3 405B has 126, PaLM 540B 118).
+inline constexpr std::int64_t max_layers = 254;
 inline constexpr std::int64_t max_hidden = std::int64_t{1} << 18;
 inline constexpr std::int64_t max_heads = std::int64_t{1} << 12;
 inline constexpr std::int64_t max_head_dim = std::int64_t{1} << 14;

@@ -54,6 +54,10 @@ struct cluster_file_limits {
   static constexpr std::size_t max_groups = 1024;
   static constexpr int max_matrix_endpoints = 4096;
   static constexpr std::size_t max_links = 1U << 22U;
+  /// The nccl-tests outputs one file names, together (each at most nccl::max_text_bytes): 256 MiB, sixteen
+  /// outputs at the largest one accepts or tens of thousands of real ones (an output of 2^3 to 2^33 bytes
+  /// in steps of 2 is about 5 KiB), read in about 2.5 s here.
+  static constexpr std::uintmax_t max_measurement_bytes = std::uintmax_t{256} << 20U;
 };
 
 namespace detail::cluster_file {
@@ -189,7 +193,8 @@ struct measured_run {
   cluster::link link;
 };
 
-inline measured_run read_measurement(const section& m, const std::filesystem::path& dir) {
+inline measured_run read_measurement(const section& m, const std::filesystem::path& dir,
+                                     std::uintmax_t& read_so_far) {
   const auto file = m.text("nccl_tests");
   if (!file)
     field_error(m.name("nccl_tests"), "is missing (the path of an nccl-tests output, docs/nccl-tests.md)");
@@ -203,6 +208,13 @@ inline measured_run read_measurement(const section& m, const std::filesystem::pa
   }
   if (read.status != read_status::ok) {
     field_error(m.name("nccl_tests"), "names '" + path.string() + "', which cannot be opened");
+  }
+  read_so_far += read.text.size();
+  if (read_so_far > cluster_file_limits::max_measurement_bytes) {
+    field_error(m.name("nccl_tests"), "brings the nccl-tests outputs this file names to more than " +
+                                          std::to_string(cluster_file_limits::max_measurement_bytes >> 20U) +
+                                          " MiB in all, the most phaze reads (docs/limits.md); keep the "
+                                          "outputs' result lines only, or fewer runs");
   }
   const std::string& text = read.text;
   std::optional<nccl::collective> op;
@@ -331,6 +343,7 @@ inline std::vector<across_run> read_measurements(const section& top, const std::
                                                  cluster_description& out) {
   using limits = cluster_file_limits;
   std::vector<across_run> across;
+  std::uintmax_t read_so_far = 0;
   if (const nlohmann::json* ms = top.get("measurements")) {
     if (!ms->is_array()) {
       field_error("measurements",
@@ -356,12 +369,15 @@ inline std::vector<across_run> read_measurements(const section& top, const std::
       }
       measured_run r;
       try {
-        r = read_measurement(m, dir);
+        r = read_measurement(m, dir, read_so_far);
       } catch (const input_error& e) {
         const std::string what = e.what();
         throw input_error(what.starts_with("field '") ? what : m.name("nccl_tests") + ": " + what);
       }
       out.measurements.push_back(nccl::describe(r.run));
+      // What the rest of the reader needs is the fitted link, the ranks and the hosts: the result rows
+      // (up to nccl::max_rows per output) go, so the memory held stays one output's whatever the count.
+      std::vector<nccl::row>{}.swap(r.run.rows);
       if (group != nullptr) {
         built[run_group(m, *group, r, built)].node.intra = r.link;
         continue;

@@ -310,6 +310,7 @@ inline nlohmann::ordered_json cluster_front_json(const cluster_space_description
                  {"evaluated", r.evaluated},
                  {"infeasible", r.infeasible},
                  {"pruned", r.pruned},
+                 {"unsearched", r.unsearched},
                  {"plans_evaluated", r.plans_evaluated},
                  {"scheduler", r.scheduler},
                  {"model_flops_per_sample", r.per_sample.value()}};

@@ -120,8 +120,15 @@ inline std::string describe_cluster_table(const cluster_description& d) {
   for (const auto& m : d.measurements) out += "measured: " + m + "\n";
   if (c.nodes() > 1) {
     const cluster::bisection b = cluster::bisection_of(c);
+    // Runs of consecutive nodes as first-last: half of 131,072 nodes is one short line.
     std::string side;
-    for (const int n : b.side) side += (side.empty() ? "" : ",") + std::to_string(n);
+    for (std::size_t i = 0; i < b.side.size();) {
+      std::size_t j = i;
+      while (j + 1 < b.side.size() && b.side[j + 1] == b.side[j] + 1) ++j;
+      side += (side.empty() ? "" : ",") + std::to_string(b.side[i]);
+      if (j > i) side += "-" + std::to_string(b.side[j]);
+      i = j + 1;
+    }
     out += fmt::format("bisection bandwidth: {} ({}; one side holds nodes {})\n", gbps(b.bandwidth),
                        b.exact ? "exact" : "estimate: more than 20 nodes", side);
     out += "slowest links between nodes (the whole node's bandwidth towards the other):\n";

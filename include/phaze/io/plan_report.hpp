@@ -242,22 +242,24 @@ inline std::string plan_report_html(const plan_report_input& in) {
   return detail::report::html(detail::plan_report::build(in));
 }
 
-/// Writes report.md, report.html, timeline.svg and memory.svg into `dir` (created if missing); a directory
-/// that cannot be created or written is an input_error naming it.
+/// Writes report.md, report.html, timeline.svg and memory.svg into `dir` (created if missing) as one set
+/// (report_files: a failure leaves the folder as it was); a directory that cannot be created or written is
+/// an input_error naming it.
 inline void write_plan_report(const std::filesystem::path& dir, const plan_report_input& in) {
   if (in.model == nullptr || in.plans.empty()) throw error("plan report without a plan (a bug in phaze)");
   namespace r = detail::report;
   r::make_directory(dir, "give a writable folder to --report");
   const place::ranked_plan& best = in.plans.front();
-  r::write_file(dir / "timeline.svg",
-                pipeline_drawing(in.best, best.knobs.schedule,
-                                 std::string{in.model->config.name.view()} + ": one iteration")
-                    .document());
-  r::write_file(dir / "memory.svg",
-                plan_memory_drawing(in.best, "Memory per device of each stage, against what a plan may fill")
-                    .document());
-  r::write_file(dir / "report.md", plan_report_markdown(in));
-  r::write_file(dir / "report.html", plan_report_html(in));
+  report_files files{dir};
+  files.add("timeline.svg", pipeline_drawing(in.best, best.knobs.schedule,
+                                             std::string{in.model->config.name.view()} + ": one iteration")
+                                .document());
+  files.add("memory.svg",
+            plan_memory_drawing(in.best, "Memory per device of each stage, against what a plan may fill")
+                .document());
+  files.add("report.md", plan_report_markdown(in));
+  files.add("report.html", plan_report_html(in));
+  files.commit();
 }
 
 }  // namespace phaze::io

@@ -512,4 +512,45 @@ inline void write_file(const std::filesystem::path& path, const std::string& con
 
 }  // namespace detail::report
 
+/// The files of one report, written as a set: each first to a temporary name beside its own
+/// (NAME.phaze-tmp), and renamed over the old files only once every one is complete. A failure part of the
+/// way (a full disk, a folder made read-only) removes the temporaries and leaves the folder as it was: the
+/// previous report whole, never old files mixed with new ones.
+class report_files {
+ public:
+  explicit report_files(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  report_files(const report_files&) = delete;
+  report_files& operator=(const report_files&) = delete;
+  ~report_files() {
+    std::error_code ignored;
+    for (const auto& name : written_) std::filesystem::remove(temporary(name), ignored);
+  }
+
+  /// Writes `content` as the temporary of `name` (an input_error naming the file when it cannot).
+  void add(const std::string& name, const std::string& content) {
+    detail::report::write_file(temporary(name), content);
+    written_.push_back(name);
+  }
+
+  /// Renames every file written into place.
+  void commit() {
+    for (const auto& name : written_) {
+      std::error_code ec;
+      std::filesystem::rename(temporary(name), dir_ / name, ec);
+      if (ec) {
+        throw input_error("cannot write the report file '" + (dir_ / name).string() + "': " + ec.message() +
+                          "; give a writable output directory");
+      }
+    }
+    written_.clear();
+  }
+
+ private:
+  [[nodiscard]] std::filesystem::path temporary(const std::string& name) const {
+    return dir_ / (name + ".phaze-tmp");
+  }
+  std::filesystem::path dir_;
+  std::vector<std::string> written_;
+};
+
 }  // namespace phaze::io

@@ -528,17 +528,25 @@ inline std::string search_report_html(const search::summary& s, const search_rep
   return detail::report::html(detail::report::build(s, o));
 }
 
-/// Writes pareto.csv, pareto.svg, timeline.svg, report.md and report.html into `dir` (created if missing).
-/// A directory that cannot be created or written is an input_error naming it.
+/// Adds pareto.csv, pareto.svg, timeline.svg, report.md and report.html to `files` (report_files: the
+/// caller commits them with its own files as one set).
+inline void add_search_report(report_files& files, const search::summary& s,
+                              const search_report_options& o = {}) {
+  files.add("pareto.csv", pareto_csv(s));
+  files.add("pareto.svg", pareto_svg(s));
+  files.add("timeline.svg", timeline_svg(s));
+  files.add("report.md", search_report_markdown(s, o));
+  files.add("report.html", search_report_html(s, o));
+}
+
+/// Writes pareto.csv, pareto.svg, timeline.svg, report.md and report.html into `dir` (created if missing)
+/// as one set (report_files). A directory that cannot be created or written is an input_error naming it.
 inline void write_search_report(const std::filesystem::path& dir, const search::summary& s,
                                 const search_report_options& o = {}) {
-  namespace r = detail::report;
-  r::make_directory(dir, "give a writable output directory");
-  r::write_file(dir / "pareto.csv", pareto_csv(s));
-  r::write_file(dir / "pareto.svg", pareto_svg(s));
-  r::write_file(dir / "timeline.svg", timeline_svg(s));
-  r::write_file(dir / "report.md", search_report_markdown(s, o));
-  r::write_file(dir / "report.html", search_report_html(s, o));
+  detail::report::make_directory(dir, "give a writable output directory");
+  report_files files{dir};
+  add_search_report(files, s, o);
+  files.commit();
 }
 
 }  // namespace phaze::io

@@ -15,6 +15,8 @@ namespace phaze::model {
 
 /// Most layer nodes in a model graph (megatron-1T has 128 blocks, plus embedding and head).
 inline constexpr std::size_t max_model_layers = 256;
+static_assert(max_model_layers == static_cast<std::size_t>(limits::max_layers) + 2,
+              "the blocks the readers accept, with the embedding and the head, fill a model's graph");
 /// Most distinct layers in one model (a transformer has three; AMP's TransGAN generator fourteen).
 inline constexpr std::size_t max_layer_kinds = 24;
 
@@ -89,7 +91,9 @@ struct model {
 
 namespace rules {
 [[noreturn]] inline void model_has_too_many_layers_raise_max_model_layers() {
-  throw input_error("the model has more layers than phaze::model::max_model_layers allows");
+  throw input_error(
+      "the model has more than 256 layer nodes (254 transformer blocks with the embedding and the head), "
+      "the most phaze builds (docs/limits.md); the deepest published models have 128 blocks");
 }
 [[noreturn]] inline void model_has_too_many_layer_kinds_raise_max_layer_kinds() {
   throw input_error("the model has more distinct layers than phaze::model::max_layer_kinds allows");

@@ -396,6 +396,7 @@ struct cluster_search_result {
   std::size_t infeasible = 0;               ///< planned, but no plan fits or none is admissible
   std::size_t pruned = 0;                   ///< skipped by the bound
   std::size_t plans_evaluated = 0;
+  std::size_t unsearched = 0;    ///< compositions left when cluster_search::stop_when stopped the search
   flops per_sample{0.0};         ///< model FLOPs per sample (model_flops_per_sample)
   std::vector<layer_work> work;  ///< per device type of the space: what a sample costs it at least
   std::string scheduler;         ///< the layer schedules behind the numbers
@@ -498,6 +499,15 @@ class cluster_search {
     return *this;
   }
 
+  /// Stops the search before the next round of compositions once `stop` answers true (a signal a program
+  /// caught, a deadline): run() then returns the points planned so far, their fronts, and in
+  /// cluster_search_result::unsearched how many compositions it left. The fronts are those of the
+  /// compositions searched (the cheapest ones: they are visited in increasing cost). Default: never.
+  cluster_search& stop_when(std::function<bool()> stop) {
+    stop_ = std::move(stop);
+    return *this;
+  }
+
   /// Plans the compositions in rounds of `round` through `m` (by default one at a time, here). The pruning
   /// test of a round's compositions sees the points of the rounds before it only, which are no dearer, so
   /// the fronts are those of a search one at a time; more compositions may be planned (none of a round
@@ -525,6 +535,10 @@ class cluster_search {
     double fastest = 0.0;  // the best throughput planned so far, at no larger cost (cost order)
     std::vector<std::pair<watts, double>> planned;  // power and throughput of every feasible point so far
     for (std::size_t first = 0; first < mixes.size(); first += round_) {
+      if (stop_ && stop_()) {
+        out.unsearched = mixes.size() - first;
+        break;
+      }
       const std::size_t end = std::min(mixes.size(), first + round_);
       std::vector<cluster_point> points;
       std::vector<std::size_t> to_plan;
@@ -684,6 +698,7 @@ class cluster_search {
   group_orders orders_ = group_orders::every;
   sched::any_scheduler scheduler_ = sched::list_scheduler{};
   progress_hook progress_;
+  std::function<bool()> stop_;
 };
 
 }  // namespace phaze::search

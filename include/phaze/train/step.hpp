@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,6 +127,20 @@ inline constexpr double fused_adam_bytes = 28.0;
 /// 1.881 B parameters: 0.82 of the peak on these bytes.
 inline constexpr double foreach_adam_bytes = 84.0;
 
+/// The routes one estimate asks a cluster for (the same rings and pairs for every stage), each kept once
+/// asked: on a cluster in a rank order of its own or with measured links a route is followed rank by rank,
+/// O(devices), and an estimate of p stages asks for the same few routes about 10 p times. Local to one
+/// estimate (step_model::remember_routes), so no two threads share one.
+struct route_memo {
+  struct entry {
+    bool ring = true;  ///< cluster::ring (shape, used); else cluster::pairs (shape.size is the distance)
+    cluster::group_shape shape{};
+    int used = 0;
+    cluster::route route{};
+  };
+  std::vector<entry> entries;
+};
+
 /// The training-step model of a cluster and knobs: every formula the estimate and the placers use
 /// (Narayanan et al., SC'21; Korthikanti et al. 2022; docs/step-time.md). Routes of the collectives come from
 /// the cluster for the plan's shape (cluster::cluster::ring, pairs).
@@ -133,6 +148,10 @@ class step_model {
  public:
   step_model() = default;
   constexpr step_model(cluster::cluster c, const training_knobs& k) : cluster_(std::move(c)), knobs_(k) {}
+
+  /// Keeps every route this model is asked for in `memo` from now on (a route is the cluster's whatever the
+  /// plan, so the answers are the same); `memo` outlives the model's use and is not shared between threads.
+  constexpr void remember_routes(route_memo& memo) { memo_ = &memo; }
 
   [[nodiscard]] constexpr const cluster::cluster& cluster() const { return cluster_; }
   [[nodiscard]] constexpr const training_knobs& knobs() const { return knobs_; }
@@ -151,12 +170,12 @@ class step_model {
 
   /// The route of the tensor-parallel groups of width `tp` (what a layer's collectives run over).
   [[nodiscard]] constexpr cluster::route tensor_parallel_route(int tp) const {
-    return cluster_.ring({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
+    return ring_route({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
   }
 
   /// The route of the context-parallel rings: cp ranks tp apart (Megatron's order tp, cp, dp, pp).
   [[nodiscard]] constexpr cluster::route context_parallel_route(const plan_shape& s) const {
-    return cluster_.ring({std::max(s.cp, 1), s.tp}, s.devices());
+    return ring_route({std::max(s.cp, 1), s.tp}, s.devices());
   }
 
   /// The links of the expert-parallel groups: ep consecutive ranks etp apart (Megatron-Core's expert rank
@@ -176,8 +195,8 @@ class step_model {
     while (n % local != 0) --local;
     cost::all_to_all_routes r;
     r.local = local;
-    if (local > 1) r.inside = cluster_.ring({local, stride}, s.devices());
-    if (local < n) r.across = cluster_.pairs(local * stride, s.devices());
+    if (local > 1) r.inside = ring_route({local, stride}, s.devices());
+    if (local < n) r.across = pairs_route(local * stride, s.devices());
     if (knobs_.dispatcher == moe_dispatcher::flex && experts > 0 && top_k > 0 && n > 1) {
       const auto [inside, across] = cost::deduplicated_copies(experts, top_k, n, local);
       const auto k = static_cast<double>(top_k);
@@ -192,8 +211,8 @@ class step_model {
   /// on by default): without sequence parallelism the boundary tensor is replicated over the tp ranks, so
   /// each rank sends 1/tp of it over its own link and the receiving stage all-gathers it inside its
   /// tensor-parallel group. With sequence parallelism the boundary is already split over the tp ranks.
-  [[nodiscard]] constexpr seconds pipeline_send(bytes boundary, const plan_shape& s) const {
-    const cluster::route pair = cluster_.pairs(s.stage_ranks(), s.devices());
+  [[nodiscard]] constexpr seconds pipeline_send(bytes boundary, const plan_shape& s,
+                                                const cluster::route& pair) const {
     if (knobs_.sequence_parallel || s.tp == 1) return cost::point_to_point_time(boundary, pair);
     return cost::point_to_point_time(boundary / static_cast<double>(s.tp), pair) +
            cost::all_gather_time(boundary, s.tp, tensor_parallel_route(s.tp));
@@ -202,9 +221,23 @@ class step_model {
   /// What one cut of the pipeline (a `boundary`-byte tensor per rank between two stages) adds to each
   /// stage beside it per microbatch: one transfer per model chunk (v under the interleaved schedule, as
   /// Megatron-LM's blocking send/recv pairs); nothing without a pipeline.
+  [[nodiscard]] constexpr seconds pipeline_cut(bytes boundary, const plan_shape& s,
+                                               const cluster::route& pair) const {
+    if (s.pp <= 1) return seconds{0.0};
+    return pipeline_send(boundary, s, pair) * static_cast<double>(chunks());
+  }
+
+  /// pipeline_cut over the pipeline's route (pipeline_route).
   [[nodiscard]] constexpr seconds pipeline_cut(bytes boundary, const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
-    return pipeline_send(boundary, s) * static_cast<double>(chunks());
+    return pipeline_cut(boundary, s, pipeline_route(s));
+  }
+
+  /// The route of the pipeline's transfers: every pair of ranks a stage apart (tp * dp * cp, Megatron's rank
+  /// order), the slowest of them (cluster::pairs). With pp > 1 only. The same for every stage of a plan, so
+  /// an estimate takes it once: on a cluster in a rank order of its own it is followed rank by rank.
+  [[nodiscard]] constexpr cluster::route pipeline_route(const plan_shape& s) const {
+    return pairs_route(s.stage_ranks(), s.devices());
   }
 
   /// The cut a stage waits for in each pass, for a stage whose input cut carries `in` and whose output cut
@@ -229,9 +262,16 @@ class step_model {
   [[nodiscard]] constexpr seconds pipeline_sends(bytes in, bytes out, seconds work,
                                                  const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
+    return pipeline_sends(in, out, work, s, pipeline_route(s));
+  }
+
+  /// pipeline_sends over the pipeline's route `pair` (pipeline_route(s)), taken once by the caller.
+  [[nodiscard]] constexpr seconds pipeline_sends(bytes in, bytes out, seconds work, const plan_shape& s,
+                                                 const cluster::route& pair) const {
+    if (s.pp <= 1) return seconds{0.0};
     const auto [forward, backward] = cuts_waited_for(in, out);
-    const seconds f = pipeline_cut(forward, s);
-    const seconds b = pipeline_cut(backward, s);
+    const seconds f = pipeline_cut(forward, s, pair);
+    const seconds b = pipeline_cut(backward, s, pair);
     if (!overlapped_sends()) return f + b;
     const seconds none{0.0};
     return std::max(none, f - work * (2.0 / 3.0)) + std::max(none, b - work / 3.0);
@@ -373,12 +413,12 @@ class step_model {
     if (n <= 1 || !(parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_of(knobs_);
     const bytes gradients{parameters * per.gradients};
-    seconds best = cost::all_reduce_time(gradients, n, cluster_.ring({n, stride}, s.devices()));
+    seconds best = cost::all_reduce_time(gradients, n, ring_route({n, stride}, s.devices()));
     const int node = largest_node();
     for (int k = 2; k < n && k * stride <= node; ++k) {
       if (n % k != 0) continue;
-      const cluster::route inside = cluster_.ring({k, stride}, s.devices());
-      const cluster::route across = cluster_.ring({n / k, k * stride}, s.devices());
+      const cluster::route inside = ring_route({k, stride}, s.devices());
+      const cluster::route across = ring_route({n / k, k * stride}, s.devices());
       best = std::min(best, cost::reduce_scatter_time(gradients, k, inside) +
                                 cost::all_reduce_time(gradients / static_cast<double>(k), n / k, across) +
                                 cost::all_gather_time(gradients, k, inside));
@@ -626,7 +666,7 @@ class step_model {
     if (s.pp <= 1 || !(tied_parameters > 0.0)) return seconds{0.0};
     const bytes_per_parameter per = state_bytes_of(knobs_);
     return cost::all_reduce_time(bytes{tied_parameters * per.gradients}, 2,
-                                 cluster_.pairs((s.pp - 1) * s.stage_ranks(), s.devices()));
+                                 pairs_route((s.pp - 1) * s.stage_ranks(), s.devices()));
   }
 
   /// The iteration: the pipeline (`pipeline` = pipeline_time of the stages' times, which add up to
@@ -716,8 +756,26 @@ class step_model {
     return {slowest, sum};
   }
 
+  /// cluster::ring and cluster::pairs, through the memo when remember_routes gave one.
+  [[nodiscard]] constexpr cluster::route ring_route(cluster::group_shape shape, int used) const {
+    return remembered(true, shape, used, [&] { return cluster_.ring(shape, used); });
+  }
+  [[nodiscard]] constexpr cluster::route pairs_route(int distance, int used) const {
+    return remembered(false, {distance, 1}, used, [&] { return cluster_.pairs(distance, used); });
+  }
+  template <class Find>
+  constexpr cluster::route remembered(bool ring, cluster::group_shape shape, int used, Find find) const {
+    if (memo_ == nullptr) return find();
+    for (const route_memo::entry& e : memo_->entries)
+      if (e.ring == ring && e.shape == shape && e.used == used) return e.route;
+    const cluster::route r = find();
+    memo_->entries.push_back({ring, shape, used, r});
+    return r;
+  }
+
   cluster::cluster cluster_;
   training_knobs knobs_{};
+  route_memo* memo_ = nullptr;  ///< remember_routes: not the model's state, so copies share it
 };
 
 namespace detail {
@@ -1064,7 +1122,9 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const std::vector<node_range> ranges = node_ranges(run, stages);
   const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
-  const step_model model{c, k};
+  route_memo routes;
+  step_model model{c, k};
+  model.remember_routes(routes);
   const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep, p.etp};
   const cluster::route cp_route = model.context_parallel_route(where);
   const cost::all_to_all_routes ep_route =
@@ -1106,6 +1166,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   std::vector<seconds> blocking_sends;  // each stage's pipeline sends per microbatch, none overlapped
   double capacity_sum = 0.0;
   bool all_fit = true;
+  std::optional<cluster::route> pipeline;
+  if (p.pp > 1) pipeline = model.pipeline_route(where);
   for (int i = 0; i < p.pp; ++i) {
     const node_range r = ranges[static_cast<std::size_t>(i)];
     // A stage of several device types runs at its slowest member's pace (step_model::pacing_member).
@@ -1142,8 +1204,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     // The cuts: what the stage receives from the one before it and hands to the one after it.
     const bytes in = r.first > 0 ? l.kinds[run.nodes[r.first - 1]].t.boundary : bytes{0.0};
     const bytes out = r.last < run.size() ? l.kinds[run.nodes[r.last - 1]].t.boundary : bytes{0.0};
-    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where);
-    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where));
+    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where, *pipeline);
+    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where, *pipeline));
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
     st.capacity = model.stage_capacity(members);
