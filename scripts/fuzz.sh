@@ -21,7 +21,7 @@ readers=("$@")
 
 mkdir -p build-fuzz
 binary=build-fuzz/readers_fuzz
-newest=$(find include tests/fuzz -name '*.hpp' -o -name '*.cpp' -newer "$binary" 2>/dev/null | head -1 || true)
+newest=$(find include tests/fuzz \( -name '*.hpp' -o -name '*.cpp' \) -newer "$binary" 2>/dev/null | head -1 || true)
 if [ ! -x "$binary" ] || [ -n "$newest" ]; then
   echo "phaze fuzz: building $binary (clang, libFuzzer, ASan + UBSan)" >&2
   clang++ -std=c++20 -O1 -g1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -47,7 +47,8 @@ dictionary() {
   {
     printf '%s\n' '"{"' '"}"' '"["' '"]"' '":"' '","' '"null"' '"true"' '"1e308"' '"-1"' '"\\n"'
     if [ $# -gt 0 ]; then
-      find "$@" -type f -exec grep -oh '"[A-Za-z_0-9.-]\{1,40\}"' {} + | sort -u | head -2000 |
+      # Seeds without a quoted word (training logs) give grep nothing to print: not an error.
+      { find "$@" -type f -exec grep -oh '"[A-Za-z_0-9.-]\{1,40\}"' {} + || true; } | sort -u | head -2000 |
         sed 's/"/\\"/g; s/.*/"&"/'
     fi
   } >"build-fuzz/$reader.dict"

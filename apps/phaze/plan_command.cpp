@@ -629,14 +629,15 @@ int print_plan_text(const plan_options& o, const plan_setup& s, const plans_foun
 
 int run_plan(const plan_options& o) {
   if (!o.layer_table.empty()) return run_plan_on_layer_table(o);
-  // The report's folder is made and locked before the planning that fills it: one that cannot be made, or
-  // that another phaze is writing, exits 2 before any work (the files then go in as one set).
+  plan_setup s = set_up_plan(o);
+  // The report's folder is made and locked once the inputs are read, before the planning that fills it: one
+  // that cannot be made, or that another phaze is writing, exits 2 before the search (the files then go in
+  // as one set).
   std::optional<folder_lock> lock;
   if (!o.report.empty()) {
     io::detail::report::make_directory(o.report, "give a writable folder to --report");
     lock.emplace(o.report, "--report");
   }
-  plan_setup s = set_up_plan(o);
   // Layer times on list schedules; the ILP refines what is reported (find_plans).
   const sched::schedule_cache cache;
   const plans_found p = find_plans(o, s, cache);

@@ -229,9 +229,16 @@ inline void on_signal(int signal_number) {
 inline void arm() {
   struct sigaction action {};
   action.sa_handler = on_signal;
+  action.sa_flags = SA_RESTART;  // a write the signal lands in goes on
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+}
+
+/// Once the search has returned: a signal ends the program again, as it would any other.
+inline void disarm() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 }  // namespace stop_request
 
@@ -404,16 +411,20 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
     search.stop_when([] { return stop_request::caught != 0; });
   }
   search::cluster_search_result found = search.run();
+  if (!mpi.active()) stop_request::disarm();
   line.finish();
   if (!root) return 0;
   if (mpi.active()) search.complete(found);  // the fronts' points other processes planned
   const int stopped_by = found.unsearched > 0 ? static_cast<int>(stop_request::caught) : 0;
   if (stopped_by != 0) {
     fmt::print(stderr,
-               "phaze: interrupted: {} of {} compositions searched (the cheapest, in cost order), {} left; "
-               "the fronts below are those of the compositions searched\n",
+               "phaze: interrupted: {} of {} compositions searched (the cheapest, in cost order), {} left",
                found.compositions.size(), found.compositions.size() + found.unsearched, found.unsearched);
-    if (found.cost_front.empty()) return 128 + stopped_by;
+    if (found.cost_front.empty()) {
+      fmt::print(stderr, "; none of them has a plan that fits yet, so there is no front to print or write\n");
+      return 128 + stopped_by;
+    }
+    fmt::print(stderr, "; the fronts below are those of the compositions searched\n");
   }
   const search::cluster_space& s = space.value;
   const std::string limits =

@@ -671,4 +671,12 @@ TEST_CASE("phaze plan names the rule every plan breaks, not a generic 'no admiss
   CHECK(interleaved.status == 2);
   CHECK(contains(interleaved.err, "pp > 2"));
   CHECK_FALSE(contains(interleaved.err, "no admissible plan"));
+  // A rule every candidate breaks (each refusal the same words): context parallelism over unfused
+  // attention, which estimate names too.
+  const auto cp = run_phaze(
+      "plan llama2-7b --device h100-sxm --devices 16 --global-batch 64 --cp 2 "
+      "--attention unfused");
+  CHECK(cp.status == 2);
+  CHECK(contains(cp.err, "every candidate checked breaks one rule"));
+  CHECK(contains(cp.err, "--attention fused"));
 }

@@ -584,3 +584,40 @@ TEST_CASE("unfused gradient accumulation and torch's multi-tensor Adam add their
   k.fsdp = true;  // FSDP keeps no main gradient
   CHECK(train::main_grad_bytes_of(k) == 0);
 }
+
+TEST_CASE("a step model's remembered routes are the routes it finds without them", "[train][route_memo]") {
+  // A cluster whose routes are followed rank by rank: 32 A100s in four nodes with measured links between
+  // the nodes, in a rank order of its own. Every route (and the times built on them) through a memo, asked
+  // twice so that the second answer comes from it, equals the route found afresh.
+  cluster::link_matrix measured;
+  measured.size = 4;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      measured.entries.push_back({bytes_per_second{(a == b ? 0.0 : 20e9 + 10e9 * ((a * 7 + b * 3) % 5))},
+                                  seconds{1e-6 * (2 + (a + b) % 3)}});
+  const cluster::cluster plain{
+      {{*hw::find_preset("a100-80gb"), 32, cluster::node_of("a100-80gb")}}, {}, measured};
+  std::vector<int> order(32);
+  for (int r = 0; r < 32; ++r) order[static_cast<std::size_t>(r)] = (r * 5 + 3) % 32;
+  for (const cluster::cluster& c : {plain, plain.with_order(order)}) {
+    REQUIRE(train::route_memo::worth_remembering(c));
+    const train::training_knobs k;
+    const train::step_model fresh{c, k};
+    train::route_memo memo;
+    train::step_model kept{&c, k};
+    kept.remember_routes(memo);
+    for (const auto& [tp, pp, dp] : {std::tuple{1, 1, 32}, std::tuple{2, 4, 4}, std::tuple{8, 2, 2},
+                                     std::tuple{4, 8, 1}, std::tuple{1, 2, 16}}) {
+      const train::plan_shape s{tp, pp, dp, 4};
+      INFO("tp " << tp << " pp " << pp << " dp " << dp);
+      for (int twice = 0; twice < 2; ++twice) {
+        CHECK(kept.tensor_parallel_route(tp) == fresh.tensor_parallel_route(tp));
+        CHECK(kept.context_parallel_route(s) == fresh.context_parallel_route(s));
+        if (pp > 1) CHECK(kept.pipeline_route(s) == fresh.pipeline_route(s));
+        CHECK(kept.gradient_sync(1e9, s).value() == fresh.gradient_sync(1e9, s).value());
+        CHECK(kept.pipeline_sends(bytes{1e7}, bytes{1e7}, seconds{0.01}, s).value() ==
+              fresh.pipeline_sends(bytes{1e7}, bytes{1e7}, seconds{0.01}, s).value());
+      }
+    }
+  }
+}

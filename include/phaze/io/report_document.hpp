@@ -513,9 +513,10 @@ inline void write_file(const std::filesystem::path& path, const std::string& con
 }  // namespace detail::report
 
 /// The files of one report, written as a set: each first to a temporary name beside its own
-/// (NAME.phaze-tmp), and renamed over the old files only once every one is complete. A failure part of the
-/// way (a full disk, a folder made read-only) removes the temporaries and leaves the folder as it was: the
-/// previous report whole, never old files mixed with new ones.
+/// (NAME.phaze-tmp), and renamed over the old files only once every one is complete. A failure while they
+/// are written (a full disk, a folder made read-only) removes the temporaries and leaves the folder as it
+/// was: the previous report whole. (The renames need no space; only a rename failing between two of them,
+/// which a full disk does not cause, would leave old and new files side by side.)
 class report_files {
  public:
   explicit report_files(std::filesystem::path dir) : dir_(std::move(dir)) {}
@@ -528,8 +529,8 @@ class report_files {
 
   /// Writes `content` as the temporary of `name` (an input_error naming the file when it cannot).
   void add(const std::string& name, const std::string& content) {
+    written_.push_back(name);  // first: a file that fails half-written is removed too
     detail::report::write_file(temporary(name), content);
-    written_.push_back(name);
   }
 
   /// Renames every file written into place.

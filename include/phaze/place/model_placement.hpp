@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,18 @@ namespace phaze::place {
 struct model_problem {
   placement_problem<cost_table> problem;
   step_policy policy;
+  /// The routes the policy's step model has asked for, on a cluster whose routes are followed rank by rank
+  /// (train::route_memo::worth_remembering); shared by the problem's copies. Empty otherwise.
+  std::shared_ptr<train::route_memo> routes;
 };
+
+namespace detail {
+/// model_tables; with `borrow` the policy's step model refers to `c` instead of holding a copy (place_model,
+/// whose problem does not outlive `c`: a measured matrix of 4096 nodes is 268 MB).
+inline model_problem model_tables_of(const model::model& m, const cluster::cluster& c,
+                                     const train::training_knobs& k, const std::vector<int>& widths,
+                                     const sched::schedule_cache& cache, int cp, bool borrow);
+}  // namespace detail
 
 /// Builds the tables for `widths` (each must split every transformer layer of the model) on cluster `c` with
 /// the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule): one node
@@ -49,6 +61,12 @@ struct model_problem {
 inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
                                   const train::training_knobs& k, const std::vector<int>& widths,
                                   const sched::schedule_cache& cache, int cp = 1) {
+  return detail::model_tables_of(m, c, k, widths, cache, cp, false);
+}
+
+inline model_problem detail::model_tables_of(const model::model& m, const cluster::cluster& c,
+                                             const train::training_knobs& k, const std::vector<int>& widths,
+                                             const sched::schedule_cache& cache, int cp, bool borrow) {
   if (cp < 1) train::rules::parallel_degrees_must_be_positive();
   if (c.devices() % cp != 0) {
     throw no_admissible_configuration("a context-parallel size of " + std::to_string(cp) +
@@ -67,7 +85,11 @@ inline model_problem model_tables(const model::model& m, const cluster::cluster&
       model_settings(types.front(), c.groups().front().node, c.devices() / cp, k);
   // The bounds of the DPs take the largest memory; each stage is checked against its own (stage_capacity).
   for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, train::usable_memory(t, k));
-  out.policy.model = train::step_model{c, k};
+  out.policy.model = borrow ? train::step_model{&c, k} : train::step_model{c, k};
+  if (train::route_memo::worth_remembering(c)) {
+    out.routes = std::make_shared<train::route_memo>();
+    out.policy.model.remember_routes(*out.routes);
+  }
   out.policy.cp = cp;
   if (types.size() > 1) out.policy.devices = types;
   const std::size_t n = run.size();
@@ -177,7 +199,7 @@ inline model_placement place_model(const model::model& m, const cluster::cluster
                                    const sched::schedule_cache& cache, placement_request fixed = {},
                                    const model_placer& placer = chain_placer{}, int cp = 1) {
   if (k.schedule == train::pipeline_schedule::interleaved) rules::uneven_stages_need_1f1b_or_gpipe();
-  const model_problem mp = model_tables(m, c, k, widths, cache, cp);
+  const model_problem mp = detail::model_tables_of(m, c, k, widths, cache, cp, true);
   // What the placer must price, by the capabilities it declares (placer_capabilities).
   if (mp.policy.types() > 1 && !placer.capabilities().mixed_devices) {
     throw input_error(

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,7 +46,7 @@ struct plan_evaluation {
 class plan_evaluator {
  public:
   explicit plan_evaluator(const model_problem& mp, std::size_t width = 0)
-      : settings_(mp.problem), policy_(mp.policy) {
+      : settings_(mp.problem), policy_(mp.policy), routes_(mp.routes) {
     const std::size_t types = policy_.types();
     first_table_ = width * types;
     if (first_table_ + types > mp.problem.tables.size())
@@ -102,6 +103,7 @@ class plan_evaluator {
 
   placement_settings settings_;
   step_policy policy_;
+  std::shared_ptr<train::route_memo> routes_;  ///< what policy_'s step model remembers routes in, if anything
   std::size_t first_table_ = 0;
   int tp_ = 1;
   std::size_t nodes_ = 0;

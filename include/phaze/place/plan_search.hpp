@@ -268,14 +268,23 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   }
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.
-  // With one width given, the first rule its settings break: said when none is admissible.
+  // With one width given, the first rule its settings break: said when none is admissible. And the rule
+  // every candidate breaks, when they all break the same one (context parallelism beside unfused
+  // attention, say): said rather than the generic answer.
   std::string lone_width_refusal;
+  std::string only_refusal;
+  bool refusals_differ = false;
   auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {
     for_each_knob_setting(base, fixed, p.tp, [&](const train::training_knobs& k, std::size_t setting) {
       try {
         train::validate(m, p, k, checked);
       } catch (const input_error& e) {
         if (fixed.tensor_parallel.size() == 1 && lone_width_refusal.empty()) lone_width_refusal = e.what();
+        if (only_refusal.empty()) {
+          only_refusal = e.what();
+        } else if (only_refusal != e.what()) {
+          refusals_differ = true;
+        }
         return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
       }
       items.push_back({placed_unevenly, p, k, setting});
@@ -311,6 +320,9 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
         "no admissible plan at the one tensor-parallel width given (`tensor_parallel` " +
         std::to_string(fixed.tensor_parallel.front()) + "): " + lone_width_refusal);
   }
+  if (items.empty() && !only_refusal.empty() && !refusals_differ)
+    throw no_admissible_configuration("no admissible plan: every candidate checked breaks one rule: " +
+                                      only_refusal);
   return items;
 }
 

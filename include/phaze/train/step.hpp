@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -127,18 +128,38 @@ inline constexpr double fused_adam_bytes = 28.0;
 /// 1.881 B parameters: 0.82 of the peak on these bytes.
 inline constexpr double foreach_adam_bytes = 84.0;
 
-/// The routes one estimate asks a cluster for (the same rings and pairs for every stage), each kept once
-/// asked: on a cluster in a rank order of its own or with measured links a route is followed rank by rank,
-/// O(devices), and an estimate of p stages asks for the same few routes about 10 p times. Local to one
-/// estimate (step_model::remember_routes), so no two threads share one.
-struct route_memo {
+/// The routes a model asks a cluster for again and again (the same rings and pairs for every stage of an
+/// estimate, for every stage a placer prices), each kept once asked. Worth it where a route is followed rank
+/// by rank, O(devices): a cluster in a rank order of its own or with measured links (worth_remembering); an
+/// estimate of p stages asks for the same few routes about 10 p times, a placer thousands of times. Safe to
+/// share between threads (each call locks).
+class route_memo {
+ public:
+  /// Whether `c`'s routes are followed rank by rank (closed forms are cheaper than a lookup).
+  [[nodiscard]] static bool worth_remembering(const cluster::cluster& c) {
+    return c.measured().has_value() || !c.order().empty();
+  }
+  /// The route kept for a ring (or pairs) of `shape` over `used` ranks; nullopt when not asked before.
+  [[nodiscard]] std::optional<cluster::route> find(bool ring, cluster::group_shape shape, int used) const {
+    const std::lock_guard<std::mutex> hold{mutex_};
+    for (const entry& e : entries_)
+      if (e.ring == ring && e.shape == shape && e.used == used) return e.route;
+    return std::nullopt;
+  }
+  void keep(bool ring, cluster::group_shape shape, int used, const cluster::route& r) {
+    const std::lock_guard<std::mutex> hold{mutex_};
+    entries_.push_back({ring, shape, used, r});
+  }
+
+ private:
   struct entry {
     bool ring = true;  ///< cluster::ring (shape, used); else cluster::pairs (shape.size is the distance)
     cluster::group_shape shape{};
     int used = 0;
     cluster::route route{};
   };
-  std::vector<entry> entries;
+  mutable std::mutex mutex_;
+  std::vector<entry> entries_;
 };
 
 /// The training-step model of a cluster and knobs: every formula the estimate and the placers use
@@ -148,12 +169,18 @@ class step_model {
  public:
   step_model() = default;
   constexpr step_model(cluster::cluster c, const training_knobs& k) : cluster_(std::move(c)), knobs_(k) {}
+  /// A model over a cluster it does not copy: `c` must outlive the model and its copies. What one estimate
+  /// builds (estimate_step), so that a measured matrix of 4096 nodes (16.7 M links) or a rank order of 2^20
+  /// devices is not copied per estimate.
+  constexpr step_model(const cluster::cluster* c, const training_knobs& k) : borrowed_(c), knobs_(k) {}
 
   /// Keeps every route this model is asked for in `memo` from now on (a route is the cluster's whatever the
-  /// plan, so the answers are the same); `memo` outlives the model's use and is not shared between threads.
+  /// plan, so the answers are the same); `memo` outlives the model and its copies.
   constexpr void remember_routes(route_memo& memo) { memo_ = &memo; }
 
-  [[nodiscard]] constexpr const cluster::cluster& cluster() const { return cluster_; }
+  [[nodiscard]] constexpr const cluster::cluster& cluster() const {
+    return borrowed_ != nullptr ? *borrowed_ : cluster_;
+  }
   [[nodiscard]] constexpr const training_knobs& knobs() const { return knobs_; }
 
   /// Model chunks per device: v under the interleaved schedule, 1 otherwise.
@@ -164,13 +191,13 @@ class step_model {
   /// Devices in the largest node of the cluster (the most ranks a group can keep inside one node).
   [[nodiscard]] constexpr int largest_node() const {
     int node = 1;
-    for (const auto& g : cluster_.groups()) node = std::max(node, g.node.devices);
+    for (const auto& g : cluster().groups()) node = std::max(node, g.node.devices);
     return node;
   }
 
   /// The route of the tensor-parallel groups of width `tp` (what a layer's collectives run over).
   [[nodiscard]] constexpr cluster::route tensor_parallel_route(int tp) const {
-    return ring_route({tp, 1}, cluster_.devices() - cluster_.devices() % tp);
+    return ring_route({tp, 1}, cluster().devices() - cluster().devices() % tp);
   }
 
   /// The route of the context-parallel rings: cp ranks tp apart (Megatron's order tp, cp, dp, pp).
@@ -481,7 +508,7 @@ class step_model {
   /// memory bandwidth from the GEMMs under them.
   [[nodiscard]] constexpr double overlap_slowdown() const {
     double most = 0.0;
-    for (const auto& g : cluster_.groups())
+    for (const auto& g : cluster().groups())
       if (g.device.kind == hw::device_kind::datasheet) most = std::max(most, g.device.sheet.overlap_slowdown);
     return most;
   }
@@ -646,10 +673,10 @@ class step_model {
   /// slowest memory (every stage updates its states at once; the estimate charges the largest stage's update
   /// on it, which is exact on one device type and an upper bound on mixed ones).
   [[nodiscard]] constexpr const hw::device& optimizer_device(const plan_shape& s) const {
-    const hw::device* slowest = &cluster_.device_at(0);
-    if (cluster_.groups().size() == 1) return *slowest;
-    cluster_.for_each_group_run(0, s.devices(), [&](std::size_t g, int, int) {
-      const hw::device& d = cluster_.groups()[g].device;
+    const hw::device* slowest = &cluster().device_at(0);
+    if (cluster().groups().size() == 1) return *slowest;
+    cluster().for_each_group_run(0, s.devices(), [&](std::size_t g, int, int) {
+      const hw::device& d = cluster().groups()[g].device;
       if (hw::achievable_hbm_bandwidth(d) < hw::achievable_hbm_bandwidth(*slowest)) slowest = &d;
     });
     return *slowest;
@@ -696,13 +723,13 @@ class step_model {
   [[nodiscard]] constexpr std::vector<stage_member> stage_members(int stage, const plan_shape& s) const {
     const int first = stage * s.stage_ranks();
     const int end = first + s.stage_ranks();
-    std::vector<stage_member> out{{&cluster_.device_at(first), 0, first}};
-    if (cluster_.groups().size() == 1) {
+    std::vector<stage_member> out{{&cluster().device_at(first), 0, first}};
+    if (cluster().groups().size() == 1) {
       out.front().ranks = s.stage_ranks();
       return out;
     }
-    cluster_.for_each_group_run(first, end, [&](std::size_t g, int from, int ranks) {
-      const hw::device& d = cluster_.groups()[g].device;
+    cluster().for_each_group_run(first, end, [&](std::size_t g, int from, int ranks) {
+      const hw::device& d = cluster().groups()[g].device;
       auto it = std::find_if(out.begin(), out.end(), [&](const stage_member& m) { return *m.device == d; });
       if (it == out.end()) it = out.insert(out.end(), stage_member{&d, 0, from});
       it->ranks += ranks;
@@ -758,22 +785,22 @@ class step_model {
 
   /// cluster::ring and cluster::pairs, through the memo when remember_routes gave one.
   [[nodiscard]] constexpr cluster::route ring_route(cluster::group_shape shape, int used) const {
-    return remembered(true, shape, used, [&] { return cluster_.ring(shape, used); });
+    return remembered(true, shape, used, [&] { return cluster().ring(shape, used); });
   }
   [[nodiscard]] constexpr cluster::route pairs_route(int distance, int used) const {
-    return remembered(false, {distance, 1}, used, [&] { return cluster_.pairs(distance, used); });
+    return remembered(false, {distance, 1}, used, [&] { return cluster().pairs(distance, used); });
   }
   template <class Find>
   constexpr cluster::route remembered(bool ring, cluster::group_shape shape, int used, Find find) const {
     if (memo_ == nullptr) return find();
-    for (const route_memo::entry& e : memo_->entries)
-      if (e.ring == ring && e.shape == shape && e.used == used) return e.route;
+    if (const auto kept = memo_->find(ring, shape, used)) return *kept;
     const cluster::route r = find();
-    memo_->entries.push_back({ring, shape, used, r});
+    memo_->keep(ring, shape, used, r);
     return r;
   }
 
   cluster::cluster cluster_;
+  const cluster::cluster* borrowed_ = nullptr;  ///< the cluster when borrowed (the pointer constructor)
   training_knobs knobs_{};
   route_memo* memo_ = nullptr;  ///< remember_routes: not the model's state, so copies share it
 };
@@ -1123,8 +1150,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   const std::int64_t mb = microbatches_per_replica(p, k);
   e.microbatches = mb;
   route_memo routes;
-  step_model model{c, k};
-  model.remember_routes(routes);
+  step_model model{&c, k};
+  if (route_memo::worth_remembering(c)) model.remember_routes(routes);
   const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep, p.etp};
   const cluster::route cp_route = model.context_parallel_route(where);
   const cost::all_to_all_routes ep_route =
@@ -1166,7 +1193,7 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   std::vector<seconds> blocking_sends;  // each stage's pipeline sends per microbatch, none overlapped
   double capacity_sum = 0.0;
   bool all_fit = true;
-  std::optional<cluster::route> pipeline;
+  cluster::route pipeline{};  // pipeline_sends reads it only with pp > 1
   if (p.pp > 1) pipeline = model.pipeline_route(where);
   for (int i = 0; i < p.pp; ++i) {
     const node_range r = ranges[static_cast<std::size_t>(i)];
@@ -1204,8 +1231,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     // The cuts: what the stage receives from the one before it and hands to the one after it.
     const bytes in = r.first > 0 ? l.kinds[run.nodes[r.first - 1]].t.boundary : bytes{0.0};
     const bytes out = r.last < run.size() ? l.kinds[run.nodes[r.last - 1]].t.boundary : bytes{0.0};
-    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where, *pipeline);
-    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where, *pipeline));
+    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where, pipeline);
+    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where, pipeline));
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
     st.capacity = model.stage_capacity(members);
