@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -679,4 +680,144 @@ TEST_CASE("phaze plan names the rule every plan breaks, not a generic 'no admiss
   CHECK(cp.status == 2);
   CHECK(contains(cp.err, "every candidate checked breaks one rule"));
   CHECK(contains(cp.err, "--attention fused"));
+}
+
+TEST_CASE("phaze plan --emit megatron: every line keeps Megatron-LM's own checks, each check exercised",
+          "[e2e][plan]") {
+  // Megatron-LM's checks on the flags phaze writes, as its code states them (Megatron-LM at d98e8a6,
+  // 2026-08-22: megatron/training/arguments.py validate_args, megatron/core/transformer/
+  // transformer_config.py TransformerConfig.__post_init__, megatron/core/transformer/
+  // dot_product_attention.py; the flags are core_r0.11.0's, tests/data/megatron/). Each check applies when
+  // its flags appear (`applies`) and must then hold (`holds`); every check must apply to one line at least,
+  // so each is tested against a plan that could break it.
+  using args_t = std::map<std::string, std::string>;
+  const auto number = [](const args_t& a, const std::string& flag, long long fallback) {
+    const auto it = a.find(flag);
+    return it == a.end() || it->second.empty() ? fallback : std::stoll(it->second);
+  };
+  const auto has = [](const args_t& a, const std::string& flag) { return a.count(flag) == 1; };
+  struct check {
+    std::string where;
+    std::function<bool(const args_t&)> applies;
+    std::function<bool(const args_t&)> holds;
+  };
+  const std::vector<check> checks{
+      {"arguments.py:998, layers divisible by pp (with the embedding and loss counted when accounted for)",
+       [&](const args_t& a) {
+         return number(a, "--pipeline-model-parallel-size", 1) > 1 &&
+                !has(a, "--decoder-first-pipeline-num-layers") &&
+                !has(a, "--decoder-last-pipeline-num-layers");
+       },
+       [&](const args_t& a) {
+         const long long layers = number(a, "--num-layers", 0) +
+                                  (has(a, "--account-for-embedding-in-pipeline-split") ? 1 : 0) +
+                                  (has(a, "--account-for-loss-in-pipeline-split") ? 1 : 0);
+         return layers % number(a, "--pipeline-model-parallel-size", 1) == 0;
+       }},
+      {"arguments.py:1000-1010, interleaving: pp > 1, and pp > 2 without overlapped sends",
+       [&](const args_t& a) { return has(a, "--num-layers-per-virtual-pipeline-stage"); },
+       [&](const args_t& a) {
+         const long long pp = number(a, "--pipeline-model-parallel-size", 1);
+         const long long per_stage = number(a, "--num-layers", 0) / pp;
+         return pp > (has(a, "--no-overlap-p2p-communication") ? 2 : 1) &&
+                per_stage % number(a, "--num-layers-per-virtual-pipeline-stage", 1) == 0;
+       }},
+      {"arguments.py:1024-1029, --overlap-param-gather needs the distributed optimizer and "
+       "--overlap-grad-reduce",
+       [&](const args_t& a) { return has(a, "--overlap-param-gather"); },
+       [&](const args_t& a) {
+         return has(a, "--use-distributed-optimizer") && has(a, "--overlap-grad-reduce");
+       }},
+      {"arguments.py:1031-1041, --use-torch-fsdp2: pp 1, ep 1, no distributed optimizer, no gradient "
+       "accumulation fusion",
+       [&](const args_t& a) { return has(a, "--use-torch-fsdp2"); },
+       [&](const args_t& a) {
+         return number(a, "--pipeline-model-parallel-size", 1) == 1 &&
+                number(a, "--expert-model-parallel-size", 1) == 1 && !has(a, "--use-distributed-optimizer") &&
+                has(a, "--no-gradient-accumulation-fusion");
+       }},
+      {"arguments.py:1095-1096, --fp8-param-gather needs the distributed optimizer or FSDP",
+       [&](const args_t& a) { return has(a, "--fp8-param-gather"); },
+       [&](const args_t& a) { return has(a, "--use-distributed-optimizer") || has(a, "--use-torch-fsdp2"); }},
+      {"arguments.py:1204-1205, not --bf16 and --fp16 together",
+       [&](const args_t& a) { return has(a, "--bf16") || has(a, "--fp16"); },
+       [&](const args_t& a) { return !(has(a, "--bf16") && has(a, "--fp16")); }},
+      {"arguments.py:1354, learned positions cover the sequence",
+       [&](const args_t& a) {
+         return has(a, "--max-position-embeddings") && !has(a, "--position-embedding-type");
+       },
+       [&](const args_t& a) {
+         return number(a, "--max-position-embeddings", 0) >= number(a, "--seq-length", 0);
+       }},
+      {"arguments.py:1431-1439, sequence parallelism is switched off at tp 1 (so it is written only above)",
+       [&](const args_t& a) { return has(a, "--sequence-parallel"); },
+       [&](const args_t& a) { return number(a, "--tensor-model-parallel-size", 1) > 1; }},
+      {"arguments.py:1441-1442, --tp-comm-overlap needs sequence parallelism",
+       [&](const args_t& a) { return has(a, "--tp-comm-overlap"); },
+       [&](const args_t& a) { return has(a, "--sequence-parallel"); }},
+      {"arguments.py:1657, the experts divide over expert parallelism",
+       [&](const args_t& a) { return has(a, "--num-experts"); },
+       [&](const args_t& a) {
+         return number(a, "--num-experts", 0) % number(a, "--expert-model-parallel-size", 1) == 0;
+       }},
+      {"transformer_config.py:1446, tp divides the attention heads",
+       [&](const args_t& a) { return has(a, "--num-attention-heads"); },
+       [&](const args_t& a) {
+         return number(a, "--num-attention-heads", 0) % number(a, "--tensor-model-parallel-size", 1) == 0;
+       }},
+      {"transformer_config.py:1462, query groups a multiple or a divisor of tp",
+       [&](const args_t& a) { return has(a, "--num-query-groups"); },
+       [&](const args_t& a) {
+         const long long g = number(a, "--num-query-groups", 1);
+         const long long tp = number(a, "--tensor-model-parallel-size", 1);
+         return g % tp == 0 || tp % g == 0;
+       }},
+      {"transformer_config.py:1862-1865, padding to capacity needs a capacity factor",
+       [&](const args_t& a) { return has(a, "--moe-pad-expert-input-to-capacity"); },
+       [&](const args_t& a) { return has(a, "--moe-expert-capacity-factor"); }},
+      {"dot_product_attention.py:59, context parallelism only with Transformer Engine's attention",
+       [&](const args_t& a) { return number(a, "--context-parallel-size", 1) > 1; },
+       [&](const args_t& a) {
+         return !has(a, "--attention-backend") || a.at("--attention-backend") != "unfused";
+       }},
+  };
+  const std::string hf = std::string{PHAZE_TEST_DATA_DIR} + "/hf/";
+  const std::vector<std::string> plans{
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --distributed-optimizer --overlap "
+      "grad,param,tp --tp 4",
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --precision fp8 "
+      "--distributed-optimizer --fp8-param-gather",
+      "plan gpt2-xl --device a100-80gb --devices 8 --global-batch 32 --attention unfused --recompute full "
+      "--overlap none",
+      "plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
+      "interleaved --vp 3 --placer uniform",
+      "plan gpt3-175b --device a100-80gb --devices 64 --global-batch 64 --vocab 51200 --pp 8 --schedule "
+      "interleaved --vp 3 --placer uniform --overlap grad,param",
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --fsdp --grad-reduce-in-bf16",
+      "plan " + hf + "deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096",
+      "plan " + hf +
+          "deepseek-moe-16b-base.json --device h100-sxm --devices 8 --global-batch 16 --seq 4096 "
+          "--capacity-factor 1.25",
+      "plan llama2-7b --device h100-sxm --devices 16 --global-batch 64 --cp 2",
+      "plan gpt2 --device a100-80gb --devices 8 --global-batch 64 --pp 4",
+      "plan gpt2 --device v100-16gb --devices 8 --global-batch 64 --precision fp16",
+      "plan llama3-8b --device h100-sxm --devices 16 --global-batch 64 --tp 1",
+  };
+  std::vector<int> applied(checks.size(), 0);
+  for (const std::string& plan : plans) {
+    const auto r = run_phaze(plan + " --emit megatron");
+    INFO(plan << "\n" << r.err);
+    REQUIRE(r.status == 0);
+    const args_t a = emitted_arguments(r.out);
+    for (std::size_t i = 0; i < checks.size(); ++i) {
+      if (!checks[i].applies(a)) continue;
+      ++applied[i];
+      INFO(checks[i].where << "\n" << r.out.substr(0, r.out.find('\n')));
+      CHECK(checks[i].holds(a));
+    }
+  }
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    INFO(checks[i].where);
+    CHECK(applied[i] > 0);
+  }
 }

@@ -2,7 +2,8 @@
 """Hand-made hostile inputs: every number, string and list of each seed file replaced in turn by each
 hostile value, fed to the phaze command that reads that kind of file. Reports how each command exited; any
 exit other than 0, 2 or 3 (1 is an internal error, a negative code a signal) or a run over the time limit is
-a bug. Usage: tests/fuzz/mutate_fields.py PHAZE [--limit-per-file N]"""
+a bug. Usage: tests/fuzz/mutate_fields.py PHAZE [--limit-per-file N [--only TEXT]] (--only: the kinds whose
+seed folder or command holds TEXT)"""
 import json, os, subprocess, sys, tempfile, collections
 
 HOSTILE = [0, -1, 0.5, 1e308, -1e308, 9223372036854775807, 18446744073709551616, 4294967312, 1e-300,
@@ -31,6 +32,7 @@ def replaced(value, path, new):
 def main():
     phaze = os.path.abspath(sys.argv[1])
     limit = int(sys.argv[3]) if len(sys.argv) > 3 else 10**9
+    only = sys.argv[5] if len(sys.argv) > 5 and sys.argv[4] == "--only" else ""
     root = os.path.dirname(os.path.abspath(__file__)) + "/../.."
     kinds = [  # (seed folder, command taking FILE)
         ("tests/data/hf", ["describe", "FILE"]),
@@ -46,12 +48,17 @@ def main():
                            "--out", "OUT"]),
         ("examples/clusters", ["search", "gpt2", "--cluster-space", "FILE", "--global-batch", "64",
                                "--out", "OUT"]),
+        ("tests/fuzz/corpus/calibration", ["estimate", "gpt2", "--device", "h100-sxm", "--devices", "8", "--tp",
+                                           "1", "--pp", "1", "--global-batch", "8", "--microbatch", "1",
+                                           "--calibration", "FILE"]),
     ]
     outcomes = collections.Counter()
     bugs = []
     tried = 0
     with tempfile.TemporaryDirectory() as tmp:
         for folder, command in kinds:
+            if only and only not in folder and only not in " ".join(command):
+                continue
             d = os.path.join(root, folder)
             for name in sorted(os.listdir(d)):
                 if not name.endswith(".json") or name.startswith("bad"):
