@@ -440,9 +440,15 @@ inline void add_step_options(CLI::App& app, step_options& o) {
   add_model_step_options(app, o);
 }
 
+/// How often a long run says how far it is into a log (stderr not a terminal) without `--progress`: a line
+/// every log_progress_every_s once it has run that long, so that no run is silent for minutes and quick runs
+/// print nothing.
+inline constexpr double log_progress_every_s = 30.0;
+
 /// Progress lines on stderr for a command's long work (work_progress reports): on a terminal one line
 /// rewritten in place, once the command has run two seconds (quick runs print nothing); with `--progress`
-/// (`forced`) from the start, and when stderr is not a terminal one line per second, for logs.
+/// (`forced`) from the start, and when stderr is not a terminal one line per second, for logs; into a log
+/// without `--progress`, a line every log_progress_every_s once the run has taken that long.
 class progress_line {
  public:
   explicit progress_line(bool forced)
@@ -458,9 +464,9 @@ class progress_line {
   void show(const work_progress& p) {
     const auto now = std::chrono::steady_clock::now();
     const double running = std::chrono::duration<double>(now - start_).count();
-    if (!forced_ && (!terminal_ || running < 2.0)) return;
+    if (!forced_ && running < (terminal_ ? 2.0 : log_progress_every_s)) return;
     const double since = std::chrono::duration<double>(now - last_).count();
-    if (printed_ && since < (terminal_ ? 0.2 : 1.0)) return;
+    if (printed_ && since < (terminal_ ? 0.2 : forced_ ? 1.0 : log_progress_every_s)) return;
     last_ = now;
     const double left = p.seconds_left();
     const std::string text =
@@ -492,8 +498,9 @@ class progress_line {
 /// `--progress`: progress lines even for short runs and when stderr is not a terminal (progress_line).
 inline void add_progress_option(CLI::App& app, bool& progress) {
   app.add_flag("--progress", progress,
-               "print progress lines on stderr from the start, also when stderr is not a terminal (on a "
-               "terminal they appear once a run has taken two seconds)");
+               "print progress lines on stderr from the start, a line a second when stderr is not a terminal "
+               "(without it: on a terminal once a run has taken two seconds, into a log a line every 30 s "
+               "once it has taken 30 s)");
 }
 
 /// Writes `text` to `file` through a temporary file and a rename, so a kill never leaves it half written.

@@ -613,7 +613,7 @@ class results_writer {
 /// The hooks of a search: each round on this rank's share, on the thread pool, then (under MPI) every
 /// rank's results; records written as designs finish; progress on a terminal.
 search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writer& writer, bool show,
-                           bool terminal) {
+                           bool terminal, bool forced) {
   search::hooks h;
   h.finished = [&writer](const search::design_result& r) { writer.write_line(results_writer::line_of(r)); };
   // The map of a round. With `record`, rank 0 also writes the other ranks' results to results.jsonl (its own
@@ -649,13 +649,16 @@ search::hooks search_hooks(mpi_session& mpi, const search::spec& s, results_writ
   };
   h.map = make_map(true);
   h.exchange = make_map(false);
-  // Into a log (--progress without a terminal): a line a second, and each pass's last.
-  h.report = [show, terminal,
+  // Into a log with --progress: a line a second, and each pass's last; without --progress, a line every
+  // log_progress_every_s once the search has run that long (a quick search prints nothing).
+  h.report = [show, terminal, forced, started = std::chrono::steady_clock::now(),
               last = std::chrono::steady_clock::time_point{}](const search::progress& p) mutable {
     if (!show) return;
     const auto now = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> every{forced ? 1.0 : log_progress_every_s};
+    if (!terminal && !forced && now - started < every) return;
     const bool ends = p.open == 0 && (p.refining || p.done == p.total);
-    if (!terminal && !ends && now - last < std::chrono::seconds{1}) return;
+    if (!terminal && !ends && now - last < every) return;
     last = now;
     print_progress(p, terminal);
   };
@@ -731,8 +734,9 @@ int search_with(const search_options& o, mpi_session& mpi) {
   const int threads = o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency();
   results_writer writer(dir / "results.jsonl", root, resumed.lines.size());
   const bool terminal = isatty(STDERR_FILENO) != 0;
-  const bool show = root && !o.quiet && (terminal || o.progress);
-  search::summary sum = search::run(s, opt, search_hooks(mpi, s, writer, show, terminal), resumed.results);
+  const bool show = root && !o.quiet;
+  search::summary sum =
+      search::run(s, opt, search_hooks(mpi, s, writer, show, terminal, o.progress), resumed.results);
   sum.threads = threads;
   sum.processes = mpi.size();
   if (!root) return 0;
