@@ -238,31 +238,21 @@ class step_model {
   /// on by default): without sequence parallelism the boundary tensor is replicated over the tp ranks, so
   /// each rank sends 1/tp of it over its own link and the receiving stage all-gathers it inside its
   /// tensor-parallel group. With sequence parallelism the boundary is already split over the tp ranks.
-  [[nodiscard]] constexpr seconds pipeline_send(bytes boundary, const plan_shape& s,
-                                                const cluster::route& pair) const {
-    if (knobs_.sequence_parallel || s.tp == 1) return cost::point_to_point_time(boundary, pair);
-    return cost::point_to_point_time(boundary / static_cast<double>(s.tp), pair) +
-           cost::all_gather_time(boundary, s.tp, tensor_parallel_route(s.tp));
+  [[nodiscard]] constexpr seconds pipeline_send(bytes boundary, const plan_shape& s) const {
+    return pipeline_send_over(boundary, s, pipeline_route(s));
   }
 
   /// What one cut of the pipeline (a `boundary`-byte tensor per rank between two stages) adds to each
   /// stage beside it per microbatch: one transfer per model chunk (v under the interleaved schedule, as
   /// Megatron-LM's blocking send/recv pairs); nothing without a pipeline.
-  [[nodiscard]] constexpr seconds pipeline_cut(bytes boundary, const plan_shape& s,
-                                               const cluster::route& pair) const {
-    if (s.pp <= 1) return seconds{0.0};
-    return pipeline_send(boundary, s, pair) * static_cast<double>(chunks());
-  }
-
-  /// pipeline_cut over the pipeline's route (pipeline_route).
   [[nodiscard]] constexpr seconds pipeline_cut(bytes boundary, const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
-    return pipeline_cut(boundary, s, pipeline_route(s));
+    return pipeline_cut_over(boundary, s, pipeline_route(s));
   }
 
   /// The route of the pipeline's transfers: every pair of ranks a stage apart (tp * dp * cp, Megatron's rank
-  /// order), the slowest of them (cluster::pairs). With pp > 1 only. The same for every stage of a plan, so
-  /// an estimate takes it once: on a cluster in a rank order of its own it is followed rank by rank.
+  /// order), the slowest of them (cluster::pairs). With pp > 1 only. The same for every stage of a plan: on a
+  /// cluster whose routes are followed rank by rank, the route memo keeps it once asked.
   [[nodiscard]] constexpr cluster::route pipeline_route(const plan_shape& s) const {
     return pairs_route(s.stage_ranks(), s.devices());
   }
@@ -289,16 +279,10 @@ class step_model {
   [[nodiscard]] constexpr seconds pipeline_sends(bytes in, bytes out, seconds work,
                                                  const plan_shape& s) const {
     if (s.pp <= 1) return seconds{0.0};
-    return pipeline_sends(in, out, work, s, pipeline_route(s));
-  }
-
-  /// pipeline_sends over the pipeline's route `pair` (pipeline_route(s)), taken once by the caller.
-  [[nodiscard]] constexpr seconds pipeline_sends(bytes in, bytes out, seconds work, const plan_shape& s,
-                                                 const cluster::route& pair) const {
-    if (s.pp <= 1) return seconds{0.0};
     const auto [forward, backward] = cuts_waited_for(in, out);
-    const seconds f = pipeline_cut(forward, s, pair);
-    const seconds b = pipeline_cut(backward, s, pair);
+    const cluster::route pair = pipeline_route(s);
+    const seconds f = pipeline_cut_over(forward, s, pair);
+    const seconds b = pipeline_cut_over(backward, s, pair);
     if (!overlapped_sends()) return f + b;
     const seconds none{0.0};
     return std::max(none, f - work * (2.0 / 3.0)) + std::max(none, b - work / 3.0);
@@ -783,6 +767,21 @@ class step_model {
     return {slowest, sum};
   }
 
+  /// pipeline_send and pipeline_cut over the pipeline's route `pair`: pipeline_sends asks it once for both
+  /// of a stage's cuts (it prices every stage a placer tries).
+  [[nodiscard]] constexpr seconds pipeline_send_over(bytes boundary, const plan_shape& s,
+                                                     const cluster::route& pair) const {
+    if (knobs_.sequence_parallel || s.tp == 1) return cost::point_to_point_time(boundary, pair);
+    return cost::point_to_point_time(boundary / static_cast<double>(s.tp), pair) +
+           cost::all_gather_time(boundary, s.tp, tensor_parallel_route(s.tp));
+  }
+
+  [[nodiscard]] constexpr seconds pipeline_cut_over(bytes boundary, const plan_shape& s,
+                                                    const cluster::route& pair) const {
+    if (s.pp <= 1) return seconds{0.0};
+    return pipeline_send_over(boundary, s, pair) * static_cast<double>(chunks());
+  }
+
   /// cluster::ring and cluster::pairs, through the memo when remember_routes gave one.
   [[nodiscard]] constexpr cluster::route ring_route(cluster::group_shape shape, int used) const {
     return remembered(true, shape, used, [&] { return cluster().ring(shape, used); });
@@ -1193,8 +1192,6 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   std::vector<seconds> blocking_sends;  // each stage's pipeline sends per microbatch, none overlapped
   double capacity_sum = 0.0;
   bool all_fit = true;
-  cluster::route pipeline{};  // pipeline_sends reads it only with pp > 1
-  if (p.pp > 1) pipeline = model.pipeline_route(where);
   for (int i = 0; i < p.pp; ++i) {
     const node_range r = ranges[static_cast<std::size_t>(i)];
     // A stage of several device types runs at its slowest member's pace (step_model::pacing_member).
@@ -1231,8 +1228,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
     // The cuts: what the stage receives from the one before it and hands to the one after it.
     const bytes in = r.first > 0 ? l.kinds[run.nodes[r.first - 1]].t.boundary : bytes{0.0};
     const bytes out = r.last < run.size() ? l.kinds[run.nodes[r.last - 1]].t.boundary : bytes{0.0};
-    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where, pipeline);
-    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where, pipeline));
+    st.pp_comm = model.pipeline_sends(in, out, st.forward + st.backward + st.recompute, where);
+    blocking_sends.push_back(model.pipeline_sends(in, out, seconds{0.0}, where));
     const memory_breakdown mem = detail::stage_memory_of(run, built, p, k, r, i);
     st.memory = mem.total;
     st.capacity = model.stage_capacity(members);
