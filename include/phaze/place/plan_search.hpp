@@ -268,21 +268,19 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
   }
   std::vector<plan_item> items;
   // Every knob setting of plan `p` whose rules hold on `checked` devices.
-  // With one width given, the first rule its settings break: said when none is admissible. And the rule
-  // every candidate breaks, when they all break the same one (context parallelism beside unfused
-  // attention, say): said rather than the generic answer.
-  std::string lone_width_refusal;
-  std::string only_refusal;
+  // The first rule a candidate breaks, and whether another candidate broke another: when none is
+  // admissible, said for the one width given, or when every candidate broke that one rule (context
+  // parallelism beside unfused attention, say), rather than the generic answer.
+  std::string first_refusal;
   bool refusals_differ = false;
   auto admit = [&](const train::parallelism& p, int checked, bool placed_unevenly) {
     for_each_knob_setting(base, fixed, p.tp, [&](const train::training_knobs& k, std::size_t setting) {
       try {
         train::validate(m, p, k, checked);
       } catch (const input_error& e) {
-        if (fixed.tensor_parallel.size() == 1 && lone_width_refusal.empty()) lone_width_refusal = e.what();
-        if (only_refusal.empty()) {
-          only_refusal = e.what();
-        } else if (only_refusal != e.what()) {
+        if (first_refusal.empty()) {
+          first_refusal = e.what();
+        } else if (first_refusal != e.what()) {
           refusals_differ = true;
         }
         return;  // not admissible (batch not divisible, schedule rules, ...): not a plan
@@ -315,14 +313,14 @@ inline std::vector<plan_item> plan_items(const model::model& m, const cluster::c
       }
     }
   }
-  if (items.empty() && !lone_width_refusal.empty()) {
+  if (items.empty() && !first_refusal.empty() && fixed.tensor_parallel.size() == 1) {
     throw no_admissible_configuration(
         "no admissible plan at the one tensor-parallel width given (`tensor_parallel` " +
-        std::to_string(fixed.tensor_parallel.front()) + "): " + lone_width_refusal);
+        std::to_string(fixed.tensor_parallel.front()) + "): " + first_refusal);
   }
-  if (items.empty() && !only_refusal.empty() && !refusals_differ)
+  if (items.empty() && !first_refusal.empty() && !refusals_differ)
     throw no_admissible_configuration("no admissible plan: every candidate checked breaks one rule: " +
-                                      only_refusal);
+                                      first_refusal);
   return items;
 }
 
