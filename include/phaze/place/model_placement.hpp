@@ -46,27 +46,7 @@ namespace detail {
 /// whose problem does not outlive `c`: a measured matrix of 4096 nodes is 268 MB).
 inline model_problem model_tables_of(const model::model& m, const cluster::cluster& c,
                                      const train::training_knobs& k, const std::vector<int>& widths,
-                                     const sched::schedule_cache& cache, int cp, bool borrow);
-}  // namespace detail
-
-/// Builds the tables for `widths` (each must split every transformer layer of the model) on cluster `c` with
-/// the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule): one node
-/// per layer node of the model (its forward, backward and recomputation times with TP collectives on the
-/// device type, parameters with a tied copy counted, activations as train/memory.hpp keeps them), one edge
-/// per cut carrying the layer's output; one table per width and device type. With context parallelism
-/// (`cp` > 1) the layers are those of one rank of a context-parallel group (a 1/cp share of each sequence,
-/// with ring attention's exchange timed on the cp ranks' links), and the placers place them on
-/// c.devices() / cp groups of cp ranks (step_policy::cp); a cp that does not divide the devices is
-/// no_admissible_configuration.
-inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
-                                  const train::training_knobs& k, const std::vector<int>& widths,
-                                  const sched::schedule_cache& cache, int cp = 1) {
-  return detail::model_tables_of(m, c, k, widths, cache, cp, false);
-}
-
-inline model_problem detail::model_tables_of(const model::model& m, const cluster::cluster& c,
-                                             const train::training_knobs& k, const std::vector<int>& widths,
-                                             const sched::schedule_cache& cache, int cp, bool borrow) {
+                                     const sched::schedule_cache& cache, int cp, bool borrow) {
   if (cp < 1) train::rules::parallel_degrees_must_be_positive();
   if (c.devices() % cp != 0) {
     throw no_admissible_configuration("a context-parallel size of " + std::to_string(cp) +
@@ -143,6 +123,22 @@ inline model_problem detail::model_tables_of(const model::model& m, const cluste
     }
   }
   return out;
+}
+}  // namespace detail
+
+/// Builds the tables for `widths` (each must split every transformer layer of the model) on cluster `c` with
+/// the knobs `k` (microbatch, sequence, precision, recomputation, sequence parallelism, schedule): one node
+/// per layer node of the model (its forward, backward and recomputation times with TP collectives on the
+/// device type, parameters with a tied copy counted, activations as train/memory.hpp keeps them), one edge
+/// per cut carrying the layer's output; one table per width and device type. With context parallelism
+/// (`cp` > 1) the layers are those of one rank of a context-parallel group (a 1/cp share of each sequence,
+/// with ring attention's exchange timed on the cp ranks' links), and the placers place them on
+/// c.devices() / cp groups of cp ranks (step_policy::cp); a cp that does not divide the devices is
+/// no_admissible_configuration.
+inline model_problem model_tables(const model::model& m, const cluster::cluster& c,
+                                  const train::training_knobs& k, const std::vector<int>& widths,
+                                  const sched::schedule_cache& cache, int cp = 1) {
+  return detail::model_tables_of(m, c, k, widths, cache, cp, false);
 }
 
 /// The layers each stage of a plan on a model's table holds (node 0 is the input layer, the last the output
