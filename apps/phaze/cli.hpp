@@ -148,6 +148,18 @@ class folder_lock {
   int fd_ = -1;
 };
 
+/// Makes `dir` if missing and locks it (folder_lock), before the work that fills it: a folder that cannot be
+/// made, or that another phaze is writing, is refused before any work. `option` names the flag that gave it.
+inline folder_lock made_and_locked(const std::filesystem::path& dir, std::string_view option = "--out") {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    throw input_error("cannot create the output folder '" + dir.string() + "' (" + std::string{option} +
+                      "): " + ec.message());
+  }
+  return folder_lock{dir, option};
+}
+
 /// A registered subcommand: its CLI11 parser and the action to run when the user picked it. The action
 /// prints to stdout and returns the exit code; it reports bad input by throwing phaze::error.
 struct command {

@@ -634,10 +634,7 @@ int run_plan(const plan_options& o) {
   // that cannot be made, or that another phaze is writing, exits 2 before the search (the files then go in
   // as one set).
   std::optional<folder_lock> lock;
-  if (!o.report.empty()) {
-    io::detail::report::make_directory(o.report, "give a writable folder to --report");
-    lock.emplace(o.report, "--report");
-  }
+  if (!o.report.empty()) lock.emplace(made_and_locked(o.report, "--report"));
   // Layer times on list schedules; the ILP refines what is reported (find_plans).
   const sched::schedule_cache cache;
   const plans_found p = find_plans(o, s, cache);

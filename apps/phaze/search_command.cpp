@@ -391,12 +391,7 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
   // The output folder is made and locked before the work that fills it: a folder that cannot be made, or
   // that another phaze is writing, is refused before the search, not after it.
   std::optional<folder_lock> lock;
-  if (given("--out") && root) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out, ec);
-    if (ec) throw input_error("cannot create the output folder '" + o.out + "': " + ec.message());
-    lock.emplace(o.out);
-  }
+  if (given("--out") && root) lock.emplace(made_and_locked(o.out));
   progress_line line(o.progress && root);
   search::cluster_search search = search::cluster_search(space.value, m, base)
                                       .choices(choices)
@@ -537,10 +532,7 @@ resumed_records open_search_folder(const search_options& o, const search::spec& 
   resumed_records out;
   auto& resumed = out.results;
   auto& resumed_lines = out.lines;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw input_error("cannot create the output folder '" + dir.string() + "': " + ec.message());
-  out.lock.emplace(dir);
+  out.lock.emplace(made_and_locked(dir));
   if (o.resume) {
     // Resume only the same search: its spec.json, read whole and equal to this run's.
     nlohmann::json before;
