@@ -58,9 +58,6 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       }
       prefixes.push_back(make_prefix(policy, s, t));
     }
-    // Each table's parameter caps, made the first time a configuration needs them.
-    std::vector<std::vector<double>> caps(tables.size());
-    std::vector<bool> caps_made(tables.size(), false);
     scratch work;
     double best = this->request_.cutoff_s;
     std::size_t best_table = 0;
@@ -86,13 +83,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
           if (!least_parameters) return;
           detail::place::minimize_batch_time(
               policy, s, c, best,
-              [&]() -> const std::vector<double>& {
-                if (!caps_made[ti]) {
-                  caps[ti] = parameter_caps(pre);
-                  caps_made[ti] = true;
-                }
-                return caps[ti];
-              },
+              [&](double least) { return detail::place::range_sum_caps(pre.params, least, work.caps); },
               *least_parameters,
               [&](double cost_cap, double parameter_cap) {
                 const double cost = largest_cost(policy, s, pre, c, cost_cap, parameter_cap, work);
@@ -149,22 +140,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     std::vector<stage_load> single;  ///< each node's own load, without boundary: a lower bound
   };
 
-  /// Every range's parameter bytes, ascending, distinct: the caps minimize_batch_time tries (n (n + 1) / 2
-  /// sums sorted, so made only for a table whose configurations reach them).
-  static constexpr std::vector<double> parameter_caps(const prefix& pre) {
-    std::vector<double> caps;
-    const std::size_t n = pre.params.size() - 1;
-    caps.reserve(n * (n + 1) / 2);
-    for (std::size_t i = 1; i <= n; ++i) {
-      for (std::size_t j = 0; j < i; ++j) caps.push_back(pre.params[i] - pre.params[j]);
-    }
-    std::sort(caps.begin(), caps.end());
-    caps.erase(std::unique(caps.begin(), caps.end()), caps.end());
-    return caps;
-  }
-
   struct scratch {
     std::vector<double> previous, current;
+    std::vector<detail::place::range_sum_caps::entry> caps;  ///< the caps' merge (range_sum_caps)
     std::vector<std::size_t> argument;   ///< (k, i) -> where stage k starts
     std::vector<std::size_t> cuts;       ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
     std::vector<std::size_t> best_cuts;  ///< least_pipeline's best so far
@@ -444,8 +422,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         double value = Measure == measure::time ? inf : cap;
         std::size_t from = none;
         for (std::size_t j = i; j-- > k - 1;) {
-          const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
-                             pre.activations[i] - pre.activations[j], pre.boundary[j]};
+          const stage_load l = load(stage_work, pre, j, i);
           if (l.parameter_bytes > parameter_cap) break;  // a longer stage holds more
           const double memory = policy.stage_memory(s, l, stage, c);
           double amount = memory;
@@ -477,6 +454,13 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     const double result = work.previous[n];
     if (result < (Measure == measure::time ? inf : cap)) trace_back(work, n, stages);
     return result;
+  }
+
+  /// The stage holding nodes [j, i) whose work is `stage_work`.
+  static constexpr stage_load load(const std::vector<double>& stage_work, const prefix& pre, std::size_t j,
+                                   std::size_t i) {
+    return {stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
+            pre.activations[i] - pre.activations[j], pre.boundary[j]};
   }
 
   /// The partition the last DP's work.argument leads to from all n nodes, into work.cuts.

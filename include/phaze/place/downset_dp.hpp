@@ -68,7 +68,8 @@ class downset_dp : public placer_base<downset_dp<Table, Policy>, Table, Policy> 
               policy, s, c, lat.total.work_s, lat.total.parameter_bytes, lat.single, best);
           if (!least_parameters) return;
           detail::place::minimize_batch_time(
-              policy, s, c, best, [&]() -> const std::vector<double>& { return lat.caps; }, *least_parameters,
+              policy, s, c, best, [&](double least) { return detail::place::sorted_caps(lat.caps, least); },
+              *least_parameters,
               [&](double cost_cap, double parameter_cap) {
                 const double cost = solve<false>(policy, s, lat, c, cost_cap, parameter_cap, work);
                 return std::pair<double, double>{cost < cost_cap ? cost : detail::place::infinity,

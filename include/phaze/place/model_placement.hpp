@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,11 +86,15 @@ inline model_problem model_tables_of(const model::model& m, const cluster::clust
     // a stage without node 0 unless it is node 0) and activations.
     std::vector<bytes> parameters(n);
     std::vector<bytes> activations(n);
+    // A node alone keeps what every node of its kind keeps: computed once per kind.
+    std::vector<std::optional<bytes>> kept(run.kinds.size());
     for (std::size_t v = 0; v < n; ++v) {
       const train::node_range alone{v, v + 1};
       parameters[v] =
           bytes{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
-      activations[v] = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
+      std::optional<bytes>& of_kind = kept[static_cast<std::size_t>(run.nodes[v])];
+      if (!of_kind) of_kind = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
+      activations[v] = *of_kind;
     }
     const width_terms w = width_terms_of(run, built, k, tp);
     for (const hw::device& d : types) {

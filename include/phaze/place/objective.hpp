@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -419,6 +420,84 @@ constexpr std::size_t for_each_config(const placement_settings& s, const std::ve
   return visited;
 }
 
+/// The caps of minimize_batch_time from a sorted list of distinct values: those from `least` up.
+class sorted_caps {
+ public:
+  constexpr sorted_caps(const std::vector<double>& list, double least)
+      : at_(std::lower_bound(list.begin(), list.end(), least)), end_(list.end()) {}
+  /// The next cap, false when none is left.
+  constexpr bool next(double& cap) {
+    if (at_ == end_) return false;
+    cap = *at_++;
+    return true;
+  }
+
+ private:
+  std::vector<double>::const_iterator at_, end_;
+};
+
+/// The caps of minimize_batch_time on a chain: every range's parameter bytes prefix[i] - prefix[j] (j < i)
+/// from `least` up, ascending and distinct, one at a time. For one start j the sums grow with i (the
+/// prefix never decreases, and rounding keeps the order), so a merge of one ascending run per start (a
+/// heap of at most n entries, in `heap`) gives them in order without sorting all n (n + 1) / 2 of them:
+/// the same values, in the same order, as sorting and removing duplicates.
+class range_sum_caps {
+ public:
+  /// One run's next sum: prefix[end] - prefix[start].
+  struct entry {
+    double value;
+    std::size_t start, end;
+  };
+
+  constexpr range_sum_caps(const std::vector<double>& prefix, double least, std::vector<entry>& heap)
+      : prefix_(&prefix), heap_(&heap) {
+    heap.clear();
+    const std::size_t n = prefix.size() - 1;
+    for (std::size_t j = 0; j < n; ++j) {
+      // The first end whose sum reaches `least`.
+      std::size_t low = j + 1;
+      std::size_t high = n + 1;
+      while (low < high) {
+        const std::size_t mid = low + (high - low) / 2;
+        if (prefix[mid] - prefix[j] < least) {
+          low = mid + 1;
+        } else {
+          high = mid;
+        }
+      }
+      if (low <= n) heap.push_back({prefix[low] - prefix[j], j, low});
+    }
+    std::make_heap(heap.begin(), heap.end(), later);
+  }
+
+  /// The next cap, false when none is left.
+  constexpr bool next(double& cap) {
+    std::vector<entry>& heap = *heap_;
+    const std::vector<double>& prefix = *prefix_;
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const entry e = heap.back();
+      heap.pop_back();
+      if (e.end + 1 < prefix.size()) {
+        heap.push_back({prefix[e.end + 1] - prefix[e.start], e.start, e.end + 1});
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+      if (given_ && e.value == last_) continue;  // a value given already
+      given_ = true;
+      last_ = cap = e.value;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  static constexpr bool later(const entry& a, const entry& b) { return a.value > b.value; }
+  const std::vector<double>* prefix_;
+  std::vector<entry>* heap_;
+  bool given_ = false;
+  double last_ = 0.0;
+};
+
 /// The bounds of one (tp, pp, dp) that the DPs prune with, from a table's totals and each node's own load
 /// (`singles`, without boundary): the largest stage cost is at least the average load's and any single
 /// node's; the largest stage holds at least the average and the heaviest node's parameter bytes. Returns that
@@ -432,9 +511,21 @@ constexpr std::optional<double> configuration_bound(const Policy& policy, const 
   const double p = static_cast<double>(c.stages);
   double lower = policy.stage_cost_s(s, stage_load{total_work / p, 0.0, total_parameters / p, 0.0}, c);
   double least_parameters = total_parameters / p;
+  // A model's identical blocks give a few distinct loads (their prefix sums round differently): each
+  // distinct one among the last few is costed once, the same max as costing every node.
+  constexpr std::size_t remembered = 4;
+  std::array<const stage_load*, remembered> costed{};
+  std::size_t next = 0;
   for (const auto& l : singles) {
-    lower = std::max(lower, policy.stage_cost_s(s, l, c));
     least_parameters = std::max(least_parameters, l.parameter_bytes);
+    const bool seen = std::any_of(costed.begin(), costed.end(), [&](const stage_load* m) {
+      return m != nullptr && m->work_s == l.work_s && m->boundary_bytes == l.boundary_bytes &&
+             m->parameter_bytes == l.parameter_bytes && m->activation_bytes == l.activation_bytes &&
+             m->boundary_in_bytes == l.boundary_in_bytes;
+    });
+    if (seen) continue;
+    costed[next++ % remembered] = &l;
+    lower = std::max(lower, policy.stage_cost_s(s, l, c));
   }
   if (policy.batch_time_s(s, lower, least_parameters, c) >= best) return std::nullopt;
   const stage_load average_parameters{0.0, 0.0, total_parameters / p, 0.0};
@@ -449,9 +540,10 @@ constexpr std::optional<double> configuration_bound(const Policy& policy, const 
 /// parameters} of a partition minimizing the largest stage cost among those whose stages fit and hold at most
 /// parameter_cap parameter bytes (cost infinity when none is below cost_cap; under an UnevenPipelinePolicy
 /// the largest stage cost is the pipeline). When the policy adds the
-/// largest stage's all-reduce, the caps (every stage's possible parameter bytes, ascending, distinct: what
-/// `caps()` returns, asked for only when a capped partition could beat `best`) are tried from
-/// `least_parameters` up: exact, since the best plan's largest stage holds one of them.
+/// largest stage's all-reduce, the caps (every stage's possible parameter bytes, ascending, distinct: the
+/// cursor `caps(least_parameters)` returns, asked for only when a capped partition could beat `best`; its
+/// `next(cap)` gives them from `least_parameters` up, as sorted_caps or range_sum_caps do) are tried in
+/// turn: exact, since the best plan's largest stage holds one of them.
 /// batch_time_s must be the largest cost plus a term that grows with the parameters.
 template <class Policy, class Caps, class Solve, class Record>
 constexpr void minimize_batch_time(const Policy& policy, const placement_settings& s, const stage_context& c,
@@ -466,12 +558,11 @@ constexpr void minimize_batch_time(const Policy& policy, const placement_setting
   if constexpr (Policy::allreduce_of_largest_stage) {
     if (!(least_parameters < free_parameters)) return;  // no cap lies between them
     const double least_extra = policy.batch_time_s(s, 0.0, least_parameters, c);
-    const std::vector<double>& list = caps();
-    for (auto it = std::lower_bound(list.begin(), list.end(), least_parameters);
-         it != list.end() && *it < free_parameters; ++it) {
+    auto list = caps(least_parameters);
+    for (double cap = 0.0; list.next(cap) && cap < free_parameters;) {
       // Capping the parameters never lowers the largest cost below free_cost.
-      if (policy.batch_time_s(s, free_cost, *it, c) >= best) break;
-      const auto [cost, parameters] = solve(best - least_extra, *it);
+      if (policy.batch_time_s(s, free_cost, cap, c) >= best) break;
+      const auto [cost, parameters] = solve(best - least_extra, cap);
       if (!(cost < infinity)) continue;
       if (const double v = policy.batch_time_s(s, cost, parameters, c); v < best) {
         best = v;

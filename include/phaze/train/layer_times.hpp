@@ -49,10 +49,9 @@ struct layer_times {
 namespace detail {
 /// The forward ops of the submodules selective recomputation runs again (the attention core by default;
 /// layer_shape::recompute_modules) as their own problem, each for the share of it that runs again
-/// (model::recomputed_share: a matmul part-kept under torchtitan's per-op policy runs for the rest).
-inline sched::problem recomputed_ops_problem(const model::layer& l, const hw::device& d,
-                                             const cluster::route& tp) {
-  sched::problem full = sched::layer_problem(l, d, tp, sched::pass::forward);
+/// (model::recomputed_share: a matmul part-kept under torchtitan's per-op policy runs for the rest), cut
+/// from the layer's forward problem `full` (sched::layer_problem of the forward pass).
+inline sched::problem recomputed_ops_problem(const model::layer& l, const sched::problem& full) {
   sched::problem core;
   core.tensor_cores = full.tensor_cores;
   core.vector_cores = full.vector_cores;
@@ -89,7 +88,7 @@ inline layer_times time_layer(const model::layer& l, const hw::device& d, const 
   t.forward = cost::host_bound(t.gpu_forward, forward_problem.tasks.size(), host);
   t.backward = cost::host_bound(t.gpu_backward, backward_problem.tasks.size(), host);
   t.recompute_full = t.forward;
-  const auto core = detail::recomputed_ops_problem(l, d, tp);
+  const auto core = detail::recomputed_ops_problem(l, forward_problem);
   if (!core.tasks.empty())
     t.recompute_selective = cost::host_bound(cache.solve(core).makespan, core.tasks.size(), host);
   t.params = model::layer_params(l, true);

@@ -805,18 +805,19 @@ class step_model {
 };
 
 namespace detail {
-/// The TP collectives' cost in one pass of a layer (forward ops or backward ops), serial as on a GPU.
+/// The TP collectives' cost in one pass of a layer (forward ops or backward ops), serial as on a GPU: the
+/// pass's network ops costed (cost::cost_of), in order, and no other op.
 inline seconds collective_share(const model::layer& l, const hw::device& d, const cluster::route& tp,
                                 bool backward) {
-  const auto table = cost::layer_costs(l, d, tp);
   seconds s{0.0};
-  if (!backward) {
-    for (std::size_t i = 0; i < l.ops.size(); ++i)
-      if (model::unit_of(l.ops[i]) == model::unit::network) s += table.forward[i].all_cores;
+  auto add = [&](const auto& ops) {
+    for (const model::op& o : ops)
+      if (model::unit_of(o) == model::unit::network) s += cost::cost_of(o, d, tp).all_cores;
+  };
+  if (backward) {
+    add(model::backward(l));
   } else {
-    const auto ops = model::backward(l);
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (model::unit_of(ops[i]) == model::unit::network) s += table.backward[i].all_cores;
+    add(l.ops);
   }
   return s;
 }
@@ -1044,9 +1045,9 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
                                     const sched::schedule_cache& cache, model::recompute mode,
                                     bool tp_overlap = false, const cluster::route& cp = {},
                                     const cost::all_to_all_routes& ep = {}, const expert_overlap& eo = {}) {
-  timed_layer r{time_layer(l, d, tp, cache), collective_share(l, d, tp, false),
-                collective_share(l, d, tp, true),
-                mode == model::recompute::full ? collective_share(l, d, tp, false) : seconds{0.0}};
+  const seconds tp_forward = collective_share(l, d, tp, false);
+  timed_layer r{time_layer(l, d, tp, cache), tp_forward, collective_share(l, d, tp, true),
+                mode == model::recompute::full ? tp_forward : seconds{0.0}};
   seconds regather = sequence_parallel_regather(l, d, tp);
   if (tp_overlap && l.shape.sequence_parallel && l.shape.tp > 1 && d.kind == hw::device_kind::datasheet) {
     const auto table = cost::layer_costs(l, d, tp);
