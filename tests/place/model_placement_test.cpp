@@ -342,3 +342,50 @@ TEST_CASE("Uneven placement with context parallelism: never slower than uniform,
   CHECK_THROWS_WITH(place::search_plans(m, c, base, choices, cache),
                     Catch::Contains("expert parallelism above 1 needs the uniform placement"));
 }
+
+TEST_CASE("chain_dp cut off just above the oracle's time finds that time; at it, nothing",
+          "[place][model_placement][cutoff]") {
+  // A cutoff makes chain_dp skip every stage end no partition below it can use (chain_dp::stage_ends):
+  // tight cutoffs, tight memory (each stage's own in-flight microbatches) and context parallelism exercise
+  // it against brute force, which tries every split.
+  model::model m = zoo::get("gpt2");
+  m.config.layers = 7;
+  m = model::make_model(m.config);
+  const auto d = *hw::find_preset("a100-40gb");
+  sched::schedule_cache cache;
+  int found = 0;
+  for (const int cp : {1, 2}) {
+    for (const auto mode : {model::recompute::none, model::recompute::selective, model::recompute::full}) {
+      for (const std::int64_t microbatch : {1, 4}) {
+        auto k = placement_knobs(64, microbatch, mode, false);
+        k.fused_attention = true;
+        auto mp = place::model_tables(m, phaze::test::cluster_of(d, 16), k, {1, 2, 4}, cache, cp);
+        for (const double capacity_gib : {40.0, 2.0, 1.0, 0.7, 0.5}) {
+          INFO("cp " << cp << ", microbatch " << microbatch << ", capacity " << capacity_gib << " GiB");
+          mp.problem.memory_per_device = bytes{capacity_gib * 1024.0 * 1024.0 * 1024.0};
+          const auto oracle = place::brute_force(mp.problem, mp.policy).use_all_devices(true).run();
+          if (!oracle.feasible) continue;
+          const double best = oracle.time_per_batch.value();
+          const auto above = place::chain_dp(mp.problem, mp.policy)
+                                 .use_all_devices(true)
+                                 .cutoff(seconds{best * (1.0 + 1e-9)})
+                                 .run();
+          REQUIRE(above.feasible);
+          CHECK(above.time_per_batch.value() == Approx(best).epsilon(1e-12));
+          const auto free = place::chain_dp(mp.problem, mp.policy).use_all_devices(true).run();
+          CHECK(free.stages.size() == above.stages.size());
+          for (std::size_t i = 0; i < free.stages.size() && i < above.stages.size(); ++i)
+            CHECK(free.stages[i].nodes == above.stages[i].nodes);  // the same split, ties included
+          const auto at = place::chain_dp(mp.problem, mp.policy)
+                              .use_all_devices(true)
+                              .cutoff(seconds{best * (1.0 - 1e-9)})
+                              .run();
+          CHECK(!at.feasible);
+          CHECK(at.above_cutoff);
+          ++found;
+        }
+      }
+    }
+  }
+  CHECK(found >= 30);
+}

@@ -143,6 +143,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
   struct scratch {
     std::vector<double> previous, current;
     std::vector<detail::place::range_sum_caps::entry> caps;  ///< the caps' merge (range_sum_caps)
+    std::vector<std::size_t> first_end, last_end;              ///< per stage: stage_ends
     std::vector<std::size_t> argument;   ///< (k, i) -> where stage k starts
     std::vector<std::size_t> cuts;       ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
     std::vector<std::size_t> best_cuts;  ///< least_pipeline's best so far
@@ -409,6 +410,9 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     const auto stages = static_cast<std::size_t>(c.stages);
     constexpr double inf = detail::place::infinity;
     constexpr std::size_t none = static_cast<std::size_t>(-1);
+    if constexpr (Measure == measure::time) {
+      stage_ends(policy, s, pre, c, cap, parameter_cap, work);
+    }
     work.previous.assign(n + 1, inf);
     work.previous[0] = 0.0;
     work.argument.assign((stages + 1) * (n + 1), none);
@@ -417,7 +421,13 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
       const int stage = static_cast<int>(k - 1);
       const std::vector<double>& stage_work = *work.stage_work[k - 1];
       [[maybe_unused]] const double capacity = work.capacity[k - 1];
-      for (std::size_t i = k; i + (stages - k) <= n; ++i) {
+      std::size_t first_end = k;
+      std::size_t last_end = n - (stages - k);
+      if constexpr (Measure == measure::time) {
+        first_end = std::max(first_end, work.first_end[k]);
+        last_end = std::min(last_end, work.last_end[k]);
+      }
+      for (std::size_t i = first_end; i <= last_end; ++i) {
         // measure::time compares times, so the cap on costs is checked stage by stage instead.
         double value = Measure == measure::time ? inf : cap;
         std::size_t from = none;
@@ -454,6 +464,46 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
     const double result = work.previous[n];
     if (result < (Measure == measure::time ? inf : cap)) trace_back(work, n, stages);
     return result;
+  }
+
+  /// Where stage k (1-based) can end on a partition of the n nodes whose every stage solve<measure::time>
+  /// may take: one that holds at most `parameter_cap`, fits its devices' memory and whose time is below
+  /// `cap`, by a relaxation of the last rule: a stage's time is at least its floor (stage_time_floor), so a
+  /// stage whose floor's pipeline reaches the cap is never taken. A stage that gains a node breaks each
+  /// rule it broke before. Then stage k ends
+  /// at most where k such stages reach from the start (each as long as it can: a stage that starts later
+  /// is no longer, so the longest first stages reach farthest) and at least where the stages after it,
+  /// each as long as it can, must start to reach the end (stages that reach past the other end are cut
+  /// short: any part of a stage below the cap is below it). A stage that cannot grow by one node ends where
+  /// it is at the latest (it may start earlier: each stage has its own memory). Into work.first_end[k] and
+  /// work.last_end[k]. A pair (k, i) outside these lies on no
+  /// partition below the cap, nor does any pair that takes its value, so solve skips it: the result, the
+  /// partition traced back and every tie are those of the whole DP.
+  static constexpr void stage_ends(const Policy& policy, const placement_settings& s, const prefix& pre,
+                                   const stage_context& c, double cap, double parameter_cap, scratch& work) {
+    const std::size_t n = pre.work.size() - 1;
+    const auto stages = static_cast<std::size_t>(c.stages);
+    auto below = [&](std::size_t k, std::size_t j, std::size_t i) {
+      const stage_load l = load(*work.stage_work[k - 1], pre, j, i);
+      if (l.parameter_bytes > parameter_cap) return false;
+      if (policy.stage_memory(s, l, static_cast<int>(k - 1), c) > work.capacity[k - 1]) return false;
+      return policy.pipeline_s(s, stage_time_floor(work, l.work_s, c.stages), c.stage_time_sum_s, c) < cap;
+    };
+    work.first_end.assign(stages + 2, 0);
+    work.last_end.assign(stages + 2, n);
+    std::size_t reach = 0;  // where the first k stages, each as long as it can be, end
+    for (std::size_t k = 1; k <= stages; ++k) {
+      std::size_t end = reach;
+      while (end < n && below(k, reach, end + 1)) ++end;
+      work.last_end[k] = reach = end;
+    }
+    std::size_t start = n;  // where stages k + 1 .. pp, each as long as it can be, start
+    work.first_end[stages] = n;
+    for (std::size_t k = stages; k >= 2; --k) {
+      std::size_t from = start;
+      while (from > 0 && below(k, from - 1, start)) --from;
+      work.first_end[k - 1] = start = from;
+    }
   }
 
   /// The stage holding nodes [j, i) whose work is `stage_work`.

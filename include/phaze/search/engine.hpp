@@ -110,9 +110,13 @@ inline summary run(const spec& s, const options& o, const hooks& h = {},
       }
       todo.push_back(j);
     }
+    // Designs of the round that differ only in HBM capacity (neighbours in the order: their bound is the
+    // same) solve their layers' schedules once.
+    shared_schedules schedules{o.scheduler};
     const auto results = map(todo.size(), [&](std::size_t t) {
       const std::uint64_t index = order[todo[t]].first;
-      design_result r = evaluate_design(s, designs[index], index, o);
+      const hw::device d = designs[index];
+      design_result r = evaluate_design(s, d, index, o, schedules.of(d));
       if (h.finished) h.finished(r);
       return r;
     });

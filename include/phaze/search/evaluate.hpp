@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -209,6 +210,41 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
                                      const options& o = {}) {
   return detail::plan_design(s, d, index, o, false, sched::schedule_cache{o.scheduler});
 }
+
+/// evaluate_design with layer schedules from `cache` (made with the options' scheduler): a cache shared by
+/// several designs solves each schedule they have in common once (shared_schedules).
+inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
+                                     const sched::schedule_cache& cache) {
+  return detail::plan_design(s, d, index, o, false, cache);
+}
+
+/// Schedule caches shared by the designs of a search that differ only in their HBM capacity: every layer
+/// of such designs is the same scheduling problem (no op's cost reads the capacity, which decides only
+/// which plans fit, train/memory.hpp), so one design's schedules serve its siblings. A schedule cache is
+/// keyed by the problem itself (sched::schedule_cache::key_of), so a cache shared by any designs gives the
+/// same schedules as a cache of each one's own; grouping by design only keeps each cache small.
+/// Thread-safe; the engine keeps one per round of designs.
+class shared_schedules {
+ public:
+  explicit shared_schedules(sched::any_scheduler scheduler) : scheduler_(std::move(scheduler)) {}
+
+  /// The cache of design `d` and of every design that differs from it in HBM capacity alone.
+  [[nodiscard]] sched::schedule_cache of(const hw::device& d) {
+    hw::device key = d;
+    key.hbm = bytes{0.0};
+    key.name = {};
+    const std::lock_guard lock(mutex_);
+    for (const auto& [k, cache] : caches_)
+      if (k == key) return cache;
+    caches_.emplace_back(key, sched::schedule_cache{scheduler_});
+    return caches_.back().second;
+  }
+
+ private:
+  sched::any_scheduler scheduler_;
+  std::mutex mutex_;
+  std::vector<std::pair<hw::device, sched::schedule_cache>> caches_;
+};
 
 /// The best plan of one design with layer times from `refined` (the ILP): exact over the knob settings
 /// without refining most of them. The planning service places each knob setting and tensor-parallel width
