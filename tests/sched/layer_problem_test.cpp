@@ -93,3 +93,43 @@ TEST_CASE("On a datasheet GPU the layer runs one op after another", "[sched][lay
   for (const auto& t : p.tasks) serial += sched::fastest(t).value();
   CHECK(s.makespan.value() == Approx(serial).epsilon(1e-9));
 }
+
+TEST_CASE("A layer's problem does not depend on the device's HBM capacity or name, and a cache builds it once",
+          "[sched][layers][problem_of]") {
+  // schedule_cache::problem_of shares problems among designs that differ only in HBM (the co-search's
+  // siblings), which holds only while no op's cost reads the capacity or the name: checked on every zoo
+  // model's layers, on a dozen PHAZE designs and on the GPU presets.
+  std::vector<hw::device> all = devices();
+  for (const char* gpu : {"a100-80gb", "h100-sxm", "h200"}) all.push_back(*hw::find_preset(gpu));
+  sched::schedule_cache cache;
+  std::size_t asked = 0;
+  std::vector<const sched::problem*> distinct;
+  for (const auto& d : all) {
+    hw::device other = d;
+    other.hbm = other.hbm * 3.0;
+    other.name = "another";
+    for (const auto& entry : zoo::entries) {
+      const auto m = model::make_model(entry.config);
+      for (const auto& kind : model::distinct_layers(m)) {
+        for (const int tp : {1, 2}) {
+          if (tp > 1 && !model::splits_over(m, tp)) continue;
+          const auto l = model::layer_at(m, static_cast<std::size_t>(kind.first_node), {2, 0, tp, tp > 1, 2});
+          const auto route = phaze::test::tp_route(d, tp);
+          for (auto which : {sched::pass::forward, sched::pass::backward}) {
+            INFO(entry.name << " " << model::to_string(kind.role) << " tp " << tp << " on " << d.name.view());
+            const sched::problem built = sched::layer_problem(l, d, route, which);
+            const std::string key = sched::schedule_cache::key_of(built);
+            CHECK(sched::schedule_cache::key_of(sched::layer_problem(l, other, route, which)) == key);
+            const sched::problem& kept = sched::layer_problem(l, d, route, which, cache);
+            CHECK(sched::schedule_cache::key_of(kept) == key);
+            // The sibling asks the cache for the very problem it kept.
+            CHECK(&sched::layer_problem(l, other, route, which, cache) == &kept);
+            if (std::find(distinct.begin(), distinct.end(), &kept) == distinct.end()) distinct.push_back(&kept);
+            asked += 2;
+          }
+        }
+      }
+    }
+  }
+  CHECK(distinct.size() * 2 <= asked);
+}

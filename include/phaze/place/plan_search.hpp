@@ -58,7 +58,16 @@ struct plan_choices {
   /// times from this scheduler, exactly: every plan whose lower-bound time (sched::bound_scheduler) could
   /// reach them is refined. Plans further down keep their first times.
   std::optional<sched::any_scheduler> refine;
+  /// When set with `refine`, the refined schedules come from (and go into) this cache, made with the same
+  /// scheduler: searches whose layers are alike (the co-search's designs that differ only in HBM) solve
+  /// each once. Empty: a cache of this search's own.
+  std::optional<sched::schedule_cache> refine_cache;
   std::size_t refine_top = 1;
+  /// With `refine` and `keep` > 0: a time the keep-th fastest refined plan is known to reach (the co-search
+  /// gives its design's best time on list schedules, which the ILP never does worse than). The lower-bound
+  /// pass cuts every placement off there: a plan whose bound does not beat it can be neither kept nor
+  /// refined, so it is neither placed to the end nor searched for its memory need. Infinity: none known.
+  double refined_within_s = std::numeric_limits<double>::infinity();
   /// Plans kept, fastest first: 0 keeps every plan that fits (`phaze plan` ranks them all). Above 0 the
   /// search keeps that many and prunes: the items go knob setting by knob setting, a placement that cannot
   /// beat the keep-th fastest so far is cut off, the smallest memory need is searched only when nothing
@@ -369,15 +378,19 @@ struct kept_plan {
 
 /// Every item priced on `cache`. With `keep` > 0 an uneven item is cut off at the keep-th fastest time so
 /// far (a plan that cannot be kept is not placed to the end), and the smallest memory need is searched only
-/// when no item fits at all (a second pass), as the co-search needs it.
+/// when no item fits at all (a second pass), as the co-search needs it. A finite `cutoff` cuts every
+/// placement off there too (and no memory need is searched).
 inline std::vector<kept_plan> price_items(const plan_run& run, const sched::schedule_cache& cache,
-                                          std::size_t keep, plan_search_result& result) {
+                                          std::size_t keep, plan_search_result& result,
+                                          double cutoff = std::numeric_limits<double>::infinity()) {
   std::vector<kept_plan> kept;
   std::vector<double> times;
   bool any_admissible = false;
+  const bool cut = cutoff < std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < run.items.size(); ++i) {
     run.report("plans", i, run.items.size());
-    item_outcome outcome = run.evaluate(i, cache, kth_fastest(times, keep), keep == 0);
+    item_outcome outcome =
+        run.evaluate(i, cache, std::min(cutoff, kth_fastest(times, keep)), keep == 0 && !cut);
     result.worst_gap = std::max(result.worst_gap, outcome.plan.schedule_gap);
     if (outcome.what == item_outcome::kind::not_admissible) continue;
     any_admissible = true;
@@ -466,7 +479,7 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
     std::vector<std::pair<double, std::size_t>> order;  // (lower bound on time, index into kept)
     if (fixed.keep > 0) {
       plan_search_result bounded;
-      auto candidates = detail::price_items(run, bounds, 0, bounded);
+      auto candidates = detail::price_items(run, bounds, 0, bounded, fixed.refined_within_s);
       result.evaluated = bounded.evaluated;
       result.smallest_infeasible_need = bounded.smallest_infeasible_need;  // memory is the same under any
       for (std::size_t k = 0; k < candidates.size(); ++k)
@@ -484,8 +497,9 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
     std::stable_sort(order.begin(), order.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     const std::size_t exact = fixed.keep > 0 ? fixed.keep : std::max<std::size_t>(fixed.refine_top, 1);
-    detail::refine_in_bound_order(run, order, sched::schedule_cache{*fixed.refine}, exact, fixed.keep > 0,
-                                  kept, result);
+    detail::refine_in_bound_order(run, order,
+                                  fixed.refine_cache ? *fixed.refine_cache : sched::schedule_cache{*fixed.refine},
+                                  exact, fixed.keep > 0, kept, result);
     if (fixed.keep > 0) {  // the plans never refined have no time on the refined scheduler: not kept
       std::erase_if(kept, [](const detail::kept_plan& k) {
         return !std::isfinite(k.plan.estimate.time_per_batch.value());

@@ -66,6 +66,16 @@ inline problem layer_problem(const model::layer& l, const hw::device& d, const c
   return detail::problem_of_ops(model::backward(l), d, tp);
 }
 
+/// layer_problem kept in `cache` (schedule_cache::problem_of): each distinct pass of a layer on a device and
+/// route is costed once for as long as the cache lives.
+inline const problem& layer_problem(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                                    pass which, const schedule_cache& cache) {
+  layer_pass key{l, d, tp, which == pass::backward};
+  key.device.hbm = bytes{0.0};
+  key.device.name = {};
+  return cache.problem_of(key, [&] { return layer_problem(l, d, tp, which); });
+}
+
 /// The schedule of one pass of a layer by scheduler `s` (no cache).
 template <class S>
 schedule schedule_layer(const model::layer& l, const hw::device& d, const cluster::route& tp, pass which,

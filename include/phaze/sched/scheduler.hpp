@@ -22,6 +22,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "phaze/cluster/links.hpp"
+#include "phaze/hw/device.hpp"
+#include "phaze/model/layer.hpp"
 #include "phaze/sched/bounds.hpp"
 #include "phaze/sched/list_scheduler.hpp"
 #include "phaze/sched/problem.hpp"
@@ -117,6 +120,17 @@ class any_scheduler {
 };
 static_assert(Scheduler<any_scheduler>);
 
+/// What the problem of one pass of a layer is built from (sched::layer_problem): the layer, the device and
+/// the route of its tensor-parallel group. The device's HBM capacity and name are not part of it (no op's
+/// cost reads them; they decide only which plans fit): designs that differ only in those share problems.
+struct layer_pass {
+  model::layer layer;
+  hw::device device;
+  cluster::route route;
+  bool backward = false;
+  friend constexpr bool operator==(const layer_pass&, const layer_pass&) = default;
+};
+
 /// Solved schedules by problem, so identical layers (and identical layer x core-configuration problems, from
 /// any device with the same per-op costs) are solved once, by the scheduler the cache was made with. Safe to
 /// share between threads; copies share the memo.
@@ -151,6 +165,26 @@ class schedule_cache {
     seen_->worst_gap = std::max(seen_->worst_gap, s.gap());
     state_->memo.emplace(key, s);
     return s;
+  }
+
+  /// The problem of one pass of a layer, made by `make` (sched::layer_problem) the first time it is asked for
+  /// and kept: a layer timed again (another knob setting with the same layers, another design that differs
+  /// only in HBM) is costed once. The reference lives as long as the cache.
+  template <class Make>
+  const problem& problem_of(const layer_pass& key, Make&& make) const {
+    const std::size_t hash = hash_of(key);
+    {
+      const std::lock_guard lock(state_->mutex);
+      const auto [first, last] = state_->problems.equal_range(hash);
+      for (auto it = first; it != last; ++it)
+        if (it->second.first == key) return it->second.second;
+    }
+    problem made = make();
+    const std::lock_guard lock(state_->mutex);
+    const auto [first, last] = state_->problems.equal_range(hash);
+    for (auto it = first; it != last; ++it)
+      if (it->second.first == key) return it->second.second;  // made meanwhile by another thread
+    return state_->problems.emplace(hash, std::pair{key, std::move(made)})->second.second;
   }
 
   /// The largest relative gap (makespan - lower bound) / makespan of any schedule this cache (or a copy of
@@ -202,12 +236,35 @@ class schedule_cache {
     return key;
   }
 
+  /// A hash of a layer pass from the fields that tell layers and designs apart most often; equality
+  /// decides.
+  static std::size_t hash_of(const layer_pass& k) {
+    std::size_t h = 1469598103934665603ULL;
+    auto mix = [&h](auto v) { h = (h ^ std::hash<decltype(v)>{}(v)) * 1099511628211ULL; };
+    mix(k.layer.name.view());
+    mix(k.layer.shape.microbatch);
+    mix(k.layer.shape.sequence);
+    mix(k.layer.shape.tp);
+    mix(k.layer.shape.sequence_parallel);
+    mix(k.layer.ops.size());
+    mix(k.backward);
+    mix(k.device.systolic.num_tc);
+    mix(k.device.systolic.tc_width);
+    mix(k.device.systolic.tc_depth);
+    mix(k.device.systolic.num_vc);
+    mix(k.device.systolic.glb.value());
+    mix(k.device.hbm_bandwidth.value());
+    mix(k.route.hop.bandwidth.value());
+    return h;
+  }
+
  private:
   struct state {
     std::string name;
     std::function<schedule(const problem&)> solve;
     std::mutex mutex;
     std::unordered_map<std::string, schedule> memo;
+    std::unordered_multimap<std::size_t, std::pair<layer_pass, problem>> problems;  ///< problem_of
     std::size_t hits = 0;
     std::size_t misses = 0;
   };

@@ -166,13 +166,18 @@ inline design_result blank_result(const spec& s, const hw::device& d, std::uint6
 /// A design's best plan by the planning service (place::search_plans with plan_choices_of), on layer
 /// times from `cache`: its record, infeasible when no plan fits (or none is admissible).
 inline design_result plan_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
-                                 bool refine, const sched::schedule_cache& cache) {
+                                 bool refine, const sched::schedule_cache& cache,
+                                 double refined_within_s = std::numeric_limits<double>::infinity(),
+                                 const sched::schedule_cache* refined = nullptr) {
   const model::model run = model_of(s);
   design_result r = blank_result(s, d, index);
   const cluster::cluster c = cluster_of(s, d);
+  place::plan_choices choices = plan_choices_of(s, o, refine);
+  choices.refined_within_s = refined_within_s;
+  if (refined != nullptr) choices.refine_cache = *refined;
   place::plan_search_result found;
   try {
-    found = place::search_plans(run, c, base_knobs(s), plan_choices_of(s, o, refine), cache);
+    found = place::search_plans(run, c, base_knobs(s), choices, cache);
   } catch (const place::no_admissible_configuration&) {
     r.status = outcome::infeasible;  // no width, depth and microbatch divide the devices and the batch
     return r;
@@ -250,12 +255,22 @@ class shared_schedules {
 /// without refining most of them. The planning service places each knob setting and tensor-parallel width
 /// on lower-bound layer times (sched::bound_scheduler), which no schedule beats, and refines them in the
 /// order of those bounds until no bound is faster than the best refined plan. `schedule_gap` is the gap of
-/// the chosen plan's refined schedules (0 when all are proven optimal).
+/// the chosen plan's refined schedules (0 when all are proven optimal). `listed`, when given, is the
+/// design's record on the options' scheduler (the first pass): its best time, which the refined plan
+/// reaches (the refining scheduler never does worse), cuts the lower-bound placements off
+/// (place::plan_choices::refined_within_s): the same plan, found with fewer placements. `cache`, when
+/// given, holds the refined schedules (made with `refined`; shared_schedules shares it among designs).
 inline design_result refine_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
-                                   const sched::any_scheduler& refined) {
+                                   const sched::any_scheduler& refined, const design_result* listed = nullptr,
+                                   const sched::schedule_cache* cache = nullptr) {
   options with = o;
   with.refine = refined;
-  return detail::plan_design(s, d, index, with, true, sched::schedule_cache{o.scheduler});
+  double within = std::numeric_limits<double>::infinity();
+  if (listed != nullptr && listed->status == outcome::evaluated && listed->samples_per_s > 0) {
+    // A little above the listed time: the refined best plan is no slower, so its bound is below this.
+    within = static_cast<double>(s.global_batch) / listed->samples_per_s * (1.0 + 1e-6);
+  }
+  return detail::plan_design(s, d, index, with, true, sched::schedule_cache{o.scheduler}, within, cache);
 }
 
 /// A design's best plan as the search reports it: refined with `o.refine` when the options set it.
@@ -550,6 +565,8 @@ inline std::uint64_t refine(const spec& s, const options& o, const hooks& h, std
   // (the same rounds for any number of threads or processes).
   std::vector<bool> refined(all.size(), false);
   std::uint64_t placed = 0;
+  // Designs that differ only in HBM solve each refined schedule once, whichever round they are in.
+  shared_schedules refined_schedules{*o.refine};
   const auto start = std::chrono::steady_clock::now();
   auto report = [&](std::size_t left) {
     if (!h.report) return;
@@ -586,7 +603,8 @@ inline std::uint64_t refine(const spec& s, const options& o, const hooks& h, std
     todo.resize(std::min(todo.size(), std::max<std::size_t>(o.round, 1)));
     const auto results = map(todo.size(), [&](std::size_t t) {
       const design_result& listed = all[todo[t]];
-      design_result r = refine_design(s, listed.device, listed.index, o, *o.refine);
+      const sched::schedule_cache cache = refined_schedules.of(listed.device);
+      design_result r = refine_design(s, listed.device, listed.index, o, *o.refine, &listed, &cache);
       r.upper_bound_samples_per_s = listed.upper_bound_samples_per_s;
       if (h.finished) h.finished(r);
       return r;

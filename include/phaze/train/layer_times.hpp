@@ -80,8 +80,8 @@ inline sched::problem recomputed_ops_problem(const model::layer& l, const sched:
 inline layer_times time_layer(const model::layer& l, const hw::device& d, const cluster::route& tp,
                               const sched::schedule_cache& cache) {
   layer_times t;
-  const auto forward_problem = sched::layer_problem(l, d, tp, sched::pass::forward);
-  const auto backward_problem = sched::layer_problem(l, d, tp, sched::pass::backward);
+  const sched::problem& forward_problem = sched::layer_problem(l, d, tp, sched::pass::forward, cache);
+  const sched::problem& backward_problem = sched::layer_problem(l, d, tp, sched::pass::backward, cache);
   const double host = l.shape.host_per_op;
   t.gpu_forward = cache.solve(forward_problem).makespan;
   t.gpu_backward = cache.solve(backward_problem).makespan;
