@@ -103,7 +103,7 @@ TEST_CASE("A layer's problem does not depend on the device's HBM capacity or nam
   for (const char* gpu : {"a100-80gb", "h100-sxm", "h200"}) all.push_back(*hw::find_preset(gpu));
   sched::schedule_cache cache;
   std::size_t asked = 0;
-  std::vector<const sched::problem*> distinct;
+  std::vector<const sched::pass_problem*> distinct;
   for (const auto& d : all) {
     hw::device other = d;
     other.hbm = other.hbm * 3.0;
@@ -120,8 +120,19 @@ TEST_CASE("A layer's problem does not depend on the device's HBM capacity or nam
             const sched::problem built = sched::layer_problem(l, d, route, which);
             const std::string key = sched::schedule_cache::key_of(built);
             CHECK(sched::schedule_cache::key_of(sched::layer_problem(l, other, route, which)) == key);
-            const sched::problem& kept = sched::layer_problem(l, d, route, which, cache);
-            CHECK(sched::schedule_cache::key_of(kept) == key);
+            const sched::pass_problem& kept = sched::layer_problem(l, d, route, which, cache);
+            CHECK(sched::schedule_cache::key_of(kept.tasks) == key);
+            seconds collectives{0.0};
+            auto add = [&](const auto& ops) {
+              for (const model::op& o : ops)
+                if (model::unit_of(o) == model::unit::network) collectives += cost::cost_of(o, d, route).all_cores;
+            };
+            if (which == sched::pass::forward) {
+              add(l.ops);
+            } else {
+              add(model::backward(l));
+            }
+            CHECK(kept.collectives.value() == collectives.value());
             // The sibling asks the cache for the very problem it kept.
             CHECK(&sched::layer_problem(l, other, route, which, cache) == &kept);
             if (std::find(distinct.begin(), distinct.end(), &kept) == distinct.end()) distinct.push_back(&kept);

@@ -86,12 +86,20 @@ inline model_problem model_tables_of(const model::model& m, const cluster::clust
     // a stage without node 0 unless it is node 0) and activations.
     std::vector<bytes> parameters(n);
     std::vector<bytes> activations(n);
-    // A node alone keeps what every node of its kind keeps: computed once per kind.
+    // A node alone holds and keeps what every node of its kind does (its parameters, with a tied copy
+    // unless it is node 0): computed once per kind.
     std::vector<std::optional<bytes>> kept(run.kinds.size());
+    std::vector<std::optional<bytes>> held(run.kinds.size());
     for (std::size_t v = 0; v < n; ++v) {
       const train::node_range alone{v, v + 1};
-      parameters[v] =
-          bytes{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
+      std::optional<bytes>& params_of_kind = held[static_cast<std::size_t>(run.nodes[v])];
+      if (v == 0 || !params_of_kind) {
+        const bytes p_v{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
+        if (v > 0) params_of_kind = p_v;
+        parameters[v] = p_v;
+      } else {
+        parameters[v] = *params_of_kind;
+      }
       std::optional<bytes>& of_kind = kept[static_cast<std::size_t>(run.nodes[v])];
       if (!of_kind) of_kind = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
       activations[v] = *of_kind;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,21 +70,34 @@ constexpr width_terms width_terms_of(const model::model& run, const train::detai
   width_terms w;
   w.tp = tp;
   const std::size_t n = run.size();
+  // What a node alone holds depends on its kind only: each kind's terms once, the nodes in order.
+  struct of_kind {
+    std::int64_t tied = 0;  ///< its tied copy: its parameters with tied weights counted less without
+    bytes working_set{0.0};
+    bytes cut{0.0};  ///< the bytes it hands to the next node
+  };
+  std::vector<std::optional<of_kind>> kinds(built.kinds.size());
+  auto kind_of = [&](std::size_t v) -> const of_kind& {
+    std::optional<of_kind>& k_v = kinds[run.nodes[v]];
+    if (!k_v) {
+      const model::layer& l = built.at(run, v);
+      k_v = of_kind{model::layer_params(l, true) - model::layer_params(l, false),
+                    train::detail::recompute_working_set(run, built, {v, v + 1}, k.recompute),
+                    model::boundary_bytes(l)};
+    }
+    return *k_v;
+  };
   for (std::size_t v = 0; v < n; ++v) {
-    const train::node_range alone{v, v + 1};
-    w.tied_copy_parameters += static_cast<double>(model::layer_params(built.at(run, v), true) -
-                                                  model::layer_params(built.at(run, v), false));
-    w.working_set =
-        std::max(w.working_set, train::detail::recompute_working_set(run, built, alone, k.recompute));
+    w.tied_copy_parameters += static_cast<double>(kind_of(v).tied);
+    w.working_set = std::max(w.working_set, kind_of(v).working_set);
   }
   w.largest_layer_parameters = static_cast<double>(train::detail::largest_layer_parameters(run, built));
   // Node 0's own tied weights are not a copy.
-  w.tied_copy_parameters -= static_cast<double>(model::layer_params(built.at(run, 0), true) -
-                                                model::layer_params(built.at(run, 0), false));
+  w.tied_copy_parameters -= static_cast<double>(kind_of(0).tied);
   for (std::size_t v = 0; v + 1 < n; ++v) {
-    const bytes cut = model::boundary_bytes(built.at(run, v));
+    const bytes cut = kind_of(v).cut;
     if (v == 0 || cut < w.boundary) w.boundary = cut;
-    if (v > 0 && !(cut == model::boundary_bytes(built.at(run, 0)))) w.uniform_cuts = false;
+    if (v > 0 && !(cut == kind_of(0).cut)) w.uniform_cuts = false;
   }
   return w;
 }

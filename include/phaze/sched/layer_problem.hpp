@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "phaze/cluster/links.hpp"
 #include "phaze/cost/op_cost.hpp"
@@ -66,14 +67,63 @@ inline problem layer_problem(const model::layer& l, const hw::device& d, const c
   return detail::problem_of_ops(model::backward(l), d, tp);
 }
 
-/// layer_problem kept in `cache` (schedule_cache::problem_of): each distinct pass of a layer on a device and
-/// route is costed once for as long as the cache lives.
-inline const problem& layer_problem(const model::layer& l, const hw::device& d, const cluster::route& tp,
-                                    pass which, const schedule_cache& cache) {
-  layer_pass key{l, d, tp, which == pass::backward};
-  key.device.hbm = bytes{0.0};
-  key.device.name = {};
-  return cache.problem_of(key, [&] { return layer_problem(l, d, tp, which); });
+namespace detail {
+/// The all-cores times of the network ops of `ops` (a pass's tensor-parallel collectives), added in op order.
+template <class Ops>
+seconds collectives_of(const Ops& ops, const hw::device& d, const cluster::route& tp) {
+  seconds s{0.0};
+  for (const model::op& o : ops)
+    if (model::unit_of(o) == model::unit::network) s += cost::cost_of(o, d, tp).all_cores;
+  return s;
+}
+}  // namespace detail
+
+/// layer_problem kept in `cache` (schedule_cache::problem_of) with its pass's collectives: each distinct
+/// pass of a layer on a device and route is costed once for as long as the cache lives.
+inline const pass_problem& layer_problem(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                                         pass which, const schedule_cache& cache) {
+  const std::uint8_t part = which == pass::forward ? 0 : 1;
+  return cache.problem_of(l, d, tp, part, [&] {
+    if (which == pass::forward)
+      return pass_problem{detail::problem_of_ops(l.ops, d, tp), detail::collectives_of(l.ops, d, tp), {}};
+    const auto ops = model::backward(l);
+    return pass_problem{detail::problem_of_ops(ops, d, tp), detail::collectives_of(ops, d, tp), {}};
+  });
+}
+
+/// The forward ops of the submodules selective recomputation runs again (the attention core by default;
+/// layer_shape::recompute_modules) as their own problem, each for the share of it that runs again
+/// (model::recomputed_share: a matmul part-kept under torchtitan's per-op policy runs for the rest), cut
+/// from the layer's forward problem `full` (layer_problem of the forward pass).
+inline problem recomputed_problem(const model::layer& l, const problem& full) {
+  problem core;
+  core.tensor_cores = full.tensor_cores;
+  core.vector_cores = full.vector_cores;
+  std::vector<int> index_in_core(l.ops.size(), -1);
+  for (std::size_t i = 0; i < l.ops.size(); ++i) {
+    const double share = model::recomputed_share(l, l.ops[i]);
+    if (share <= 0.0) continue;
+    task t = full.tasks[i];
+    t.one_core *= share;
+    t.all_cores *= share;
+    std::vector<int> preds;
+    for (int q : t.preds)
+      if (index_in_core[static_cast<std::size_t>(q)] >= 0)
+        preds.push_back(index_in_core[static_cast<std::size_t>(q)]);
+    t.preds = preds;
+    index_in_core[i] = static_cast<int>(core.tasks.size());
+    core.tasks.push_back(std::move(t));
+  }
+  return core;
+}
+
+/// recomputed_problem kept in `cache` beside the layer's passes (its collectives are not counted: the
+/// recomputed share holds none of them, or the whole forward runs again).
+inline const pass_problem& recomputed_problem(const model::layer& l, const hw::device& d,
+                                              const cluster::route& tp, const schedule_cache& cache) {
+  return cache.problem_of(l, d, tp, 2, [&] {
+    return pass_problem{recomputed_problem(l, layer_problem(l, d, tp, pass::forward, cache).tasks), {}, {}};
+  });
 }
 
 /// The schedule of one pass of a layer by scheduler `s` (no cache).

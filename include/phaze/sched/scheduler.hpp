@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -125,10 +126,18 @@ static_assert(Scheduler<any_scheduler>);
 /// cost reads them; they decide only which plans fit): designs that differ only in those share problems.
 struct layer_pass {
   model::layer layer;
-  hw::device device;
+  hw::device device;  ///< with hbm 0 and no name
   cluster::route route;
-  bool backward = false;
-  friend constexpr bool operator==(const layer_pass&, const layer_pass&) = default;
+  std::uint8_t part = 0;  ///< the pass: forward 0, backward 1, the forward share recomputed 2
+};
+
+/// One pass of a layer as a schedule_cache keeps it: its scheduling problem, what its tensor-parallel
+/// collectives take one after another (the all-cores times of its network ops added in op order), and its
+/// schedule once solved through the cache (schedule_cache::solve of a pass).
+struct pass_problem {
+  problem tasks;
+  seconds collectives{0.0};
+  mutable std::optional<schedule> solved;  ///< set by schedule_cache::solve of the pass
 };
 
 /// Solved schedules by problem, so identical layers (and identical layer x core-configuration problems, from
@@ -167,24 +176,51 @@ class schedule_cache {
     return s;
   }
 
-  /// The problem of one pass of a layer, made by `make` (sched::layer_problem) the first time it is asked for
-  /// and kept: a layer timed again (another knob setting with the same layers, another design that differs
-  /// only in HBM) is costed once. The reference lives as long as the cache.
+  /// The problem of one pass of layer `l` on device `d` whose tensor-parallel group takes route `tp`, made by
+  /// `make` (sched::layer_problem) the first time it is asked for and kept: a layer timed again (another
+  /// knob setting with the same layers, another design that differs only in HBM: layer_pass) is costed
+  /// once. The reference lives as long as the cache.
   template <class Make>
-  const problem& problem_of(const layer_pass& key, Make&& make) const {
-    const std::size_t hash = hash_of(key);
+  const pass_problem& problem_of(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                                 std::uint8_t part, Make&& make) const {
+    hw::device device = d;
+    device.hbm = bytes{0.0};
+    device.name = {};
+    const std::size_t hash = hash_of(l, device, tp, part);
+    auto find = [&]() -> const pass_problem* {
+      const auto [first, last] = state_->problems.equal_range(hash);
+      for (auto it = first; it != last; ++it) {
+        const layer_pass& k = it->second.first;
+        if (k.part == part && k.route == tp && k.device == device && k.layer == l) return &it->second.second;
+      }
+      return nullptr;
+    };
     {
       const std::lock_guard lock(state_->mutex);
-      const auto [first, last] = state_->problems.equal_range(hash);
-      for (auto it = first; it != last; ++it)
-        if (it->second.first == key) return it->second.second;
+      if (const pass_problem* kept = find()) return *kept;
     }
-    problem made = make();
+    pass_problem made = make();
     const std::lock_guard lock(state_->mutex);
-    const auto [first, last] = state_->problems.equal_range(hash);
-    for (auto it = first; it != last; ++it)
-      if (it->second.first == key) return it->second.second;  // made meanwhile by another thread
-    return state_->problems.emplace(hash, std::pair{key, std::move(made)})->second.second;
+    if (const pass_problem* kept = find()) return *kept;  // made meanwhile by another thread
+    return state_->problems.emplace(hash, std::pair{layer_pass{l, device, tp, part}, std::move(made)})
+        ->second.second;
+  }
+
+  /// The schedule of a pass the cache keeps (problem_of's), solved through the cache the first time and then
+  /// kept with the pass: no key is built again. The reference lives as long as the cache.
+  const schedule& solve(const pass_problem& p) const {
+    {
+      const std::lock_guard lock(state_->mutex);
+      if (p.solved) {
+        ++state_->hits;
+        seen_->worst_gap = std::max(seen_->worst_gap, p.solved->gap());
+        return *p.solved;
+      }
+    }
+    schedule s = solve(p.tasks);
+    const std::lock_guard lock(state_->mutex);
+    if (!p.solved) p.solved = std::move(s);
+    return *p.solved;
   }
 
   /// The largest relative gap (makespan - lower bound) / makespan of any schedule this cache (or a copy of
@@ -238,23 +274,24 @@ class schedule_cache {
 
   /// A hash of a layer pass from the fields that tell layers and designs apart most often; equality
   /// decides.
-  static std::size_t hash_of(const layer_pass& k) {
+  static std::size_t hash_of(const model::layer& l, const hw::device& d, const cluster::route& tp,
+                             std::uint8_t part) {
     std::size_t h = 1469598103934665603ULL;
     auto mix = [&h](auto v) { h = (h ^ std::hash<decltype(v)>{}(v)) * 1099511628211ULL; };
-    mix(k.layer.name.view());
-    mix(k.layer.shape.microbatch);
-    mix(k.layer.shape.sequence);
-    mix(k.layer.shape.tp);
-    mix(k.layer.shape.sequence_parallel);
-    mix(k.layer.ops.size());
-    mix(k.backward);
-    mix(k.device.systolic.num_tc);
-    mix(k.device.systolic.tc_width);
-    mix(k.device.systolic.tc_depth);
-    mix(k.device.systolic.num_vc);
-    mix(k.device.systolic.glb.value());
-    mix(k.device.hbm_bandwidth.value());
-    mix(k.route.hop.bandwidth.value());
+    mix(l.name.view());
+    mix(l.shape.microbatch);
+    mix(l.shape.sequence);
+    mix(l.shape.tp);
+    mix(l.shape.sequence_parallel);
+    mix(l.ops.size());
+    mix(part);
+    mix(d.systolic.num_tc);
+    mix(d.systolic.tc_width);
+    mix(d.systolic.tc_depth);
+    mix(d.systolic.num_vc);
+    mix(d.systolic.glb.value());
+    mix(d.hbm_bandwidth.value());
+    mix(tp.hop.bandwidth.value());
     return h;
   }
 
@@ -264,7 +301,7 @@ class schedule_cache {
     std::function<schedule(const problem&)> solve;
     std::mutex mutex;
     std::unordered_map<std::string, schedule> memo;
-    std::unordered_multimap<std::size_t, std::pair<layer_pass, problem>> problems;  ///< problem_of
+    std::unordered_multimap<std::size_t, std::pair<layer_pass, pass_problem>> problems;  ///< problem_of
     std::size_t hits = 0;
     std::size_t misses = 0;
   };

@@ -46,33 +46,6 @@ struct layer_times {
   }
 };
 
-namespace detail {
-/// The forward ops of the submodules selective recomputation runs again (the attention core by default;
-/// layer_shape::recompute_modules) as their own problem, each for the share of it that runs again
-/// (model::recomputed_share: a matmul part-kept under torchtitan's per-op policy runs for the rest), cut
-/// from the layer's forward problem `full` (sched::layer_problem of the forward pass).
-inline sched::problem recomputed_ops_problem(const model::layer& l, const sched::problem& full) {
-  sched::problem core;
-  core.tensor_cores = full.tensor_cores;
-  core.vector_cores = full.vector_cores;
-  std::vector<int> index_in_core(l.ops.size(), -1);
-  for (std::size_t i = 0; i < l.ops.size(); ++i) {
-    const double share = model::recomputed_share(l, l.ops[i]);
-    if (share <= 0.0) continue;
-    sched::task t = full.tasks[i];
-    t.one_core *= share;
-    t.all_cores *= share;
-    std::vector<int> preds;
-    for (int q : t.preds)
-      if (index_in_core[static_cast<std::size_t>(q)] >= 0)
-        preds.push_back(index_in_core[static_cast<std::size_t>(q)]);
-    t.preds = preds;
-    index_in_core[i] = static_cast<int>(core.tasks.size());
-    core.tasks.push_back(std::move(t));
-  }
-  return core;
-}
-}  // namespace detail
 
 /// The costs of one layer on a device whose tensor-parallel group takes route `tp`. Schedules are solved
 /// through `cache` (identical layers once) by the cache's scheduler (the ILP for reported numbers; the list
@@ -80,16 +53,16 @@ inline sched::problem recomputed_ops_problem(const model::layer& l, const sched:
 inline layer_times time_layer(const model::layer& l, const hw::device& d, const cluster::route& tp,
                               const sched::schedule_cache& cache) {
   layer_times t;
-  const sched::problem& forward_problem = sched::layer_problem(l, d, tp, sched::pass::forward, cache);
-  const sched::problem& backward_problem = sched::layer_problem(l, d, tp, sched::pass::backward, cache);
+  const sched::pass_problem& forward = sched::layer_problem(l, d, tp, sched::pass::forward, cache);
+  const sched::pass_problem& backward = sched::layer_problem(l, d, tp, sched::pass::backward, cache);
   const double host = l.shape.host_per_op;
-  t.gpu_forward = cache.solve(forward_problem).makespan;
-  t.gpu_backward = cache.solve(backward_problem).makespan;
-  t.forward = cost::host_bound(t.gpu_forward, forward_problem.tasks.size(), host);
-  t.backward = cost::host_bound(t.gpu_backward, backward_problem.tasks.size(), host);
+  t.gpu_forward = cache.solve(forward).makespan;
+  t.gpu_backward = cache.solve(backward).makespan;
+  t.forward = cost::host_bound(t.gpu_forward, forward.tasks.size(), host);
+  t.backward = cost::host_bound(t.gpu_backward, backward.tasks.size(), host);
   t.recompute_full = t.forward;
-  const auto core = detail::recomputed_ops_problem(l, forward_problem);
-  if (!core.tasks.empty())
+  const sched::pass_problem& core = sched::recomputed_problem(l, d, tp, cache);
+  if (core.tasks.size() > 0)
     t.recompute_selective = cost::host_bound(cache.solve(core).makespan, core.tasks.size(), host);
   t.params = model::layer_params(l, true);
   t.activations_none = model::activation_bytes(l, model::recompute::none);

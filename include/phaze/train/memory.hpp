@@ -483,9 +483,12 @@ constexpr bytes recompute_working_set(const model::model& m, const built_layers&
 
 /// The parameters per rank of the model's largest layer (the embedding or head included).
 constexpr std::int64_t largest_layer_parameters(const model::model& m, const built_layers& l) {
+  // Over the kinds the nodes use: a node's parameters are its kind's.
+  std::vector<bool> used(l.kinds.size(), false);
+  for (std::size_t v = 0; v < m.size(); ++v) used[m.nodes[v]] = true;
   std::int64_t largest = 0;
-  for (std::size_t v = 0; v < m.size(); ++v)
-    largest = std::max(largest, model::layer_params(l.at(m, v), true));
+  for (std::size_t kind = 0; kind < l.kinds.size(); ++kind)
+    if (used[kind]) largest = std::max(largest, model::layer_params(l.kinds[kind], true));
   return largest;
 }
 

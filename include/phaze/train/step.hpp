@@ -806,20 +806,11 @@ class step_model {
 
 namespace detail {
 /// The TP collectives' cost in one pass of a layer (forward ops or backward ops), serial as on a GPU: the
-/// pass's network ops costed (cost::cost_of), in order, and no other op.
+/// pass's network ops costed (cost::cost_of), in order, kept with the pass's problem in `cache`.
 inline seconds collective_share(const model::layer& l, const hw::device& d, const cluster::route& tp,
-                                bool backward) {
-  seconds s{0.0};
-  auto add = [&](const auto& ops) {
-    for (const model::op& o : ops)
-      if (model::unit_of(o) == model::unit::network) s += cost::cost_of(o, d, tp).all_cores;
-  };
-  if (backward) {
-    add(model::backward(l));
-  } else {
-    add(l.ops);
-  }
-  return s;
+                                bool backward, const sched::schedule_cache& cache) {
+  return sched::layer_problem(l, d, tp, backward ? sched::pass::backward : sched::pass::forward, cache)
+      .collectives;
 }
 
 /// What context parallelism's ring attention leaves exposed in a layer's forward and backward pass
@@ -1045,8 +1036,8 @@ inline timed_layer time_with_shares(const model::layer& l, const hw::device& d, 
                                     const sched::schedule_cache& cache, model::recompute mode,
                                     bool tp_overlap = false, const cluster::route& cp = {},
                                     const cost::all_to_all_routes& ep = {}, const expert_overlap& eo = {}) {
-  const seconds tp_forward = collective_share(l, d, tp, false);
-  timed_layer r{time_layer(l, d, tp, cache), tp_forward, collective_share(l, d, tp, true),
+  const seconds tp_forward = collective_share(l, d, tp, false, cache);
+  timed_layer r{time_layer(l, d, tp, cache), tp_forward, collective_share(l, d, tp, true, cache),
                 mode == model::recompute::full ? tp_forward : seconds{0.0}};
   seconds regather = sequence_parallel_regather(l, d, tp);
   if (tp_overlap && l.shape.sequence_parallel && l.shape.tp > 1 && d.kind == hw::device_kind::datasheet) {
