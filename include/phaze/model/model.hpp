@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "phaze/core/quantity.hpp"
 #include "phaze/core/static_vector.hpp"
@@ -385,6 +386,29 @@ inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constex
   }
   validate(m.config);
   return m;
+};
+
+/// `m` at `sequence` tokens (0: its own), as with_sequence gives it, copied only where that changes it:
+///
+///     const model::at_sequence resized{m, k.sequence};
+///     const model::model& run = *resized;  // m itself when it already is at that sequence
+class at_sequence {
+ public:
+  at_sequence(const model& m, std::int64_t sequence) : model_(&m) {
+    const bool same = sequence == 0 || (sequence == m.config.sequence &&
+                                        !(m.config.positions == position_kind::learned &&
+                                          m.config.max_positions < sequence));
+    if (!same) copy_ = with_sequence(m, sequence);
+  }
+  at_sequence(const at_sequence&) = delete;  // it may point at its own copy
+  at_sequence& operator=(const at_sequence&) = delete;
+
+  [[nodiscard]] const model& operator*() const { return copy_ ? *copy_ : *model_; }
+  [[nodiscard]] const model* operator->() const { return &**this; }
+
+ private:
+  const model* model_;
+  std::optional<model> copy_;
 };
 
 namespace rules {

@@ -59,7 +59,8 @@ inline model_problem model_tables_of(const model::model& m, const cluster::clust
   std::vector<hw::device> types;
   for (const auto& g : c.groups())
     if (std::find(types.begin(), types.end(), g.device) == types.end()) types.push_back(g.device);
-  const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
+  const model::at_sequence resized{m, k.sequence};
+  const model::model& run = *resized;
   const double weight_bytes = static_cast<double>(train::activation_element_bytes(k.precision));
   auto& p = out.problem;
   static_cast<placement_settings&>(p) =

@@ -117,7 +117,9 @@ class schedule_builder {
       return {pl, earliest};
     }
     // Candidate starts: the earliest start, then every later release time of the pools the task uses.
-    std::vector<double> candidates{earliest};
+    std::vector<double> candidates;
+    candidates.reserve(1 + p_.size());
+    candidates.push_back(earliest);
     for (int pool = 0; pool < pool_count; ++pool)
       if (uses_pool(t.kind, pool)) pools_[static_cast<std::size_t>(pool)].add_release_times(candidates);
     std::sort(candidates.begin(), candidates.end());

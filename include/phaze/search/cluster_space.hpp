@@ -206,7 +206,8 @@ inline constexpr auto compositions_of = [](const cluster_space& s) -> std::vecto
 /// Model FLOPs (matrix work, forward and backward, no recomputation) of one training sample at the knobs'
 /// sequence length: what MFU counts (model::training_flops_per_iteration).
 inline flops model_flops_per_sample(const model::model& m, const train::training_knobs& k) {
-  const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
+  const model::at_sequence resized{m, k.sequence};
+  const model::model& run = *resized;
   return model::training_flops_per_iteration(run, 1);
 }
 
@@ -631,7 +632,8 @@ class cluster_search {
  private:
   /// What a sample costs each device type of the space at least (layer_work_of).
   [[nodiscard]] std::vector<layer_work> work_of() const {
-    const model::model run = base_.sequence > 0 ? model::with_sequence(model_, base_.sequence) : model_;
+    const model::at_sequence resized{model_, base_.sequence};
+    const model::model& run = *resized;
     int widest = 1;
     for (const auto& o : space_.devices) widest = std::max(widest, o.node.devices);
     std::vector<layer_work> work;

@@ -352,6 +352,7 @@ struct built_layers {
 
 constexpr built_layers build_layers(const model::model& m, const model::layer_shape& shape) {
   built_layers out;
+  out.kinds.reserve(m.kinds.size());
   for (const auto& k : m.kinds) out.kinds.push_back(model::build_kind(m, k, shape));
   return out;
 }

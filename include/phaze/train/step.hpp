@@ -1131,7 +1131,8 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   }
   step_estimate e;
   const model::layer_shape shape = layer_shape_of(m, p, k);
-  const model::model run = k.sequence > 0 ? model::with_sequence(m, k.sequence) : m;
+  const model::at_sequence resized{m, k.sequence};
+  const model::model& run = *resized;
   std::vector<stage_layers> stages = split;
   if (stages.empty()) stages = uniform_split(run, p.pp, k);
   if (static_cast<int>(stages.size()) != p.pp) {
