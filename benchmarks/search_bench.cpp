@@ -48,19 +48,26 @@ void design_order(benchmark::State& state) {
 }
 BENCHMARK(design_order)->Unit(benchmark::kMillisecond);
 
-/// The whole pruned search of PHAZE's setting on one thread (long: excluded from the smoke run).
-void search_all_designs(benchmark::State& state) {
+/// The whole search of PHAZE's setting on one thread, pruned by the sound bound or exhaustive (every design
+/// of the space placed), on list schedules without the baselines (long: excluded from the smoke run). The
+/// program's `phaze search [--exhaustive]` adds the ILP refinement, the baselines and the threads.
+void search_all_designs(benchmark::State& state, bool exhaustive) {
   const auto s = phaze_setting("gpt3-175b");
   std::uint64_t evaluated = 0;
   for (auto _ : state) {
     search::options o;
     o.baselines = false;  // the search alone, as this benchmark has always measured it
+    o.exhaustive = exhaustive;
     const auto sum = search::run(s, o);
     evaluated = sum.evaluated;
     benchmark::DoNotOptimize(sum.best.samples_per_s);
   }
   state.counters["evaluated"] = static_cast<double>(evaluated);
+  state.counters["designs/s"] =
+      benchmark::Counter(static_cast<double>(evaluated) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
-BENCHMARK(search_all_designs)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(search_all_designs, pruned, false)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(search_all_designs, exhaustive, true)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace

@@ -1,7 +1,16 @@
 // Every layer of every zoo model, forward and backward, on the TPUv4-like reference, and every layer of one
 // model per architecture family on a dozen designs of PHAZE's space, scheduled by the ILP: proven optimal
 // (or within 1% at the time limit), valid, never worse than the list schedule and never below the bounds;
-// identical problems are solved once. (benchmarks/sched_bench.cpp runs every model on every design.)
+// identical problems are solved once. (benchmarks/sched_bench.cpp runs every model on every design.) And what a
+// schedule cache keeps: each layer's problem once, shared by designs that differ only in HBM, and one solve
+// for threads that ask for a problem at once.
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
 #include <phaze/hw/presets.hpp>
 #include <phaze/hw/space.hpp>
 #include <phaze/model/zoo.hpp>
@@ -143,4 +152,69 @@ TEST_CASE("A layer's problem does not depend on the device's HBM capacity or nam
     }
   }
   CHECK(distinct.size() * 2 <= asked);
+}
+
+namespace {
+/// A scheduler that counts its solves and takes its time, or throws on its first solve.
+struct slow_scheduler {
+  std::shared_ptr<std::atomic<int>> calls = std::make_shared<std::atomic<int>>(0);
+  bool throw_first = false;
+  [[nodiscard]] static constexpr std::string_view name() { return "slow"; }
+  [[nodiscard]] sched::schedule solve(const sched::problem& p) const {
+    const int call = ++*calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (throw_first && call == 1) throw std::runtime_error("the first solve fails");
+    return sched::list_schedule(p);
+  }
+};
+
+sched::problem two_tasks() {
+  sched::problem p;
+  p.tensor_cores = 1;
+  p.vector_cores = 1;
+  sched::task a;
+  a.kind = sched::resource::tensor;
+  a.one_core = a.all_cores = seconds{1.0};
+  sched::task b = a;
+  b.preds = {0};
+  p.tasks = {a, b};
+  return p;
+}
+}  // namespace
+
+TEST_CASE("Threads asking a cache for one problem at once solve it once", "[sched][cache]") {
+  const slow_scheduler counted;
+  const sched::schedule_cache cache{counted};
+  const sched::problem p = two_tasks();
+  std::vector<sched::schedule> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t) threads.emplace_back([&, t] { got[t] = cache.solve(p); });
+  for (auto& t : threads) t.join();
+  CHECK(*counted.calls == 1);
+  CHECK(cache.misses() == 1);
+  CHECK(cache.hits() == got.size() - 1);
+  for (const auto& s : got) CHECK(s.makespan.value() == Approx(2.0));
+}
+
+TEST_CASE("When a solve throws, a thread that waited for it solves the problem itself", "[sched][cache]") {
+  slow_scheduler failing;
+  failing.throw_first = true;
+  const sched::schedule_cache cache{failing};
+  const sched::problem p = two_tasks();
+  std::atomic<int> thrown{0};
+  std::atomic<int> solved{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      try {
+        if (cache.solve(p).makespan.value() == 2.0) ++solved;
+      } catch (const std::runtime_error&) {
+        ++thrown;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(thrown == 1);
+  CHECK(solved == 1);
+  CHECK(*failing.calls == 2);
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "phaze/cluster/links.hpp"
@@ -157,22 +159,44 @@ class schedule_cache {
     }
   }
 
-  /// The schedule of `p`, solved on first request.
+  /// The schedule of `p`, solved on first request. A thread that asks for a problem another thread is
+  /// solving waits for that schedule rather than solving it again.
   schedule solve(const problem& p) const {
     const std::string key = key_of(p);
-    {
-      const std::lock_guard lock(state_->mutex);
+    std::unique_lock lock(state_->mutex);
+    while (true) {
       if (const auto it = state_->memo.find(key); it != state_->memo.end()) {
         ++state_->hits;
         seen_->worst_gap = std::max(seen_->worst_gap, it->second.gap());
         return it->second;
       }
+      if (state_->solving.count(key) == 0) break;
+      state_->solved.wait(lock);
     }
-    schedule s = state_->solve(p);
-    const std::lock_guard lock(state_->mutex);
-    ++state_->misses;
-    seen_->worst_gap = std::max(seen_->worst_gap, s.gap());
-    state_->memo.emplace(key, s);
+    state_->solving.insert(key);
+    lock.unlock();
+    // Whatever happens to this solve, the others waiting for the problem are woken (to solve it themselves
+    // if it threw).
+    struct release {
+      const schedule_cache& cache;
+      const std::string& key;
+      ~release() {
+        {
+          const std::lock_guard again(cache.state_->mutex);
+          cache.state_->solving.erase(key);
+        }
+        cache.state_->solved.notify_all();
+      }
+    };
+    schedule s;
+    {
+      const release done{*this, key};
+      s = state_->solve(p);
+      const std::lock_guard again(state_->mutex);
+      ++state_->misses;
+      seen_->worst_gap = std::max(seen_->worst_gap, s.gap());
+      state_->memo.emplace(key, s);
+    }
     return s;
   }
 
@@ -300,6 +324,8 @@ class schedule_cache {
     std::string name;
     std::function<schedule(const problem&)> solve;
     std::mutex mutex;
+    std::condition_variable solved;  ///< a problem being solved (in `solving`) is done
+    std::unordered_set<std::string> solving;
     std::unordered_map<std::string, schedule> memo;
     std::unordered_multimap<std::size_t, std::pair<layer_pass, pass_problem>> problems;  ///< problem_of
     std::size_t hits = 0;
