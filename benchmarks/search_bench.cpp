@@ -63,9 +63,8 @@ void search_all_designs(benchmark::State& state, bool exhaustive) {
     benchmark::DoNotOptimize(sum.best.samples_per_s);
   }
   state.counters["evaluated"] = static_cast<double>(evaluated);
-  state.counters["designs/s"] =
-      benchmark::Counter(static_cast<double>(evaluated) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
+  state.counters["designs/s"] = benchmark::Counter(
+      static_cast<double>(evaluated) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(search_all_designs, pruned, false)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK_CAPTURE(search_all_designs, exhaustive, true)->Unit(benchmark::kSecond)->Iterations(1);

@@ -1,8 +1,8 @@
 // Every layer of every zoo model, forward and backward, on the TPUv4-like reference, and every layer of one
 // model per architecture family on a dozen designs of PHAZE's space, scheduled by the ILP: proven optimal
 // (or within 1% at the time limit), valid, never worse than the list schedule and never below the bounds;
-// identical problems are solved once. (benchmarks/sched_bench.cpp runs every model on every design.) And what a
-// schedule cache keeps: each layer's problem once, shared by designs that differ only in HBM, and one solve
+// identical problems are solved once. (benchmarks/sched_bench.cpp runs every model on every design.) And what
+// a schedule cache keeps: each layer's problem once, shared by designs that differ only in HBM, and one solve
 // for threads that ask for a problem at once.
 #include <atomic>
 #include <chrono>
@@ -103,8 +103,9 @@ TEST_CASE("On a datasheet GPU the layer runs one op after another", "[sched][lay
   CHECK(s.makespan.value() == Approx(serial).epsilon(1e-9));
 }
 
-TEST_CASE("A layer's problem does not depend on the device's HBM capacity or name, and a cache builds it once",
-          "[sched][layers][problem_of]") {
+TEST_CASE(
+    "A layer's problem does not depend on the device's HBM capacity or name, and a cache builds it once",
+    "[sched][layers][problem_of]") {
   // schedule_cache::problem_of shares problems among designs that differ only in HBM (the co-search's
   // siblings), which holds only while no op's cost reads the capacity or the name: checked on every zoo
   // model's layers, on a dozen PHAZE designs and on the GPU presets.
@@ -134,7 +135,8 @@ TEST_CASE("A layer's problem does not depend on the device's HBM capacity or nam
             seconds collectives{0.0};
             auto add = [&](const auto& ops) {
               for (const model::op& o : ops)
-                if (model::unit_of(o) == model::unit::network) collectives += cost::cost_of(o, d, route).all_cores;
+                if (model::unit_of(o) == model::unit::network)
+                  collectives += cost::cost_of(o, d, route).all_cores;
             };
             if (which == sched::pass::forward) {
               add(l.ops);
@@ -144,7 +146,8 @@ TEST_CASE("A layer's problem does not depend on the device's HBM capacity or nam
             CHECK(kept.collectives.value() == collectives.value());
             // The sibling asks the cache for the very problem it kept.
             CHECK(&sched::layer_problem(l, other, route, which, cache) == &kept);
-            if (std::find(distinct.begin(), distinct.end(), &kept) == distinct.end()) distinct.push_back(&kept);
+            if (std::find(distinct.begin(), distinct.end(), &kept) == distinct.end())
+              distinct.push_back(&kept);
             asked += 2;
           }
         }

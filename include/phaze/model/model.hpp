@@ -395,9 +395,9 @@ inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constex
 class at_sequence {
  public:
   at_sequence(const model& m, std::int64_t sequence) : model_(&m) {
-    const bool same = sequence == 0 || (sequence == m.config.sequence &&
-                                        !(m.config.positions == position_kind::learned &&
-                                          m.config.max_positions < sequence));
+    const bool same = sequence == 0 ||
+                      (sequence == m.config.sequence &&
+                       !(m.config.positions == position_kind::learned && m.config.max_positions < sequence));
     if (!same) copy_ = with_sequence(m, sequence);
   }
   at_sequence(const at_sequence&) = delete;  // it may point at its own copy

@@ -143,8 +143,8 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
   struct scratch {
     std::vector<double> previous, current;
     std::vector<detail::place::range_sum_caps::entry> caps;  ///< the caps' merge (range_sum_caps)
-    std::vector<std::size_t> first_end, last_end;              ///< per stage: stage_ends
-    std::vector<std::size_t> argument;   ///< (k, i) -> where stage k starts
+    std::vector<std::size_t> first_end, last_end;            ///< per stage: stage_ends
+    std::vector<std::size_t> argument;                       ///< (k, i) -> where stage k starts
     std::vector<std::size_t> cuts;       ///< stage boundaries of the last solution: 0 = c0 < ... < cpp = L
     std::vector<std::size_t> best_cuts;  ///< least_pipeline's best so far
     // The configuration's stages (stage_tables): each one's table, work prefix and device memory.

@@ -95,7 +95,8 @@ inline model_problem model_tables_of(const model::model& m, const cluster::clust
       const train::node_range alone{v, v + 1};
       std::optional<bytes>& params_of_kind = held[static_cast<std::size_t>(run.nodes[v])];
       if (v == 0 || !params_of_kind) {
-        const bytes p_v{static_cast<double>(train::detail::stage_parameters(run, built, alone)) * weight_bytes};
+        const bytes p_v{static_cast<double>(train::detail::stage_parameters(run, built, alone)) *
+                        weight_bytes};
         if (v > 0) params_of_kind = p_v;
         parameters[v] = p_v;
       } else {

@@ -497,9 +497,9 @@ inline plan_search_result search_plans(const model::model& m, const cluster::clu
     std::stable_sort(order.begin(), order.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     const std::size_t exact = fixed.keep > 0 ? fixed.keep : std::max<std::size_t>(fixed.refine_top, 1);
-    detail::refine_in_bound_order(run, order,
-                                  fixed.refine_cache ? *fixed.refine_cache : sched::schedule_cache{*fixed.refine},
-                                  exact, fixed.keep > 0, kept, result);
+    detail::refine_in_bound_order(
+        run, order, fixed.refine_cache ? *fixed.refine_cache : sched::schedule_cache{*fixed.refine}, exact,
+        fixed.keep > 0, kept, result);
     if (fixed.keep > 0) {  // the plans never refined have no time on the refined scheduler: not kept
       std::erase_if(kept, [](const detail::kept_plan& k) {
         return !std::isfinite(k.plan.estimate.time_per_batch.value());

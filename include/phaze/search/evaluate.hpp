@@ -218,8 +218,8 @@ inline design_result evaluate_design(const spec& s, const hw::device& d, std::ui
 
 /// evaluate_design with layer schedules from `cache` (made with the options' scheduler): a cache shared by
 /// several designs solves each schedule they have in common once (shared_schedules).
-inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index, const options& o,
-                                     const sched::schedule_cache& cache) {
+inline design_result evaluate_design(const spec& s, const hw::device& d, std::uint64_t index,
+                                     const options& o, const sched::schedule_cache& cache) {
   return detail::plan_design(s, d, index, o, false, cache);
 }
 

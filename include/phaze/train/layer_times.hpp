@@ -46,7 +46,6 @@ struct layer_times {
   }
 };
 
-
 /// The costs of one layer on a device whose tensor-parallel group takes route `tp`. Schedules are solved
 /// through `cache` (identical layers once) by the cache's scheduler (the ILP for reported numbers; the list
 /// scheduler for fast sweeps and bounds).
