@@ -21,6 +21,13 @@
 using namespace phaze;
 
 namespace {
+/// GPT-2 with `blocks` blocks: small enough for brute force.
+model::model gpt2_of(int blocks) {
+  model::model m = zoo::get("gpt2");
+  m.config.layers = blocks;
+  return model::make_model(m.config);
+}
+
 train::training_knobs placement_knobs(std::int64_t global_batch, std::int64_t microbatch,
                                       model::recompute mode, bool sp) {
   train::training_knobs k;
@@ -186,9 +193,7 @@ TEST_CASE("on one device type every split's stage times add up to the same", "[p
 TEST_CASE("chain_dp and downset_dp under step_policy equal brute force on a small model",
           "[place][model_placement]") {
   // A six-block GPT: eight nodes, small enough for brute force over every split.
-  model::model m = zoo::get("gpt2");
-  m.config.layers = 6;
-  m = model::make_model(m.config);
+  const model::model m = gpt2_of(6);
   const auto d = *hw::find_preset("a100-40gb");
   sched::schedule_cache cache;
   int compared = 0;
@@ -279,9 +284,7 @@ TEST_CASE("Under context parallelism chain_dp and downset_dp equal brute force o
           "[place][model_placement][cp]") {
   // A six-block GPT-2 with fused attention on 16 A100s, its sequence split over 2 and 4 ranks: the placers
   // place 16 / cp groups of cp ranks.
-  model::model m = zoo::get("gpt2");
-  m.config.layers = 6;
-  m = model::make_model(m.config);
+  const model::model m = gpt2_of(6);
   const auto d = *hw::find_preset("a100-40gb");
   sched::schedule_cache cache;
   int feasible = 0;
@@ -348,9 +351,7 @@ TEST_CASE("chain_dp cut off just above the oracle's time finds that time; at it,
   // A cutoff makes chain_dp skip every stage end no partition below it can use (chain_dp::stage_ends):
   // tight cutoffs, tight memory (each stage's own in-flight microbatches) and context parallelism exercise
   // it against brute force, which tries every split.
-  model::model m = zoo::get("gpt2");
-  m.config.layers = 7;
-  m = model::make_model(m.config);
+  const model::model m = gpt2_of(7);
   const auto d = *hw::find_preset("a100-40gb");
   sched::schedule_cache cache;
   int found = 0;

@@ -388,19 +388,21 @@ inline constexpr auto with_sequence = [](model m, std::int64_t sequence) constex
   return m;
 };
 
-/// `m` at `sequence` tokens (0: its own), as with_sequence gives it, copied only where that changes it:
+/// `m` at `sequence` tokens (0 or less: its own), as with_sequence gives it, copied only where that changes
+/// it:
 ///
 ///     const model::at_sequence resized{m, k.sequence};
 ///     const model::model& run = *resized;  // m itself when it already is at that sequence
 class at_sequence {
  public:
   at_sequence(const model& m, std::int64_t sequence) : model_(&m) {
-    const bool same = sequence == 0 ||
+    const bool same = sequence <= 0 ||
                       (sequence == m.config.sequence &&
                        !(m.config.positions == position_kind::learned && m.config.max_positions < sequence));
     if (!same) copy_ = with_sequence(m, sequence);
   }
-  at_sequence(const at_sequence&) = delete;  // it may point at its own copy
+  at_sequence(const model&&, std::int64_t) = delete;  // it would point at a temporary
+  at_sequence(const at_sequence&) = delete;           // a reference holder, not a value
   at_sequence& operator=(const at_sequence&) = delete;
 
   [[nodiscard]] const model& operator*() const { return copy_ ? *copy_ : *model_; }

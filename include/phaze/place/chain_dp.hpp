@@ -366,8 +366,7 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
         double value = inf;
         std::size_t from = none;
         for (std::size_t j = i; j-- > k - 1;) {
-          const stage_load l{stage_work[i] - stage_work[j], pre.boundary[i], pre.params[i] - pre.params[j],
-                             pre.activations[i] - pre.activations[j], pre.boundary[j]};
+          const stage_load l = load(stage_work, pre, j, i);
           if (l.parameter_bytes > parameter_cap) break;               // a longer stage holds more
           if (policy.stage_memory(s, l, stage, c) > capacity) break;  // needs more
           const double t = stage_time(work, l.work_s, j, i, n, c.stages);
@@ -468,17 +467,16 @@ class chain_dp : public placer_base<chain_dp<Table, Policy>, Table, Policy> {
 
   /// Where stage k (1-based) can end on a partition of the n nodes whose every stage solve<measure::time>
   /// may take: one that holds at most `parameter_cap`, fits its devices' memory and whose time is below
-  /// `cap`, by a relaxation of the last rule: a stage's time is at least its floor (stage_time_floor), so a
-  /// stage whose floor's pipeline reaches the cap is never taken. A stage that gains a node breaks each
-  /// rule it broke before. Then stage k ends
-  /// at most where k such stages reach from the start (each as long as it can: a stage that starts later
-  /// is no longer, so the longest first stages reach farthest) and at least where the stages after it,
-  /// each as long as it can, must start to reach the end (stages that reach past the other end are cut
-  /// short: any part of a stage below the cap is below it). A stage that cannot grow by one node ends where
-  /// it is at the latest (it may start earlier: each stage has its own memory). Into work.first_end[k] and
-  /// work.last_end[k]. A pair (k, i) outside these lies on no
-  /// partition below the cap, nor does any pair that takes its value, so solve skips it: the result, the
-  /// partition traced back and every tie are those of the whole DP.
+  /// `cap`, by a relaxation of the last rule (a stage's time is at least its floor, stage_time_floor, so a
+  /// stage whose floor's pipeline reaches the cap is never taken). A stage that gains a node breaks each rule
+  /// it broke before. So stage k ends at most where k such stages reach from the start (each as long as it
+  /// can: a stage that starts later is no longer, so the longest first stages reach farthest), and at least
+  /// where the stages after it, each as long as it can, must start to reach the end; stages that reach past
+  /// the other end are cut short (any part of a stage below the cap is below it), and a stage that cannot
+  /// grow by one node ends where it is at the latest (it may start earlier: each stage has its own memory).
+  /// Into work.first_end[k] and work.last_end[k]. A pair (k, i) outside these lies on no partition below the
+  /// cap, nor does any pair that takes its value, so solve skips it: the result, the partition traced back
+  /// and every tie are those of the whole DP.
   static constexpr void stage_ends(const Policy& policy, const placement_settings& s, const prefix& pre,
                                    const stage_context& c, double cap, double parameter_cap, scratch& work) {
     const std::size_t n = pre.work.size() - 1;

@@ -91,6 +91,10 @@ inline const pass_problem& layer_problem(const model::layer& l, const hw::device
   });
 }
 
+/// A pass kept by a cache that is about to go: refused (the reference would dangle).
+const pass_problem& layer_problem(const model::layer&, const hw::device&, const cluster::route&, pass,
+                                  const schedule_cache&&) = delete;
+
 /// The forward ops of the submodules selective recomputation runs again (the attention core by default;
 /// layer_shape::recompute_modules) as their own problem, each for the share of it that runs again
 /// (model::recomputed_share: a matmul part-kept under torchtitan's per-op policy runs for the rest), cut
@@ -137,5 +141,9 @@ schedule schedule_layer(const model::layer& l, const hw::device& d, const cluste
     return {};
   }
 }
+
+/// A recomputed share kept by a cache that is about to go: refused (the reference would dangle).
+const pass_problem& recomputed_problem(const model::layer&, const hw::device&, const cluster::route&,
+                                       const schedule_cache&&) = delete;
 
 }  // namespace phaze::sched

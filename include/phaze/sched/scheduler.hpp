@@ -133,18 +133,28 @@ struct layer_pass {
   std::uint8_t part = 0;  ///< the pass: forward 0, backward 1, the forward share recomputed 2
 };
 
+/// `d` as a layer's costs see it: without its HBM capacity and name, which no op's cost reads (layer_pass).
+inline hw::device costing_device(hw::device d) {
+  d.hbm = bytes{0.0};
+  d.name = {};
+  return d;
+}
+
 /// One pass of a layer as a schedule_cache keeps it: its scheduling problem, what its tensor-parallel
 /// collectives take one after another (the all-cores times of its network ops added in op order), and its
-/// schedule once solved through the cache (schedule_cache::solve of a pass).
+/// schedule once solved through the cache that keeps it (schedule_cache::solve of a pass).
 struct pass_problem {
   problem tasks;
   seconds collectives{0.0};
-  mutable std::optional<schedule> solved;  ///< set by schedule_cache::solve of the pass
+  mutable std::optional<schedule> solved;  ///< set by the keeping cache's solve, under its lock
+  const void* owner = nullptr;             ///< the keeping cache's memo
 };
 
 /// Solved schedules by problem, so identical layers (and identical layer x core-configuration problems, from
-/// any device with the same per-op costs) are solved once, by the scheduler the cache was made with. Safe to
-/// share between threads; copies share the memo.
+/// any device with the same per-op costs) are solved once, by the scheduler the cache was made with, and the
+/// problems of layer passes (problem_of) built once. Safe to share between threads (a thread asking for a
+/// problem another is solving waits for it, so a scheduler must not wait on work of the caller's thread
+/// pool); copies share the memo and the kept problems.
 class schedule_cache {
  public:
   /// A cache of list schedules.
@@ -173,8 +183,6 @@ class schedule_cache {
       if (state_->solving.count(key) == 0) break;
       state_->solved.wait(lock);
     }
-    state_->solving.insert(key);
-    lock.unlock();
     // Whatever happens to this solve, the others waiting for the problem are woken (to solve it themselves
     // if it threw).
     struct release {
@@ -188,6 +196,8 @@ class schedule_cache {
         cache.state_->solved.notify_all();
       }
     };
+    state_->solving.insert(key);
+    lock.unlock();
     schedule s;
     {
       const release done{*this, key};
@@ -207,9 +217,7 @@ class schedule_cache {
   template <class Make>
   const pass_problem& problem_of(const model::layer& l, const hw::device& d, const cluster::route& tp,
                                  std::uint8_t part, Make&& make) const {
-    hw::device device = d;
-    device.hbm = bytes{0.0};
-    device.name = {};
+    const hw::device device = costing_device(d);
     const std::size_t hash = hash_of(l, device, tp, part);
     auto find = [&]() -> const pass_problem* {
       const auto [first, last] = state_->problems.equal_range(hash);
@@ -224,6 +232,8 @@ class schedule_cache {
       if (const pass_problem* kept = find()) return *kept;
     }
     pass_problem made = make();
+    made.solved.reset();
+    made.owner = state_.get();
     const std::lock_guard lock(state_->mutex);
     if (const pass_problem* kept = find()) return *kept;  // made meanwhile by another thread
     return state_->problems.emplace(hash, std::pair{layer_pass{l, device, tp, part}, std::move(made)})
@@ -233,6 +243,11 @@ class schedule_cache {
   /// The schedule of a pass the cache keeps (problem_of's), solved through the cache the first time and then
   /// kept with the pass: no key is built again. The reference lives as long as the cache.
   const schedule& solve(const pass_problem& p) const {
+    if (p.owner != state_.get()) {  // another cache's pass (or a copy): solved by problem, as any other
+      solve(p.tasks);
+      const std::lock_guard lock(state_->mutex);
+      return state_->memo.at(key_of(p.tasks));
+    }
     {
       const std::lock_guard lock(state_->mutex);
       if (p.solved) {

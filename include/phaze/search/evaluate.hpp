@@ -235,9 +235,7 @@ class shared_schedules {
 
   /// The cache of design `d` and of every design that differs from it in HBM capacity alone.
   [[nodiscard]] sched::schedule_cache of(const hw::device& d) {
-    hw::device key = d;
-    key.hbm = bytes{0.0};
-    key.name = {};
+    const hw::device key = sched::costing_device(d);
     const std::lock_guard lock(mutex_);
     for (const auto& [k, cache] : caches_)
       if (k == key) return cache;
@@ -270,7 +268,15 @@ inline design_result refine_design(const spec& s, const hw::device& d, std::uint
     // A little above the listed time: the refined best plan is no slower, so its bound is below this.
     within = static_cast<double>(s.global_batch) / listed->samples_per_s * (1.0 + 1e-6);
   }
-  return detail::plan_design(s, d, index, with, true, sched::schedule_cache{o.scheduler}, within, cache);
+  design_result r =
+      detail::plan_design(s, d, index, with, true, sched::schedule_cache{o.scheduler}, within, cache);
+  // A refining scheduler worse than the first (a user's) may leave no plan below the listed time: then the
+  // design is refined without the cutoff.
+  if (within < std::numeric_limits<double>::infinity() &&
+      (r.status != outcome::evaluated || !(r.samples_per_s * within > static_cast<double>(s.global_batch))))
+    r = detail::plan_design(s, d, index, with, true, sched::schedule_cache{o.scheduler},
+                            std::numeric_limits<double>::infinity(), cache);
+  return r;
 }
 
 /// A design's best plan as the search reports it: refined with `o.refine` when the options set it.
