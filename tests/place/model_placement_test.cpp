@@ -346,7 +346,7 @@ TEST_CASE("Uneven placement with context parallelism: never slower than uniform,
                     Catch::Contains("expert parallelism above 1 needs the uniform placement"));
 }
 
-TEST_CASE("chain_dp cut off just above the oracle's time finds that time; at it, nothing",
+TEST_CASE("chain_dp cut off just above the oracle's time finds that time, and just below it nothing",
           "[place][model_placement][cutoff]") {
   // A cutoff makes chain_dp skip every stage end no partition below it can use (chain_dp::stage_ends):
   // tight cutoffs, tight memory (each stage's own in-flight microbatches) and context parallelism exercise
