@@ -17,7 +17,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -146,8 +145,8 @@ inline hw::device costing_device(hw::device d) {
 struct pass_problem {
   problem tasks;
   seconds collectives{0.0};
-  mutable std::optional<schedule> solved;  ///< set by the keeping cache's solve, under its lock
-  const void* owner = nullptr;             ///< the keeping cache's memo
+  mutable const schedule* solved = nullptr;  ///< its schedule in the keeping cache's memo, once solved
+  const void* owner = nullptr;               ///< the keeping cache's memo
 };
 
 /// Solved schedules by problem, so identical layers (and identical layer x core-configuration problems, from
@@ -171,44 +170,7 @@ class schedule_cache {
 
   /// The schedule of `p`, solved on first request. A thread that asks for a problem another thread is
   /// solving waits for that schedule rather than solving it again.
-  schedule solve(const problem& p) const {
-    const std::string key = key_of(p);
-    std::unique_lock lock(state_->mutex);
-    while (true) {
-      if (const auto it = state_->memo.find(key); it != state_->memo.end()) {
-        ++state_->hits;
-        seen_->worst_gap = std::max(seen_->worst_gap, it->second.gap());
-        return it->second;
-      }
-      if (state_->solving.count(key) == 0) break;
-      state_->solved.wait(lock);
-    }
-    // Whatever happens to this solve, the others waiting for the problem are woken (to solve it themselves
-    // if it threw).
-    struct release {
-      const schedule_cache& cache;
-      const std::string& key;
-      ~release() {
-        {
-          const std::lock_guard again(cache.state_->mutex);
-          cache.state_->solving.erase(key);
-        }
-        cache.state_->solved.notify_all();
-      }
-    };
-    state_->solving.insert(key);
-    lock.unlock();
-    schedule s;
-    {
-      const release done{*this, key};
-      s = state_->solve(p);
-      const std::lock_guard again(state_->mutex);
-      ++state_->misses;
-      seen_->worst_gap = std::max(seen_->worst_gap, s.gap());
-      state_->memo.emplace(key, s);
-    }
-    return s;
-  }
+  schedule solve(const problem& p) const { return kept(p); }
 
   /// The problem of one pass of layer `l` on device `d` whose tensor-parallel group takes route `tp`, made by
   /// `make` (sched::layer_problem) the first time it is asked for and kept: a layer timed again (another
@@ -232,7 +194,7 @@ class schedule_cache {
       if (const pass_problem* kept = find()) return *kept;
     }
     pass_problem made = make();
-    made.solved.reset();
+    made.solved = nullptr;
     made.owner = state_.get();
     const std::lock_guard lock(state_->mutex);
     if (const pass_problem* kept = find()) return *kept;  // made meanwhile by another thread
@@ -243,23 +205,19 @@ class schedule_cache {
   /// The schedule of a pass the cache keeps (problem_of's), solved through the cache the first time and then
   /// kept with the pass: no key is built again. The reference lives as long as the cache.
   const schedule& solve(const pass_problem& p) const {
-    if (p.owner != state_.get()) {  // another cache's pass (or a copy): solved by problem, as any other
-      solve(p.tasks);
-      const std::lock_guard lock(state_->mutex);
-      return state_->memo.at(key_of(p.tasks));
-    }
+    if (p.owner != state_.get()) return kept(p.tasks);  // another cache's pass (or a copy): by problem
     {
       const std::lock_guard lock(state_->mutex);
-      if (p.solved) {
+      if (p.solved != nullptr) {
         ++state_->hits;
         seen_->worst_gap = std::max(seen_->worst_gap, p.solved->gap());
         return *p.solved;
       }
     }
-    schedule s = solve(p.tasks);
+    const schedule& s = kept(p.tasks);
     const std::lock_guard lock(state_->mutex);
-    if (!p.solved) p.solved = std::move(s);
-    return *p.solved;
+    p.solved = &s;
+    return s;
   }
 
   /// The largest relative gap (makespan - lower bound) / makespan of any schedule this cache (or a copy of
@@ -335,6 +293,43 @@ class schedule_cache {
   }
 
  private:
+  /// The memo's schedule of `p` (solve), solved on first request; the reference lives as long as the cache
+  /// (the memo's entries never move).
+  const schedule& kept(const problem& p) const {
+    const std::string key = key_of(p);
+    std::unique_lock lock(state_->mutex);
+    while (true) {
+      if (const auto it = state_->memo.find(key); it != state_->memo.end()) {
+        ++state_->hits;
+        seen_->worst_gap = std::max(seen_->worst_gap, it->second.gap());
+        return it->second;
+      }
+      if (state_->solving.count(key) == 0) break;
+      state_->solved.wait(lock);
+    }
+    // Whatever happens to this solve, the others waiting for the problem are woken (to solve it themselves
+    // if it threw).
+    struct release {
+      const schedule_cache& cache;
+      const std::string& key;
+      ~release() {
+        {
+          const std::lock_guard again(cache.state_->mutex);
+          cache.state_->solving.erase(key);
+        }
+        cache.state_->solved.notify_all();
+      }
+    };
+    state_->solving.insert(key);
+    lock.unlock();
+    const release done{*this, key};
+    schedule s = state_->solve(p);
+    const std::lock_guard again(state_->mutex);
+    ++state_->misses;
+    seen_->worst_gap = std::max(seen_->worst_gap, s.gap());
+    return state_->memo.emplace(key, std::move(s)).first->second;
+  }
+
   struct state {
     std::string name;
     std::function<schedule(const problem&)> solve;
