@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
@@ -87,24 +88,19 @@ inline model_problem model_tables_of(const model::model& m, const cluster::clust
     // a stage without node 0 unless it is node 0) and activations.
     std::vector<bytes> parameters(n);
     std::vector<bytes> activations(n);
-    // A node alone holds and keeps what every node of its kind does (its parameters, with a tied copy
-    // unless it is node 0): computed once per kind.
-    std::vector<std::optional<bytes>> kept(run.kinds.size());
-    std::vector<std::optional<bytes>> held(run.kinds.size());
+    // A node alone holds and keeps what every node of its kind does (train::detail::stage_parameters of one
+    // node: its parameters with a tied copy, but node 0, whose embedding owns the matrix): once per kind.
+    std::vector<std::optional<std::pair<bytes, bytes>>> of_kind(run.kinds.size());
     for (std::size_t v = 0; v < n; ++v) {
-      const train::node_range alone{v, v + 1};
-      std::optional<bytes>& params_of_kind = held[static_cast<std::size_t>(run.nodes[v])];
-      if (v == 0 || !params_of_kind) {
-        const bytes p_v{static_cast<double>(train::detail::stage_parameters(run, built, alone)) *
-                        weight_bytes};
-        if (v > 0) params_of_kind = p_v;
-        parameters[v] = p_v;
-      } else {
-        parameters[v] = *params_of_kind;
+      const model::layer& l = built.at(run, v);
+      auto& alone = of_kind[static_cast<std::size_t>(run.nodes[v])];
+      if (!alone) {
+        alone = {bytes{static_cast<double>(model::layer_params(l, true)) * weight_bytes},
+                 train::detail::stage_activations_per_microbatch(run, built, {v, v + 1}, k.recompute)};
       }
-      std::optional<bytes>& of_kind = kept[static_cast<std::size_t>(run.nodes[v])];
-      if (!of_kind) of_kind = train::detail::stage_activations_per_microbatch(run, built, alone, k.recompute);
-      activations[v] = *of_kind;
+      parameters[v] =
+          v == 0 ? bytes{static_cast<double>(model::layer_params(l, false)) * weight_bytes} : alone->first;
+      activations[v] = alone->second;
     }
     const width_terms w = width_terms_of(run, built, k, tp);
     for (const hw::device& d : types) {
