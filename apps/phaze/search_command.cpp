@@ -312,22 +312,29 @@ void print_cluster_fronts(const io::cluster_space_description& space,
              io::cluster_front_table(s, found.power_front));
 }
 
-/// Compositions each process plans per round of a cluster search under mpirun: enough that the slowest of a
-/// round's plan searches (a composition of three types plans every order of them) and the all-gather after
-/// it do not keep the others waiting long, few enough that the pruning sees the rounds before.
-inline constexpr std::size_t cluster_round_per_process = 8;
+/// Compositions each thread plans per round of a cluster search (in every process): enough that the slowest
+/// of a round's plan searches (a composition of three types plans every order of them) and, under mpirun,
+/// the all-gather after it do not keep the others waiting long, few enough that the pruning sees the rounds
+/// before.
+inline constexpr std::size_t cluster_round_per_thread = 4;
 
-/// The map of a cluster search under mpirun: process q plans the round's compositions q, q + size, ...; every
-/// process then has every point's status, throughput, plans timed and memory need (one JSON line each, an
-/// all-gather), the plans staying where they were made (cluster_search::complete plans the fronts' again).
+/// The map of a cluster search: process q (0 in one process) plans the round's compositions q, q + size, ...
+/// on its thread pool; under mpirun every process then has every point's status, throughput, plans timed and
+/// memory need (one JSON line each, an all-gather), the plans staying where they were made
+/// (cluster_search::complete plans the fronts' again).
 search::cluster_map cluster_map_of(mpi_session& mpi) {
   return [&mpi](const std::vector<std::size_t>& todo,
                 const std::function<search::cluster_point(std::size_t)>& plan) {
     std::vector<search::cluster_point> out(todo.size());
-    std::vector<std::string> lines;
+    std::vector<std::size_t> mine;
     for (std::size_t j = static_cast<std::size_t>(mpi.rank()); j < todo.size();
-         j += static_cast<std::size_t>(mpi.size())) {
-      out[j] = plan(todo[j]);
+         j += static_cast<std::size_t>(mpi.size()))
+      mine.push_back(j);
+    oneapi::tbb::parallel_for(std::size_t{0}, mine.size(),
+                              [&](std::size_t t) { out[mine[t]] = plan(todo[mine[t]]); });
+    if (!mpi.active()) return out;
+    std::vector<std::string> lines;
+    for (const std::size_t j : mine) {
       const search::cluster_point& p = out[j];
       lines.push_back(nlohmann::json{{"status", static_cast<int>(p.status)},
                                      {"samples_per_s", p.samples_per_s},
@@ -361,7 +368,7 @@ search::cluster_map cluster_map_of(mpi_session& mpi) {
 int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_session& mpi) {
   auto given = [&](const char* name) { return parser.get_option(name)->count() > 0; };
   for (const char* name :
-       {"--spec", "--devices", "--hbm", "--resume", "--no-baselines", "--top", "--threads", "--placer"}) {
+       {"--spec", "--devices", "--hbm", "--resume", "--no-baselines", "--top", "--placer"}) {
     if (given(name)) {
       throw input_error(
           fmt::format("{} is an option of the design search; it does not apply with --cluster-space", name));
@@ -397,11 +404,14 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
                                       .choices(choices)
                                       .exhaustive(o.exhaustive)
                                       .progress(o.quiet || !root ? progress_hook{} : line.hook());
-  // Under mpirun each round deals cluster_round_per_process compositions to each process (cluster_map_of);
+  // Each round deals cluster_round_per_thread compositions to each thread of each process (cluster_map_of);
   // in one process a signal stops the search between rounds, keeping what it planned (stop_request).
-  if (mpi.active()) {
-    search.map(cluster_map_of(mpi), cluster_round_per_process * static_cast<std::size_t>(mpi.size()));
-  } else {
+  std::optional<oneapi::tbb::global_control> limit;
+  if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
+  const auto threads =
+      static_cast<std::size_t>(o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency());
+  search.map(cluster_map_of(mpi), cluster_round_per_thread * threads * static_cast<std::size_t>(mpi.size()));
+  if (!mpi.active()) {
     stop_request::arm();
     search.stop_when([] { return stop_request::caught != 0; });
   }

@@ -124,6 +124,27 @@ TEST_CASE("phaze search --cluster-space: exit 2 for what a user can fix, 3 when 
   for (const auto& p : {no_budget, unknown, poor, wide}) std::filesystem::remove(p);
 }
 
+TEST_CASE("phaze search --cluster-space on one thread and on four: the same fronts",
+          "[e2e][cluster_search]") {
+  // Up to 16 H100s, 16 A100s and 16 V100s in steps of 8, at most two types: compositions of one and two types
+  // (the latter in both rank orders), planned four per thread a round. The rounds see only the points of the
+  // rounds before, so more may be planned; the fronts are those of one composition at a time.
+  const auto space = write_temp("space-threads.json", R"({"schema": "phaze.cluster-space", "version": 1,
+      "budget_usd": 1e7, "max_types": 2, "devices": [
+      {"device": "h100-sxm", "price_usd": 30000, "power_w": 1200, "max": 16, "step": 8},
+      {"device": "a100-80gb", "price_usd": 15000, "power_w": 800, "max": 16, "step": 8},
+      {"device": "v100-16gb", "price_usd": 8000, "power_w": 300, "max": 16, "step": 8}]})");
+  const std::string args = "search gpt2 --cluster-space '" + space.string() + "'" + cheap;
+  const auto one = run_json(args + " --threads 1");
+  const auto four = run_json(args + " --threads 4");
+  CHECK(four["search"]["compositions"] == one["search"]["compositions"]);
+  CHECK(four["search"]["evaluated"].get<int>() >= one["search"]["evaluated"].get<int>());
+  CHECK(!one["cost_front"].empty());
+  CHECK(four["cost_front"] == one["cost_front"]);
+  CHECK(four["power_front"] == one["power_front"]);
+  std::filesystem::remove(space);
+}
+
 TEST_CASE("phaze search --cluster-space under mpirun: the same fronts from two processes",
           "[e2e][cluster_search]") {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {

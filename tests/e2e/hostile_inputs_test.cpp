@@ -289,7 +289,7 @@ TEST_CASE("an empty path is refused, never read as an option not given", "[e2e][
   // A shell passes "" for an unset variable: `--spec ""` used to run the whole default search and
   // `--report ""` to write no report, both silently.
   const std::string plan = "plan gpt2 --device a100-80gb --devices 8 --global-batch 8 ";
-  for (const std::string args :
+  for (const std::string& args :
        {std::string{"search --spec '' --quiet"}, std::string{"search --out '' --quiet"}, plan + "--report ''",
         plan + "--calibration ''", std::string{"plan --layer-table ''"},
         std::string{"plan gpt2 --cluster '' --global-batch 8"},

@@ -586,9 +586,10 @@ TEST_CASE("unfused gradient accumulation and torch's multi-tensor Adam add their
 }
 
 TEST_CASE("a step model's remembered routes are the routes it finds without them", "[train][route_memo]") {
-  // A cluster whose routes are followed rank by rank: 32 A100s in four nodes with measured links between
-  // the nodes, in a rank order of its own. Every route (and the times built on them) through a memo, asked
-  // twice so that the second answer comes from it, equals the route found afresh.
+  // Clusters whose routes are followed rank by rank: 32 A100s in four nodes with measured links between
+  // the nodes, in a rank order of its own; and, in part, 12 A100s and 20 H100s (the rings that straddle the
+  // two groups, not at a node boundary of the second). Every route (and the times built on them) through a
+  // memo, asked twice so that the second answer comes from it, equals the route found afresh.
   cluster::link_matrix measured;
   measured.size = 4;
   for (int a = 0; a < 4; ++a)
@@ -599,7 +600,9 @@ TEST_CASE("a step model's remembered routes are the routes it finds without them
       {{*hw::find_preset("a100-80gb"), 32, cluster::node_of("a100-80gb")}}, {}, measured};
   std::vector<int> order(32);
   for (int r = 0; r < 32; ++r) order[static_cast<std::size_t>(r)] = (r * 5 + 3) % 32;
-  for (const cluster::cluster& c : {plain, plain.with_order(order)}) {
+  const cluster::cluster two_types{{{*hw::find_preset("a100-80gb"), 12, cluster::node_of("a100-80gb")},
+                                    {*hw::find_preset("h100-sxm"), 20, cluster::node_of("h100-sxm")}}};
+  for (const cluster::cluster& c : {plain, plain.with_order(order), two_types}) {
     REQUIRE(train::route_memo::worth_remembering(c));
     const train::training_knobs k;
     const train::step_model fresh{c, k};

@@ -253,7 +253,7 @@ class cluster {
     link slowest = unreached;
     if (measured_) {
       std::vector<int> members(2);
-      std::vector<std::pair<int, int>> per_node;
+      std::vector<int> per_node;
       for (int r = 0; r + distance < used; ++r) {
         members[0] = device_of_rank(r);
         members[1] = device_of_rank(r + distance);
@@ -333,7 +333,7 @@ class cluster {
   [[nodiscard]] constexpr link rings_hop_by_hop(group_shape shape, std::int64_t from, std::int64_t to) const {
     link slowest = unreached;
     std::vector<int> members(static_cast<std::size_t>(shape.size));
-    std::vector<std::pair<int, int>> per_node;
+    std::vector<int> per_node;
     const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
     for (std::int64_t b = from; b + block <= to; b += block) {
       for (int j = 0; j < shape.stride; ++j) {
@@ -350,8 +350,8 @@ class cluster {
   /// one group are the rings of a cluster of that group's nodes alone, shifted by whole blocks, so where a
   /// run of them starts on one of the group's node boundaries ring_route gives their slowest hop in closed
   /// form; only the blocks that straddle two groups (at most one per group boundary), and one period of the
-  /// runs the closed form does not cover, are followed hop by hop: O(groups x node size) at most, where the
-  /// hop-by-hop path is O(used).
+  /// runs the closed form does not cover, are followed hop by hop: O(groups x (size x stride + node size))
+  /// ranks at most, where the hop-by-hop path is O(used).
   [[nodiscard]] constexpr link grouped_ring(group_shape shape, int used) const {
     const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
     link slowest = unreached;
@@ -431,7 +431,7 @@ class cluster {
   /// `per_node` is scratch space the caller keeps across instances (one allocation per ring, not per
   /// instance).
   [[nodiscard]] constexpr link slowest_hop(const std::vector<int>& members,
-                                           std::vector<std::pair<int, int>>& per_node) const {
+                                           std::vector<int>& per_node) const {
     link slowest = unreached;
     const std::size_t n = members.size();
     if (measured_ && measured_->endpoints == link_matrix::between::devices) {
@@ -440,21 +440,15 @@ class cluster {
         slowest = slower(slowest, measured_->at(members[i], members[(i + 1) % n]));
       return slowest;
     }
-    // Members of the ring in each node it touches (few nodes: a short list beats a map).
+    // The nodes of the ring's members, sorted: the members a node holds are the length of its run, found in
+    // O(log n) (a data-parallel ring touches hundreds of nodes, where a list searched hop by hop was
+    // quadratic).
     per_node.clear();
-    for (const int d : members) {
-      const int node = node_of_device(d);
-      const auto it =
-          std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == node; });
-      if (it == per_node.end()) {
-        per_node.emplace_back(node, 1);
-      } else {
-        ++it->second;
-      }
-    }
+    for (const int d : members) per_node.push_back(node_of_device(d));
+    std::sort(per_node.begin(), per_node.end());
     auto members_in = [&](int node) {
-      return std::find_if(per_node.begin(), per_node.end(), [&](const auto& e) { return e.first == node; })
-          ->second;
+      const auto [first, last] = std::equal_range(per_node.begin(), per_node.end(), node);
+      return static_cast<int>(last - first);
     };
     for (std::size_t i = 0; i < n; ++i) {
       const int a = members[i];

@@ -45,10 +45,12 @@ struct model_problem {
 
 namespace detail {
 /// model_tables; with `borrow` the policy's step model refers to `c` instead of holding a copy (place_model,
-/// whose problem does not outlive `c`: a measured matrix of 4096 nodes is 268 MB).
+/// whose problem does not outlive `c`: a measured matrix of 4096 nodes is 268 MB). `routes`, when given,
+/// is the memo of `c`'s routes the step model remembers them in (shared by the problems of one cluster).
 inline model_problem model_tables_of(const model::model& m, const cluster::cluster& c,
                                      const train::training_knobs& k, const std::vector<int>& widths,
-                                     const sched::schedule_cache& cache, int cp, bool borrow) {
+                                     const sched::schedule_cache& cache, int cp, bool borrow,
+                                     std::shared_ptr<train::route_memo> routes = nullptr) {
   if (cp < 1) train::rules::parallel_degrees_must_be_positive();
   if (c.devices() % cp != 0) {
     throw no_admissible_configuration("a context-parallel size of " + std::to_string(cp) +
@@ -70,7 +72,7 @@ inline model_problem model_tables_of(const model::model& m, const cluster::clust
   for (const auto& t : types) p.memory_per_device = std::max(p.memory_per_device, train::usable_memory(t, k));
   out.policy.model = borrow ? train::step_model{&c, k} : train::step_model{c, k};
   if (train::route_memo::worth_remembering(c)) {
-    out.routes = std::make_shared<train::route_memo>();
+    out.routes = routes ? std::move(routes) : std::make_shared<train::route_memo>();
     out.policy.model.remember_routes(*out.routes);
   }
   out.policy.cp = cp;
@@ -200,13 +202,15 @@ using model_placer = any_placer<cost_table, step_policy>;
 /// pipeline depths up to the block count and dp = devices / (tp * cp * pp) (every device used), by `placer`
 /// under step_policy, with context-parallel size `cp`. `fixed` may fix tp, pp or dp and set a cutoff. The
 /// plan's time equals train::estimate_step's for its split. The interleaved schedule is not placed unevenly
-/// (its chunks are not contiguous): give 1F1B or GPipe.
+/// (its chunks are not contiguous): give 1F1B or GPipe. `routes`, when given, remembers `c`'s routes across
+/// the placements of one cluster (place::search_plans shares one over its items); it must be `c`'s alone.
 inline model_placement place_model(const model::model& m, const cluster::cluster& c,
                                    const train::training_knobs& k, const std::vector<int>& widths,
                                    const sched::schedule_cache& cache, placement_request fixed = {},
-                                   const model_placer& placer = chain_placer{}, int cp = 1) {
+                                   const model_placer& placer = chain_placer{}, int cp = 1,
+                                   std::shared_ptr<train::route_memo> routes = nullptr) {
   if (k.schedule == train::pipeline_schedule::interleaved) rules::uneven_stages_need_1f1b_or_gpipe();
-  const model_problem mp = detail::model_tables_of(m, c, k, widths, cache, cp, true);
+  const model_problem mp = detail::model_tables_of(m, c, k, widths, cache, cp, true, std::move(routes));
   // What the placer must price, by the capabilities it declares (placer_capabilities).
   if (mp.policy.types() > 1 && !placer.capabilities().mixed_devices) {
     throw input_error(

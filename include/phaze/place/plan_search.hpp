@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -173,7 +174,8 @@ struct item_outcome {
 inline item_outcome evaluate_item(const model::model& m, const cluster::cluster& c, const plan_item& item,
                                   const plan_choices& fixed, const sched::schedule_cache& cache,
                                   double cutoff_s = std::numeric_limits<double>::infinity(),
-                                  bool memory_need = true) {
+                                  bool memory_need = true,
+                                  const std::shared_ptr<train::route_memo>& routes = nullptr) {
   item_outcome out;
   const sched::schedule_cache own = cache.tracked();  // the gap of this item's schedules alone
   if (!item.uneven) {
@@ -187,8 +189,8 @@ inline item_outcome evaluate_item(const model::model& m, const cluster::cluster&
     request.cutoff_s = cutoff_s;
     request.memory_need = memory_need;
     try {
-      const model_placement placed =
-          place_model(m, c, item.knobs, {item.parallel.tp}, own, request, fixed.placer, item.parallel.cp);
+      const model_placement placed = place_model(m, c, item.knobs, {item.parallel.tp}, own, request,
+                                                 fixed.placer, item.parallel.cp, routes);
       if (placed.placed.above_cutoff) {
         out.what = item_outcome::kind::pruned;
       } else if (!placed.placed.feasible) {
@@ -350,6 +352,10 @@ struct plan_run {
   const cluster::cluster& c;
   const plan_choices& fixed;
   std::vector<plan_item> items;
+  /// The cluster's routes, remembered across the items (every item's placements ask for the same rings
+  /// and pairs) where they are followed rank by rank (train::route_memo::worth_remembering); empty otherwise.
+  std::shared_ptr<train::route_memo> routes =
+      train::route_memo::worth_remembering(c) ? std::make_shared<train::route_memo>() : nullptr;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   void report(std::string_view what, std::size_t done, std::size_t total) const {
@@ -360,7 +366,7 @@ struct plan_run {
   [[nodiscard]] item_outcome evaluate(std::size_t i, const sched::schedule_cache& cache,
                                       double cutoff_s = std::numeric_limits<double>::infinity(),
                                       bool memory_need = true) const {
-    return evaluate_item(m, c, items[i], fixed, cache, cutoff_s, memory_need);
+    return evaluate_item(m, c, items[i], fixed, cache, cutoff_s, memory_need, routes);
   }
   [[noreturn]] static void none_admissible() {
     throw no_admissible_configuration(

@@ -130,14 +130,17 @@ inline constexpr double foreach_adam_bytes = 84.0;
 
 /// The routes a model asks a cluster for again and again (the same rings and pairs for every stage of an
 /// estimate, for every stage a placer prices), each kept once asked. Worth it where a route is followed rank
-/// by rank, O(devices): a cluster in a rank order of its own or with measured links (worth_remembering); an
-/// estimate of p stages asks for the same few routes about 10 p times, a placer thousands of times. Safe to
-/// share between threads (each call locks).
+/// by rank: a cluster in a rank order of its own or with measured links, O(devices) per route, and a
+/// cluster of several device groups, whose rings that straddle two groups are followed hop by hop (a
+/// data-parallel ring's block of dp x tp ranks per group boundary; worth_remembering). An estimate of p
+/// stages asks for the same few routes about 10 p times, a placer thousands of times. Safe to share between
+/// threads (each call locks).
 class route_memo {
  public:
-  /// Whether `c`'s routes are followed rank by rank (closed forms are cheaper than a lookup).
+  /// Whether `c`'s routes are followed rank by rank, in whole or in part (closed forms of one group are
+  /// cheaper than a lookup).
   [[nodiscard]] static bool worth_remembering(const cluster::cluster& c) {
-    return c.measured().has_value() || !c.order().empty();
+    return c.measured().has_value() || !c.order().empty() || c.groups().size() > 1;
   }
   /// The route kept for a ring (or pairs) of `shape` over `used` ranks; nullopt when not asked before.
   [[nodiscard]] std::optional<cluster::route> find(bool ring, cluster::group_shape shape, int used) const {
