@@ -2,6 +2,8 @@
 // order (the closed forms against the hop-by-hop path); a permuted cluster answers as the same cluster listed
 // physically in that order (a second oracle: groups and matrices re-listed); rank queries follow the order;
 // equality includes it; bad orders are input_errors that say what is wrong.
+// Route trackers (phaze/cluster/route_tracker.hpp) answer as the cluster after every exchange of two ranks,
+// and the rank annealing told of its exchanges finds the same order at the same cost as without.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -9,12 +11,19 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/cluster/presets.hpp"
+#include "phaze/cluster/route_tracker.hpp"
 #include "phaze/hw/presets.hpp"
+#include "phaze/model/zoo.hpp"
+#include "phaze/place/plan_ranks.hpp"
+#include "phaze/place/rank_assignment.hpp"
+#include "phaze/sched/scheduler.hpp"
+#include "phaze/train/step.hpp"
 
 #include "../support/rank_costs.hpp"
 
@@ -78,6 +87,21 @@ cluster::cluster random_cluster(draws& d, int devices) {
     left -= std::min(count, left);
   }
   return cluster::cluster{out};
+}
+
+/// Every (size, stride) ring and every pairs distance over `used` ranks of `c` that the cluster accepts.
+void check_every_route(cluster::route_tracker& tracker, const cluster::cluster& c, int used) {
+  for (int size = 1; size <= used; size *= 2) {
+    for (int stride = 1; size * stride <= used; stride *= 2) {
+      INFO("ring of " << size << ", stride " << stride << ", over " << used);
+      REQUIRE(tracker.ring({size, stride}, used) == c.ring({size, stride}, used));
+    }
+  }
+  for (const int distance : {1, 3, 8, 16}) {
+    if (distance >= used) continue;
+    INFO("pairs " << distance << " apart over " << used);
+    REQUIRE(tracker.pairs(distance, used) == c.pairs(distance, used));
+  }
 }
 }  // namespace
 
@@ -300,4 +324,89 @@ TEST_CASE("bad rank orders are input_errors that say what is wrong", "[rank_orde
   CHECK_THROWS_WITH(s.swap_ranks(0, 4), Catch::Contains("rank 4 is not a rank"));
   CHECK_THROWS_AS(s.swap_ranks(-1, 0), input_error);
   CHECK(s.order().empty());  // a refused swap changes nothing
+}
+
+TEST_CASE("a route tracker answers as the cluster after every exchange of two ranks",
+          "[rank_order][route_tracker]") {
+  test::draws d{29};
+  const cluster::node_spec dgx = cluster::node_of("a100-80gb");
+  const cluster::cluster by_nodes{
+      {{a100_80, 48, dgx}}, {}, random_matrix(d, cluster::link_matrix::between::nodes, 6)};
+  const cluster::cluster by_devices{
+      {{a100_80, 32, dgx}}, {}, random_matrix(d, cluster::link_matrix::between::devices, 32)};
+  // 12 A100s (a node and a half) and 20 H100s: rings and pairs straddle the groups and the partial nodes.
+  const cluster::cluster two_types{{{a100_80, 12, dgx}, {h100, 20, cluster::node_of("h100-sxm")}}};
+  const cluster::cluster two_measured{{{a100_80, 16, dgx}, {h100, 16, cluster::node_of("h100-sxm")}},
+                                      {},
+                                      random_matrix(d, cluster::link_matrix::between::nodes, 4)};
+  for (const cluster::cluster& base : {by_nodes, by_devices, two_types, two_measured}) {
+    cluster::cluster work = base.with_order(d.permutation(base.devices()));
+    cluster::route_tracker tracker{work};
+    const int devices = work.devices();
+    check_every_route(tracker, work, devices);
+    check_every_route(tracker, work, devices - 8);
+    CHECK(tracker.size() > 0);
+    for (int step = 0; step < 60; ++step) {
+      const int a = d.below(devices);
+      const int b = d.below(devices);
+      work.swap_ranks(a, b);
+      tracker.exchanged(a, b);
+      INFO("after exchange " << step << " of ranks " << a << " and " << b);
+      check_every_route(tracker, work, devices);
+      check_every_route(tracker, work, devices - 8);
+    }
+  }
+}
+
+TEST_CASE("a route tracker keeps nothing where the cluster has closed forms, and says so",
+          "[rank_order][route_tracker]") {
+  // One group, no order, no measurement: rings and pairs have closed forms, asked of the cluster each time.
+  const cluster::cluster plain = cluster::homogeneous(a100_80, 32, cluster::node_of("a100-80gb"));
+  cluster::route_tracker tracker{plain};
+  CHECK(tracker.ring({8, 1}, 32) == plain.ring({8, 1}, 32));
+  CHECK(tracker.pairs(8, 32) == plain.pairs(8, 32));
+  CHECK(tracker.size() == 0);
+  // A shape the cluster refuses is refused alike.
+  CHECK_THROWS_AS(tracker.ring({64, 1}, 32), input_error);
+}
+
+TEST_CASE("the rank annealing told of its exchanges finds the same order at the same cost",
+          "[rank_order][route_tracker][anneal]") {
+  // GPT-2 on 32 A100s in four nodes with measured links, tp 2, pp 4, dp 4: every order the annealing
+  // times is timed by the step model, once with routes followed afresh and once from a tracker.
+  test::draws d{7};
+  const cluster::cluster c{{{a100_80, 32, cluster::node_of("a100-80gb")}},
+                           {},
+                           random_matrix(d, cluster::link_matrix::between::nodes, 4)};
+  const model::model m = zoo::get("gpt2");
+  place::ranked_plan p;
+  p.parallel = {2, 4, 4};
+  p.knobs.global_batch = 64;
+  p.knobs.microbatch = 2;
+  const sched::schedule_cache cache;
+  const auto afresh = [&](const cluster::cluster& ordered) {
+    return place::plan_time_on(m, ordered, p, cache);
+  };
+  std::optional<cluster::route_tracker> tracker;
+  const cluster::cluster* watched = nullptr;
+  std::int64_t tracked = 0;
+  const auto kept = [&](const cluster::cluster& ordered) {
+    if (&ordered == watched) ++tracked;
+    return place::plan_time_on(m, ordered, p, cache, &ordered == watched ? &*tracker : nullptr);
+  };
+  const place::rank_assignment plain =
+      place::anneal_ranks(c, p.parallel, afresh).seed(3).iterations(600).run();
+  const place::rank_assignment watching = place::anneal_ranks(c, p.parallel, kept)
+                                              .seed(3)
+                                              .iterations(600)
+                                              .watch({[&](const cluster::cluster& work) {
+                                                        watched = &work;
+                                                        tracker.emplace(work);
+                                                      },
+                                                      [&](int a, int b) { tracker->exchanged(a, b); }})
+                                              .run();
+  CHECK(tracked >= 600);  // every step's order came from the tracker
+  CHECK(watching.order == plain.order);
+  CHECK(watching.cost == plain.cost);
+  CHECK(watching.evaluated == plain.evaluated);
 }

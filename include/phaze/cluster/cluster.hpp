@@ -83,6 +83,8 @@ namespace rules {
 }
 }  // namespace rules
 
+class route_tracker;
+
 /// A cluster: device groups, the links between their devices, and the rank order: which physical device
 /// (the numbering above) plays each logical rank. Everything indexed by rank (group_index, group_at,
 /// device_at, node_at, ring, pairs) follows the order; measured matrices stay indexed by physical device or
@@ -302,6 +304,8 @@ class cluster {
   }
 
  private:
+  friend class route_tracker;  // follows single instances of ring and pairs (cluster/route_tracker.hpp)
+
   std::vector<device_group> groups_;
   collective_efficiency efficiency_{};
   std::optional<link_matrix> measured_;
@@ -440,21 +444,26 @@ class cluster {
         slowest = slower(slowest, measured_->at(members[i], members[(i + 1) % n]));
       return slowest;
     }
-    // The nodes of the ring's members, sorted: the members a node holds are the length of its run, found in
-    // O(log n) (a data-parallel ring touches hundreds of nodes, where a list searched hop by hop was
-    // quadratic).
-    per_node.clear();
-    for (const int d : members) per_node.push_back(node_of_device(d));
-    std::sort(per_node.begin(), per_node.end());
+    // The nodes of the ring's members in ring order, then sorted: the members a node holds are the length
+    // of its run, found in O(log n) (a data-parallel ring touches hundreds of nodes, where a list searched
+    // hop by hop was quadratic), and 1 without a search where no node holds two.
+    per_node.resize(2 * n);
+    for (std::size_t i = 0; i < n; ++i) per_node[i] = node_of_device(members[i]);
+    const auto sorted = per_node.begin() + static_cast<std::ptrdiff_t>(n);
+    std::copy(per_node.begin(), sorted, sorted);
+    std::sort(sorted, per_node.end());
+    const bool one_each = std::adjacent_find(sorted, per_node.end()) == per_node.end();
     auto members_in = [&](int node) {
-      const auto [first, last] = std::equal_range(per_node.begin(), per_node.end(), node);
+      if (one_each) return 1;
+      const auto [first, last] = std::equal_range(sorted, per_node.end(), node);
       return static_cast<int>(last - first);
     };
     for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t next = i + 1 < n ? i + 1 : 0;
       const int a = members[i];
-      const int b = members[(i + 1) % n];
-      const int na = node_of_device(a);
-      const int nb = node_of_device(b);
+      const int b = members[next];
+      const int na = per_node[i];
+      const int nb = per_node[next];
       link h;
       if (na == nb) {
         h = groups_[group_of_device(a)].node.intra;

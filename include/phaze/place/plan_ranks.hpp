@@ -78,9 +78,10 @@ struct plan_order {
 
 /// The time per batch of `p` on cluster `c` in its current order; +infinity when the plan does not fit
 /// there (a stage of several device types runs at its slowest member's pace and must fit the least memory).
+/// `tracked`, when given, tracks `c`'s routes (cluster::route_tracker): the same time.
 inline double plan_time_on(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
-                           const sched::schedule_cache& cache) {
-  const auto e = train::estimate_step(m, c, p.parallel, p.knobs, cache, p.split);
+                           const sched::schedule_cache& cache, cluster::route_tracker* tracked = nullptr) {
+  const auto e = train::estimate_step(m, c, p.parallel, p.knobs, cache, p.split, tracked);
   return e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
 }
 
@@ -282,15 +283,29 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
     return out;
   }
   out.megatron_s = plan_time_on(m, c, p, cache);
-  auto cost = [&](const cluster::cluster& ordered) { return plan_time_on(m, ordered, p, cache); };
+  // The annealing changes one order in place by exchanges of ranks: its routes are kept up to date
+  // (cluster::route_tracker) instead of followed rank by rank for every order it times, with the same
+  // times. Other clusters (the exact search's) are timed afresh.
+  std::optional<cluster::route_tracker> tracker;
+  const cluster::cluster* watched = nullptr;
+  auto cost = [&](const cluster::cluster& ordered) {
+    return plan_time_on(m, ordered, p, cache, &ordered == watched ? &*tracker : nullptr);
+  };
   rank_assignment found;
   const auto anneal = [&] {
-    return anneal_ranks(c, p.parallel, cost)
-        .seed(settings.seed)
-        .iterations(settings.iterations)
-        .node_blocks(settings.node_blocks)
-        .progress(settings.progress)
-        .run();
+    rank_assignment r = anneal_ranks(c, p.parallel, cost)
+                            .seed(settings.seed)
+                            .iterations(settings.iterations)
+                            .node_blocks(settings.node_blocks)
+                            .progress(settings.progress)
+                            .watch({[&](const cluster::cluster& work) {
+                                      watched = &work;
+                                      tracker.emplace(work);
+                                    },
+                                    [&](int a, int b) { tracker->exchanged(a, b); }})
+                            .run();
+    watched = nullptr;  // the chains' clusters are gone
+    return r;
   };
   if (method == rank_method::exact) {
     out.method = "exact";

@@ -18,6 +18,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -40,6 +41,14 @@ namespace phaze::place {
 template <class Cost>
 concept RankCost =
     std::copy_constructible<Cost> && std::is_invocable_r_v<double, const Cost&, const cluster::cluster&>;
+
+/// What a rank search tells a cost that keeps state derived from the order (anneal_ranks::watch): `start`,
+/// the cluster whose order the search then changes in place and asks the cost of; `exchanged(a, b)`, that
+/// ranks a and b of it were exchanged (a move made or undone). Either may be empty.
+struct order_watch {
+  std::function<void(const cluster::cluster&)> start;
+  std::function<void(int, int)> exchanged;
+};
 
 /// The order a rank search found: `order[r]` is the device of rank r (give it to cluster::with_order).
 struct rank_assignment {
@@ -499,6 +508,14 @@ class anneal_ranks {
     node_blocks_ = on;
     return *this;
   }
+  /// Tells `w` of each chain's cluster and of every exchange of its ranks, so that the cost can keep what
+  /// it derives from the order up to date (place::order_ranks keeps the routes: cluster::route_tracker)
+  /// instead of deriving it again for every order; default none. The cost must stay what it would be
+  /// without: the search is then the same.
+  anneal_ranks& watch(order_watch w) {
+    watch_ = std::move(w);
+    return *this;
+  }
   /// Reports the steps done ("rank orders", of the iterations) every 256 steps; default none.
   anneal_ranks& progress(progress_hook hook) {
     progress_ = std::move(hook);
@@ -532,6 +549,7 @@ class anneal_ranks {
                                       : k == 1 ? (greedy_allowed ? greedy : identity)
                                                : best.order;
       cluster::cluster work = c.with_order(start);
+      if (watch_.start) watch_.start(work);
       double current = k == 0 ? identity_cost : best.cost;
       if (k == 1 && greedy_allowed && greedy != identity) {
         current = detail::ranks::sane(cost_(work));
@@ -563,6 +581,7 @@ class anneal_ranks {
   double cooling_ = 0.95;
   int chains_ = 4;
   bool node_blocks_ = false;
+  order_watch watch_;
   progress_hook progress_;
 
   static constexpr std::int64_t levels = 100;  ///< temperatures per chain
@@ -688,7 +707,10 @@ class anneal_ranks {
       } else {
         draw_move(rng, used, devices, swaps);
       }
-      for (const auto& [x, y] : swaps) work.swap_ranks(x, y);
+      for (const auto& [x, y] : swaps) {
+        work.swap_ranks(x, y);
+        if (watch_.exchanged) watch_.exchanged(x, y);
+      }
       const double next = detail::ranks::sane(cost_(work));
       ++best.evaluated;
       const double u =
@@ -697,7 +719,10 @@ class anneal_ranks {
           next <= current || (next < std::numeric_limits<double>::infinity() && temperature > 0.0 &&
                               u < detail::ranks::exp_neg((next - current) / temperature));
       if (!accept) {
-        for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) work.swap_ranks(it->first, it->second);
+        for (auto it = swaps.rbegin(); it != swaps.rend(); ++it) {
+          work.swap_ranks(it->first, it->second);
+          if (watch_.exchanged) watch_.exchanged(it->first, it->second);
+        }
         continue;
       }
       current = next;

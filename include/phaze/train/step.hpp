@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "phaze/cluster/cluster.hpp"
+#include "phaze/cluster/route_tracker.hpp"
 #include "phaze/core/error.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/cost/collective.hpp"
@@ -180,6 +181,9 @@ class step_model {
   /// Keeps every route this model is asked for in `memo` from now on (a route is the cluster's whatever the
   /// plan, so the answers are the same); `memo` outlives the model and its copies.
   constexpr void remember_routes(route_memo& memo) { memo_ = &memo; }
+  /// Takes every ring and pairs route from `routes`, a tracker of this model's cluster as its order changes
+  /// (the rank annealing: cluster::route_tracker); it must outlive the model's use.
+  constexpr void track_routes(cluster::route_tracker& routes) { tracker_ = &routes; }
 
   [[nodiscard]] constexpr const cluster::cluster& cluster() const {
     return borrowed_ != nullptr ? *borrowed_ : cluster_;
@@ -785,11 +789,14 @@ class step_model {
     return pipeline_send_over(boundary, s, pair) * static_cast<double>(chunks());
   }
 
-  /// cluster::ring and cluster::pairs, through the memo when remember_routes gave one.
+  /// cluster::ring and cluster::pairs, from the tracker when track_routes gave one, else through the memo
+  /// when remember_routes gave one.
   [[nodiscard]] constexpr cluster::route ring_route(cluster::group_shape shape, int used) const {
+    if (tracker_ != nullptr) return tracker_->ring(shape, used);
     return remembered(true, shape, used, [&] { return cluster().ring(shape, used); });
   }
   [[nodiscard]] constexpr cluster::route pairs_route(int distance, int used) const {
+    if (tracker_ != nullptr) return tracker_->pairs(distance, used);
     return remembered(false, {distance, 1}, used, [&] { return cluster().pairs(distance, used); });
   }
   template <class Find>
@@ -804,7 +811,8 @@ class step_model {
   cluster::cluster cluster_;
   const cluster::cluster* borrowed_ = nullptr;  ///< the cluster when borrowed (the pointer constructor)
   training_knobs knobs_{};
-  route_memo* memo_ = nullptr;  ///< remember_routes: not the model's state, so copies share it
+  route_memo* memo_ = nullptr;                 ///< remember_routes: not the model's state, so copies share it
+  cluster::route_tracker* tracker_ = nullptr;  ///< track_routes: likewise
 };
 
 namespace detail {
@@ -1125,9 +1133,13 @@ struct timed_layers {
 /// - Data parallelism and optimizer: the largest stage's gradient synchronization and optimizer step
 ///   (step_model::iteration).
 /// The breakdown attributes the same time to compute, bubble, recomputation and communication.
+/// `tracked`, when given, is a tracker of `c`'s routes (cluster::route_tracker) that the estimate takes
+/// every ring and pairs route from: the same numbers, without following the routes rank by rank again
+/// after each exchange of the rank annealing.
 inline step_estimate estimate_step(const model::model& m, const cluster::cluster& c, const parallelism& p,
                                    const training_knobs& k, const sched::schedule_cache& cache,
-                                   const std::vector<stage_layers>& split = {}) {
+                                   const std::vector<stage_layers>& split = {},
+                                   cluster::route_tracker* tracked = nullptr) {
   if (p.devices() > c.devices()) {
     throw input_error("the plan uses " + std::to_string(p.devices()) + " devices but the cluster has " +
                       std::to_string(c.devices()) + "; give degrees whose product fits the cluster");
@@ -1146,7 +1158,11 @@ inline step_estimate estimate_step(const model::model& m, const cluster::cluster
   e.microbatches = mb;
   route_memo routes;
   step_model model{&c, k};
-  if (route_memo::worth_remembering(c)) model.remember_routes(routes);
+  if (tracked != nullptr) {
+    model.track_routes(*tracked);
+  } else if (route_memo::worth_remembering(c)) {
+    model.remember_routes(routes);
+  }
   const plan_shape where{p.tp, p.pp, p.dp, mb, p.cp, p.ep, p.etp};
   const cluster::route cp_route = model.context_parallel_route(where);
   const cost::all_to_all_routes ep_route =
