@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "../tests/support/rank_costs.hpp"
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/cluster/presets.hpp"
+#include "phaze/cluster/route_tracker.hpp"
 #include "phaze/core/quantity.hpp"
 #include "phaze/hw/presets.hpp"
 #include "phaze/place/rank_assignment.hpp"
@@ -92,6 +94,44 @@ BENCHMARK(anneal_ranks_steps)
     ->Args({512, 1})
     ->Args({512, 0})
     ->Unit(benchmark::kMillisecond);
+
+/// anneal_ranks_steps with the routes of the chain's cluster kept by a cluster::route_tracker
+/// (anneal_ranks::watch), as place::order_ranks keeps them: the same orders and costs (the counter
+/// `same_as_afresh` is 1 when the run equals anneal_ranks_steps's), fewer routes followed per step.
+/// state.range(0): devices; state.range(1): 1 for a device matrix, 0 for a node matrix.
+void anneal_ranks_tracked_steps(benchmark::State& state) {
+  const int devices = static_cast<int>(state.range(0));
+  const bool by_device = state.range(1) == 1;
+  const int degree = devices == 64 ? 4 : 8;
+  const auto endpoints =
+      by_device ? cluster::link_matrix::between::devices : cluster::link_matrix::between::nodes;
+  const cluster::cluster c{
+      mixed_groups(devices),
+      {},
+      random_matrix(endpoints, by_device ? devices : devices / 8, 1, mixed_groups(devices))};
+  const train::parallelism shape{degree, degree, degree};
+  std::optional<cluster::route_tracker> tracker;
+  const cluster::cluster* watched = nullptr;
+  const auto cost = [&](const cluster::cluster& ordered) {
+    if (&ordered != watched) return test::speed_cost{shape}(ordered);
+    return test::route_time(shape, ordered.devices(), *tracker) + test::slowest_stage_time(shape, ordered);
+  };
+  const place::order_watch watch{[&](const cluster::cluster& work) {
+                                   watched = &work;
+                                   tracker.emplace(work);
+                                 },
+                                 [&](int a, int b) { tracker->exchanged(a, b); }};
+  constexpr std::int64_t steps = 1000;
+  place::rank_assignment r;
+  for (auto _ : state) {
+    r = place::anneal_ranks(c, shape, cost).seed(7).iterations(steps).watch(watch).run();
+    benchmark::DoNotOptimize(r.cost);
+  }
+  const auto afresh = place::anneal_ranks(c, shape, test::speed_cost{shape}).seed(7).iterations(steps).run();
+  state.SetItemsProcessed(state.iterations() * steps);
+  state.counters["same_as_afresh"] = afresh.order == r.order && afresh.cost == r.cost ? 1.0 : 0.0;
+}
+BENCHMARK(anneal_ranks_tracked_steps)->Args({512, 1})->Args({512, 0})->Unit(benchmark::kMillisecond);
 
 /// 1024 devices of four device types, 256 of each in the nodes of its preset (cluster/presets.hpp): DGX
 /// H100, DGX A100 80 GB, DGX A100 40 GB (nodes of 8) and AWS p3.8xlarge V100 (nodes of 4): 160 nodes.

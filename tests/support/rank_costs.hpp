@@ -45,33 +45,43 @@ inline double message_time(const cluster::route& r, double bytes) {
   return r.hop.latency.value() + bytes / r.hop.bandwidth.value();
 }
 
-/// A cost from routes alone: one message over the tensor-parallel rings (read over every device, as
-/// train::step_model does), the data-parallel rings and the pipeline pairs.
+/// One message over the tensor-parallel rings (read over every one of `devices`, as train::step_model does),
+/// the data-parallel rings and the pipeline pairs, their routes asked of `routes` (a cluster, or a
+/// cluster::route_tracker of one).
+template <class Routes>
+double route_time(const train::parallelism& shape, int devices, Routes& routes) {
+  const int used = static_cast<int>(shape.devices());
+  double t = 0.0;
+  if (shape.tp > 1) t += message_time(routes.ring({shape.tp, 1}, devices - devices % shape.tp), 64e6);
+  if (shape.dp > 1) t += message_time(routes.ring({shape.dp, shape.tp}, used), 256e6);
+  if (shape.pp > 1) t += message_time(routes.pairs(shape.tp * shape.dp, used), 16e6);
+  return t;
+}
+
+/// A cost from routes alone (route_time).
 struct route_cost {
   train::parallelism shape;
-  double operator()(const cluster::cluster& c) const {
-    const int used = static_cast<int>(shape.devices());
-    double t = 0.0;
-    if (shape.tp > 1) t += message_time(c.ring({shape.tp, 1}, c.devices() - c.devices() % shape.tp), 64e6);
-    if (shape.dp > 1) t += message_time(c.ring({shape.dp, shape.tp}, used), 256e6);
-    if (shape.pp > 1) t += message_time(c.pairs(shape.tp * shape.dp, used), 16e6);
-    return t;
-  }
+  double operator()(const cluster::cluster& c) const { return route_time(shape, c.devices(), c); }
 };
 
-/// The routes plus the slowest stage: each stage's work at the peak of its slowest device.
+/// The slowest stage: each stage's work at the peak of its slowest device.
+inline double slowest_stage_time(const train::parallelism& shape, const cluster::cluster& c) {
+  const int stage = shape.tp * shape.dp;
+  double slowest_stage = 0.0;
+  for (int s = 0; s < shape.pp; ++s) {
+    double peak = std::numeric_limits<double>::infinity();
+    for (int r = s * stage; r < (s + 1) * stage; ++r)
+      peak = std::min(peak, hw::peak_matrix_flops(c.device_at(r)).value());
+    slowest_stage = std::max(slowest_stage, 2e12 / peak);
+  }
+  return slowest_stage;
+}
+
+/// The routes plus the slowest stage.
 struct speed_cost {
   train::parallelism shape;
   double operator()(const cluster::cluster& c) const {
-    const int stage = shape.tp * shape.dp;
-    double slowest_stage = 0.0;
-    for (int s = 0; s < shape.pp; ++s) {
-      double peak = std::numeric_limits<double>::infinity();
-      for (int r = s * stage; r < (s + 1) * stage; ++r)
-        peak = std::min(peak, hw::peak_matrix_flops(c.device_at(r)).value());
-      slowest_stage = std::max(slowest_stage, 2e12 / peak);
-    }
-    return route_cost{shape}(c) + slowest_stage;
+    return route_cost{shape}(c) + slowest_stage_time(shape, c);
   }
 };
 

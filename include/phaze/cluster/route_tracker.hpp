@@ -30,7 +30,8 @@ namespace phaze::cluster {
 ///
 /// Kept are the routes the cluster follows instance by instance: rings of a cluster with a rank order or
 /// measured links, pairs of a cluster with measured links. Any other route (closed forms, and the pairs of
-/// an unmeasured cluster, whose transfers share each node's interfaces) is asked of the cluster every time.
+/// an unmeasured cluster, whose transfers share each node's interfaces) is asked of the cluster once per
+/// order: until the next exchange.
 /// The cluster must outlive the tracker, and every change to its order other than the exchanges reported
 /// must be followed by reset(). Not safe to share between threads.
 class route_tracker {
@@ -46,13 +47,17 @@ class route_tracker {
   /// that hold them are followed again when a route of theirs is next asked for, each once however many
   /// exchanges touched it (a move of the annealing may exchange thousands of ranks).
   void exchanged(int a, int b) {
+    asked_.clear();
     for (entry& e : entries_) {
       touch(e, a);
       if (b != a) touch(e, b);
     }
   }
   /// Forgets every route kept (the cluster changed in a way exchanged() was not told of).
-  void reset() { entries_.clear(); }
+  void reset() {
+    entries_.clear();
+    asked_.clear();
+  }
 
   /// The routes kept.
   [[nodiscard]] std::size_t size() const { return entries_.size(); }
@@ -75,7 +80,14 @@ class route_tracker {
   }
 
   route find(bool ring, group_shape shape, int used) {
-    if (!kept(ring)) return ring ? cluster_->ring(shape, used) : cluster_->pairs(shape.size, used);
+    if (!kept(ring)) {
+      // Asked of the cluster once per order: an estimate asks for the same route many times.
+      for (const asked& a : asked_)
+        if (a.ring == ring && a.shape == shape && a.used == used) return a.answer;
+      const route r = ring ? cluster_->ring(shape, used) : cluster_->pairs(shape.size, used);
+      asked_.push_back({ring, shape, used, r});
+      return r;
+    }
     for (entry& e : entries_) {
       if (e.ring == ring && e.shape == shape && e.used == used) {
         refresh(e);
@@ -168,6 +180,14 @@ class route_tracker {
 
   const cluster* cluster_;
   std::vector<entry> entries_;
+  /// A route not kept, as the cluster gave it since the last exchange.
+  struct asked {
+    bool ring = true;
+    group_shape shape{};
+    int used = 0;
+    route answer{};
+  };
+  std::vector<asked> asked_;
   std::vector<int> members_;
   std::vector<int> scratch_;
 };
