@@ -120,7 +120,7 @@ void anneal_ranks_tracked_steps(benchmark::State& state) {
                                    watched = &work;
                                    tracker.emplace(work);
                                  },
-                                 [&](int a, int b) { tracker->exchanged(a, b); }};
+                                 [&](int a, int b) { tracker->exchanged(a, b); }, [&] { watched = nullptr; }};
   constexpr std::int64_t steps = 1000;
   place::rank_assignment r;
   for (auto _ : state) {

@@ -302,9 +302,9 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
                                       watched = &work;
                                       tracker.emplace(work);
                                     },
-                                    [&](int a, int b) { tracker->exchanged(a, b); }})
+                                    [&](int a, int b) { tracker->exchanged(a, b); },
+                                    [&] { watched = nullptr; }})  // the chain's cluster goes
                             .run();
-    watched = nullptr;  // the chains' clusters are gone
     return r;
   };
   if (method == rank_method::exact) {

@@ -44,10 +44,13 @@ concept RankCost =
 
 /// What a rank search tells a cost that keeps state derived from the order (anneal_ranks::watch): `start`,
 /// the cluster whose order the search then changes in place and asks the cost of; `exchanged(a, b)`, that
-/// ranks a and b of it were exchanged (a move made or undone). Either may be empty.
+/// ranks a and b of it were exchanged (a move made or undone); `finish`, that the cluster `start` gave is
+/// about to go (the chain ended, or an exception left it): a cost must not take another cluster at its
+/// address for it. Any may be empty.
 struct order_watch {
   std::function<void(const cluster::cluster&)> start;
   std::function<void(int, int)> exchanged;
+  std::function<void()> finish;
 };
 
 /// The order a rank search found: `order[r]` is the device of rank r (give it to cluster::with_order).
@@ -550,6 +553,16 @@ class anneal_ranks {
                                                : best.order;
       cluster::cluster work = c.with_order(start);
       if (watch_.start) watch_.start(work);
+      struct watching {  // tells the watch when `work` goes, however the chain ends
+        const order_watch& watch;
+        explicit watching(const order_watch& w) : watch(w) {}
+        watching(const watching&) = delete;
+        watching& operator=(const watching&) = delete;
+        ~watching() {
+          if (watch.finish) watch.finish();
+        }
+      };
+      const watching watched{watch_};
       double current = k == 0 ? identity_cost : best.cost;
       if (k == 1 && greedy_allowed && greedy != identity) {
         current = detail::ranks::sane(cost_(work));
