@@ -48,9 +48,9 @@ inline rank_method parse_rank_method(std::string_view name) {
 inline constexpr std::size_t max_group_orders_groups = 8;
 /// The group orders time every rank layout of every group sequence while sequences x layouts x devices stays
 /// within this many (their routes are followed hop by hop, O(devices) each: on 131,072 devices of four groups
-/// 264 such timings, 34.6 M device-timings, took about 108 s on the development machine, so 2^22 about 13 s);
+/// 288 such timings, 37.7 M device-timings, took about 2.4 s on the development machine, so 2^26 about 4 s);
 /// beyond it, the layouts of Megatron-LM's sequence and of the fastest.
-inline constexpr std::uint64_t group_orders_budget = std::uint64_t{1} << 22;
+inline constexpr std::uint64_t group_orders_budget = std::uint64_t{1} << 26;
 
 /// Settings of the annealing (fixed, so that a plan's order does not depend on the machine).
 struct rank_search_settings {
