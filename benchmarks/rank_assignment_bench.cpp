@@ -64,19 +64,29 @@ std::vector<cluster::device_group> mixed_groups(int devices) {
   return groups;
 }
 
-/// state.range(0): devices (64: tp 4 pp 4 dp 4; 512: tp 8 pp 8 dp 8); state.range(1): 1 for a device
-/// matrix, 0 for a node matrix. 1000 annealing steps per iteration; items are steps.
-void anneal_ranks_steps(benchmark::State& state) {
+/// The cluster of the step benchmarks: state.range(0) devices of mixed_groups, with measured links between
+/// devices (state.range(1) 1) or between nodes (0), drawn from seed 1.
+cluster::cluster steps_cluster(const benchmark::State& state) {
   const int devices = static_cast<int>(state.range(0));
   const bool by_device = state.range(1) == 1;
-  const int degree = devices == 64 ? 4 : 8;
   const auto endpoints =
       by_device ? cluster::link_matrix::between::devices : cluster::link_matrix::between::nodes;
-  const cluster::cluster c{
+  return cluster::cluster{
       mixed_groups(devices),
       {},
       random_matrix(endpoints, by_device ? devices : devices / 8, 1, mixed_groups(devices))};
-  const train::parallelism shape{degree, degree, degree};
+}
+/// Their plan: tp 4 pp 4 dp 4 on 64 devices, tp 8 pp 8 dp 8 on 512.
+train::parallelism steps_shape(const benchmark::State& state) {
+  const int degree = state.range(0) == 64 ? 4 : 8;
+  return {degree, degree, degree};
+}
+
+/// state.range(0): devices (64: tp 4 pp 4 dp 4; 512: tp 8 pp 8 dp 8); state.range(1): 1 for a device
+/// matrix, 0 for a node matrix. 1000 annealing steps per iteration; items are steps.
+void anneal_ranks_steps(benchmark::State& state) {
+  const cluster::cluster c = steps_cluster(state);
+  const train::parallelism shape = steps_shape(state);
   const test::speed_cost cost{shape};
   constexpr std::int64_t steps = 1000;
   double improvement = 0.0;
@@ -100,16 +110,8 @@ BENCHMARK(anneal_ranks_steps)
 /// `same_as_afresh` is 1 when the run equals anneal_ranks_steps's), fewer routes followed per step.
 /// state.range(0): devices; state.range(1): 1 for a device matrix, 0 for a node matrix.
 void anneal_ranks_tracked_steps(benchmark::State& state) {
-  const int devices = static_cast<int>(state.range(0));
-  const bool by_device = state.range(1) == 1;
-  const int degree = devices == 64 ? 4 : 8;
-  const auto endpoints =
-      by_device ? cluster::link_matrix::between::devices : cluster::link_matrix::between::nodes;
-  const cluster::cluster c{
-      mixed_groups(devices),
-      {},
-      random_matrix(endpoints, by_device ? devices : devices / 8, 1, mixed_groups(devices))};
-  const train::parallelism shape{degree, degree, degree};
+  const cluster::cluster c = steps_cluster(state);
+  const train::parallelism shape = steps_shape(state);
   std::optional<cluster::route_tracker> tracker;
   const cluster::cluster* watched = nullptr;
   const auto cost = [&](const cluster::cluster& ordered) {
