@@ -119,8 +119,8 @@ void anneal_ranks_tracked_steps(benchmark::State& state) {
     return test::route_time(shape, ordered.devices(), *tracker) + test::slowest_stage_time(shape, ordered);
   };
   const place::order_watch watch{[&](const cluster::cluster& work) {
-                                   watched = &work;
                                    tracker.emplace(work);
+                                   watched = &work;
                                  },
                                  [&](int a, int b) { tracker->exchanged(a, b); }, [&] { watched = nullptr; }};
   constexpr std::int64_t steps = 1000;

@@ -214,12 +214,15 @@ inline void arm(const std::filesystem::path& results, std::size_t done) {
 /// after the compositions being planned (search::cluster_search::stop_when), so that the fronts of those
 /// searched are printed and written; a second one ends the program at once.
 namespace stop_request {
-inline volatile std::sig_atomic_t caught = 0;  ///< the signal that asked to stop; 0: none
+/// The signal that asked to stop; 0: none. Atomic, since the signal may land on any of the search's threads
+/// while the main thread reads it; lock-free, so the handler may write it.
+inline std::atomic<int> caught{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 inline void on_signal(int signal_number) {
-  // Only async-signal-safe calls here: write(2) and _exit(2).
-  if (caught != 0) ::_exit(128 + signal_number);
-  caught = signal_number;
+  // Only async-signal-safe calls here: write(2), _exit(2) and a lock-free atomic.
+  if (caught.load() != 0) ::_exit(128 + signal_number);
+  caught.store(signal_number);
   static constexpr char said[] =
       "\nphaze: stopping after the compositions being planned; the fronts of those searched follow "
       "(again to quit at once)\n";
@@ -312,16 +315,18 @@ void print_cluster_fronts(const io::cluster_space_description& space,
              io::cluster_front_table(s, found.power_front));
 }
 
-/// Compositions each thread plans per round of a cluster search (in every process): enough that the slowest
-/// of a round's plan searches (a composition of three types plans every order of them) and, under mpirun,
-/// the all-gather after it do not keep the others waiting long, few enough that the pruning sees the rounds
-/// before.
-inline constexpr std::size_t cluster_round_per_thread = 4;
+/// Compositions per round of a cluster search: the pruning test of a round sees the points of the rounds
+/// before it only, so the round is fixed, and the counts (compositions planned, pruned, plans timed) are
+/// the same for any number of threads; under mpirun at least cluster_round_per_process to each process, so
+/// that the all-gather after a round does not keep them waiting long (the counts then depend on the
+/// processes above two). The fronts are the same for any round.
+inline constexpr std::size_t cluster_round = 16;
+inline constexpr std::size_t cluster_round_per_process = 8;
 
 /// The map of a cluster search: process q (0 in one process) plans the round's compositions q, q + size, ...
-/// on its thread pool; under mpirun every process then has every point's status, throughput, plans timed and
-/// memory need (one JSON line each, an all-gather), the plans staying where they were made
-/// (cluster_search::complete plans the fronts' again).
+/// on its thread pool (each composition's plan search on one thread); under mpirun every process then has
+/// every point's status, throughput, plans timed and memory need (one JSON line each, an all-gather), the
+/// plans staying where they were made (cluster_search::complete plans the fronts' again).
 search::cluster_map cluster_map_of(mpi_session& mpi) {
   return [&mpi](const std::vector<std::size_t>& todo,
                 const std::function<search::cluster_point(std::size_t)>& plan) {
@@ -404,23 +409,22 @@ int run_cluster_search(const search_options& o, const CLI::App& parser, mpi_sess
                                       .choices(choices)
                                       .exhaustive(o.exhaustive)
                                       .progress(o.quiet || !root ? progress_hook{} : line.hook());
-  // Each round deals cluster_round_per_thread compositions to each thread of each process (cluster_map_of);
+  // Each round's compositions are dealt to the processes and planned on their threads (cluster_map_of);
   // in one process a signal stops the search between rounds, keeping what it planned (stop_request).
   std::optional<oneapi::tbb::global_control> limit;
   if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
-  const auto threads =
-      static_cast<std::size_t>(o.threads > 0 ? o.threads : oneapi::tbb::this_task_arena::max_concurrency());
-  search.map(cluster_map_of(mpi), cluster_round_per_thread * threads * static_cast<std::size_t>(mpi.size()));
+  search.map(cluster_map_of(mpi),
+             std::max(cluster_round, cluster_round_per_process * static_cast<std::size_t>(mpi.size())));
   if (!mpi.active()) {
     stop_request::arm();
-    search.stop_when([] { return stop_request::caught != 0; });
+    search.stop_when([] { return stop_request::caught.load() != 0; });
   }
   search::cluster_search_result found = search.run();
   if (!mpi.active()) stop_request::disarm();
   line.finish();
   if (!root) return 0;
   if (mpi.active()) search.complete(found);  // the fronts' points other processes planned
-  const int stopped_by = found.unsearched > 0 ? static_cast<int>(stop_request::caught) : 0;
+  const int stopped_by = found.unsearched > 0 ? stop_request::caught.load() : 0;
   if (stopped_by != 0) {
     fmt::print(stderr,
                "phaze: interrupted: {} of {} compositions searched (the cheapest, in cost order), {} left",

@@ -91,13 +91,14 @@ cluster::cluster random_cluster(draws& d, int devices) {
 
 /// Every (size, stride) ring and every pairs distance over `used` ranks of `c` that the cluster accepts.
 void check_every_route(cluster::route_tracker& tracker, const cluster::cluster& c, int used) {
-  for (int size = 1; size <= used; size *= 2) {
-    for (int stride = 1; size * stride <= used; stride *= 2) {
+  for (const int size : {1, 2, 3, 4, 5, 6, 8, 12, 16}) {
+    for (const int stride : {1, 2, 3, 5, 8}) {
+      if (size * stride > used) continue;
       INFO("ring of " << size << ", stride " << stride << ", over " << used);
       REQUIRE(tracker.ring({size, stride}, used) == c.ring({size, stride}, used));
     }
   }
-  for (const int distance : {1, 3, 8, 16}) {
+  for (const int distance : {1, 3, 7, 8, 16}) {
     if (distance >= used) continue;
     INFO("pairs " << distance << " apart over " << used);
     REQUIRE(tracker.pairs(distance, used) == c.pairs(distance, used));
@@ -345,15 +346,21 @@ TEST_CASE("a route tracker answers as the cluster after every exchange of two ra
     const int devices = work.devices();
     check_every_route(tracker, work, devices);
     check_every_route(tracker, work, devices - 8);
+    check_every_route(tracker, work, devices - 5);
     CHECK(tracker.size() > 0);
     for (int step = 0; step < 60; ++step) {
-      const int a = d.below(devices);
-      const int b = d.below(devices);
-      work.swap_ranks(a, b);
-      tracker.exchanged(a, b);
-      INFO("after exchange " << step << " of ranks " << a << " and " << b);
+      // One exchange, or (every third step) five before the routes are asked for again.
+      const int exchanges = step % 3 == 2 ? 5 : 1;
+      for (int k = 0; k < exchanges; ++k) {
+        const int a = d.below(devices);
+        const int b = d.below(devices);
+        work.swap_ranks(a, b);
+        tracker.exchanged(a, b);
+      }
+      INFO("after step " << step);
       check_every_route(tracker, work, devices);
       check_every_route(tracker, work, devices - 8);
+      check_every_route(tracker, work, devices - 5);
     }
   }
 }
@@ -397,8 +404,8 @@ TEST_CASE("the rank annealing told of its exchanges finds the same order at the 
   const place::rank_assignment plain =
       place::anneal_ranks(c, p.parallel, afresh).seed(3).iterations(600).run();
   const place::order_watch watch{[&](const cluster::cluster& work) {
-                                   watched = &work;
                                    tracker.emplace(work);
+                                   watched = &work;
                                  },
                                  [&](int a, int b) { tracker->exchanged(a, b); }, [&] { watched = nullptr; }};
   // Twice with the same cost and watch: the second run's first clusters (temporaries, perhaps where the

@@ -354,8 +354,8 @@ class cluster {
   /// one group are the rings of a cluster of that group's nodes alone, shifted by whole blocks, so where a
   /// run of them starts on one of the group's node boundaries ring_route gives their slowest hop in closed
   /// form; only the blocks that straddle two groups (at most one per group boundary), and one period of the
-  /// runs the closed form does not cover, are followed hop by hop: O(groups x (size x stride + node size))
-  /// ranks at most, where the hop-by-hop path is O(used).
+  /// runs the closed form does not cover, are followed hop by hop: per group O(block + lcm(block, node size))
+  /// ranks at most (block = size x stride), where the hop-by-hop path is O(used).
   [[nodiscard]] constexpr link grouped_ring(group_shape shape, int used) const {
     const std::int64_t block = static_cast<std::int64_t>(shape.size) * shape.stride;
     link slowest = unreached;

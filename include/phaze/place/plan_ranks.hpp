@@ -299,8 +299,8 @@ inline plan_order order_ranks(const model::model& m, const cluster::cluster& c, 
                             .node_blocks(settings.node_blocks)
                             .progress(settings.progress)
                             .watch({[&](const cluster::cluster& work) {
-                                      watched = &work;
                                       tracker.emplace(work);
+                                      watched = &work;
                                     },
                                     [&](int a, int b) { tracker->exchanged(a, b); },
                                     [&] { watched = nullptr; }})  // the chain's cluster goes

@@ -552,7 +552,6 @@ class anneal_ranks {
                                       : k == 1 ? (greedy_allowed ? greedy : identity)
                                                : best.order;
       cluster::cluster work = c.with_order(start);
-      if (watch_.start) watch_.start(work);
       struct watching {  // tells the watch when `work` goes, however the chain ends
         const order_watch& watch;
         explicit watching(const order_watch& w) : watch(w) {}
@@ -563,6 +562,7 @@ class anneal_ranks {
         }
       };
       const watching watched{watch_};
+      if (watch_.start) watch_.start(work);
       double current = k == 0 ? identity_cost : best.cost;
       if (k == 1 && greedy_allowed && greedy != identity) {
         current = detail::ranks::sane(cost_(work));
