@@ -6,6 +6,8 @@
 // (docs/cli.md); any of tp/pp/dp/microbatch/recompute/sequence parallelism given fixes that choice.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -13,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -82,6 +85,12 @@ place::model_placer model_placer_for(const std::string& name) {
 }
 
 namespace {
+/// The group orders' candidates timed on every core (oneTBB); they are decided in order, so the order found
+/// is the serial search's (place::rank_search_settings::parallel).
+void on_all_cores(std::size_t n, const std::function<void(std::size_t)>& body) {
+  oneapi::tbb::parallel_for(std::size_t{0}, n, [&](std::size_t i) { body(i); });
+}
+
 int run_on_layer_table(const plan_options& o) {
   auto problem = io::read_layer_table(o.layer_table);
   if (o.where.devices > 0) problem.devices = o.where.devices;
@@ -339,7 +348,7 @@ plans_found find_plans(const plan_options& o, plan_setup& s, const sched::schedu
   const sched::schedule_cache rank_cache = schedule_cache_for(o.solver);
   const place::plan_order order =
       place::order_ranks(m, c, best, rank_cache, place::parse_rank_method(o.ranks),
-                         {o.rank_seed, o.rank_iterations, false, line.hook()}, uneven);
+                         {o.rank_seed, o.rank_iterations, false, line.hook(), on_all_cores}, uneven);
   line.finish();
   const cluster::cluster ordered = order.order.empty() ? c : c.with_order(order.order);
   train::step_estimate best_estimate = order.order.empty() ? best.estimate : order.estimate;
@@ -394,7 +403,7 @@ int emit_megatron(const plan_options& o, const plan_setup& s, const plans_found&
     const bool reuse = is_best && (own.empty() || place::detail::ranks::node_blocks(ordered, ranks));
     if (!reuse) {
       own = place::order_ranks(m, c, r, rank_cache, place::parse_rank_method(o.ranks),
-                               {o.rank_seed, o.rank_iterations, true, {}}, false)
+                               {o.rank_seed, o.rank_iterations, true, {}, on_all_cores}, false)
                 .order;
     }
     const cluster::cluster on = own.empty() ? c : c.with_order(own);

@@ -11,9 +11,11 @@
 #include "../support/splits.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace phaze;
@@ -197,6 +199,28 @@ TEST_CASE(
         replaced.split = again.split;
         CHECK(place::plan_time_on(m, again.order.empty() ? c : c.with_order(again.order), replaced, cache) ==
               Approx(again.ordered_s).epsilon(1e-12));
+      }
+      // Timed on three threads, or in reverse order on one, and decided in the serial order: the very same
+      // result (rank_search_settings::parallel).
+      const index_runner three_threads = [](std::size_t n, const std::function<void(std::size_t)>& body) {
+        std::vector<std::thread> pool;
+        for (std::size_t t = 0; t < 3; ++t)
+          pool.emplace_back([&body, n, t] {
+            for (std::size_t i = t; i < n; i += 3) body(i);
+          });
+        for (auto& thread : pool) thread.join();
+      };
+      const index_runner reversed = [](std::size_t n, const std::function<void(std::size_t)>& body) {
+        for (std::size_t i = n; i-- > 0;) body(i);
+      };
+      for (const index_runner& runner : {three_threads, reversed}) {
+        place::rank_search_settings on;
+        on.parallel = runner;
+        const auto same = place::order_ranks(m, c, plan, cache, place::rank_method::groups, on);
+        CHECK(same.order == again.order);
+        CHECK(same.ordered_s == again.ordered_s);
+        CHECK(same.evaluated == again.evaluated);
+        CHECK(same.split == again.split);
       }
       ++plans;
     }

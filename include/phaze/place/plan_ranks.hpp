@@ -17,6 +17,7 @@
 
 #include "phaze/cluster/cluster.hpp"
 #include "phaze/core/error.hpp"
+#include "phaze/core/parallel.hpp"
 #include "phaze/core/progress.hpp"
 #include "phaze/model/model.hpp"
 #include "phaze/place/plan_search.hpp"
@@ -60,6 +61,9 @@ struct rank_search_settings {
   /// (anneal_ranks::node_blocks; an exact order that is not is searched again by such annealing).
   bool node_blocks = false;
   progress_hook progress{};  ///< the annealing's steps ("rank orders"); empty: none
+  /// Runs the group orders' timings (each sequence of groups with its layouts) on a thread pool; empty: on
+  /// the calling thread. They are then decided in the order of the serial search: the same order found.
+  index_runner parallel{};
 };
 
 /// A plan's rank order and what it gains.
@@ -124,6 +128,8 @@ inline std::optional<model_placement> placed_again(const model::model& m, const 
 /// forms: groups! placements whatever the device count. Within group_orders_budget every other layout of
 /// every sequence is timed too (the search is then exact over these orders); beyond it only those of
 /// Megatron-LM's sequence and of the fastest (at most 22 timings followed hop by hop, O(devices) each).
+/// The candidates of 32 sequences at a time are timed through settings.parallel (each sequence's on one
+/// thread), then decided one after another in the order above, so the order found is the serial search's.
 inline plan_order group_orders(const model::model& m, const cluster::cluster& c, const ranked_plan& p,
                                const sched::schedule_cache& cache, const rank_search_settings& settings,
                                bool replace_split) {
@@ -187,21 +193,56 @@ inline plan_order group_orders(const model::model& m, const cluster::cluster& c,
   std::uint64_t total = every ? sequences * (layouts.size() + 1) : sequences + 2 * layouts.size();
   std::uint64_t done = 0;
   const auto started = std::chrono::steady_clock::now();
-  // Times one candidate: `on` is the cluster as the order lays it out; `first` is Megatron-LM's order, which
-  // keeps the plan's split (the plan search placed it there already).
-  const auto time = [&](const cluster::cluster& on, std::vector<int> order, bool first,
-                        bool place_always) -> double {
+  // The sequences in the order the search visits them: Megatron-LM's (the groups as listed) first.
+  const std::vector<std::size_t> listed = detail::ranks::sequence(n);
+  std::vector<std::vector<std::size_t>> visited{listed};
+  do {
+    std::vector<std::size_t> sequence = groups_of(arrangement);
+    if (sequence != listed) visited.push_back(std::move(sequence));
+  } while (std::next_permutation(arrangement.begin(), arrangement.end()));
+  // One candidate order: a sequence in Megatron-LM's layout (-1) or in layouts[layout]. Timed on its own
+  // (in parallel: the estimate, and for a sequence in Megatron-LM's layout its layers placed again, kept when
+  // faster than its own time), then decided in the serial search's order against the best so far.
+  struct candidate {
+    std::size_t sequence = 0;
+    int layout = -1;
+    train::step_estimate estimate;
+    double own_s = 0.0;
+    std::optional<model_placement> again;
+  };
+  const auto ordered_cluster = [&](const regrouped_cluster& r, int layout) {
+    return layout < 0 ? r.cluster : r.cluster.with_order(layouts[static_cast<std::size_t>(layout)].second);
+  };
+  const auto time_alone = [&](const regrouped_cluster& r, candidate& k) {
+    const cluster::cluster on = ordered_cluster(r, k.layout);
+    k.estimate = train::estimate_step(m, on, p.parallel, p.knobs, cache, p.split);
+    k.own_s = k.estimate.fits ? k.estimate.time_per_batch.value() : std::numeric_limits<double>::infinity();
+    // Megatron-LM's order keeps the plan's split (the plan search placed it there already); the other
+    // sequences are placed again in Megatron-LM's layout always, the other layouts only when they lead.
+    if (replace_split && k.layout < 0 && k.sequence != 0) k.again = placed_again(m, on, p, cache, k.own_s);
+  };
+  // Decides candidate `k` as the serial search did: its layers placed again when it leads (or always, in
+  // Megatron-LM's layout), kept when strictly faster than the best so far. Returns its time.
+  const auto decide = [&](candidate& k) -> double {
     ++out.evaluated;
-    const train::step_estimate e = train::estimate_step(m, on, p.parallel, p.knobs, cache, p.split);
-    const double own_s = e.fits ? e.time_per_batch.value() : std::numeric_limits<double>::infinity();
-    const bool place = replace_split && !first && (place_always || own_s < out.ordered_s);
-    const std::optional<model_placement> again =
-        place ? placed_again(m, on, p, cache, std::min(own_s, out.ordered_s)) : std::nullopt;
-    const double t = again ? again->estimate.time_per_batch.value() : own_s;
+    const double than = std::min(k.own_s, out.ordered_s);
+    std::optional<model_placement> again;
+    if (replace_split) {
+      if (k.layout < 0) {  // k.again is empty for Megatron-LM's own order
+        if (k.again && k.again->estimate.time_per_batch.value() < than * (1.0 - 1e-12))
+          again = std::move(k.again);
+      } else if (k.own_s < out.ordered_s) {
+        again = placed_again(m, ordered_cluster(regroup(c, visited[k.sequence]), k.layout), p, cache, than);
+      }
+    }
+    const double t = again ? again->estimate.time_per_batch.value() : k.own_s;
     if (t < out.ordered_s * (1.0 - 1e-12)) {
-      out.order = std::move(order);
+      const regrouped_cluster r = regroup(c, visited[k.sequence]);
+      out.order = k.layout < 0
+                      ? r.order
+                      : laid_out(r.order, p.parallel, layouts[static_cast<std::size_t>(k.layout)].first);
       out.ordered_s = t;
-      out.estimate = again ? again->estimate : e;
+      out.estimate = again ? again->estimate : k.estimate;
       out.split = again ? again->split : std::vector<train::stage_layers>{};
     }
     ++done;
@@ -210,40 +251,46 @@ inline plan_order group_orders(const model::model& m, const cluster::cluster& c,
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
     return t;
   };
-  // Every group sequence in Megatron-LM's layout (closed-form routes) and, within the budget, in the others
-  // (their routes are followed hop by hop); beyond it the others on Megatron-LM's sequence and the fastest.
-  // Megatron-LM's sequence (the groups as listed) first.
-  const std::vector<std::size_t> listed = detail::ranks::sequence(n);
-  std::vector<std::size_t> fastest = listed;
+  // Times the candidates of the `chosen` sequences (indices into `visited`), each in Megatron-LM's layout
+  // when `megatron` and in every other layout when `others`, a batch of sequences at a time through
+  // settings.parallel, and decides them in order; the fastest sequence in Megatron-LM's layout is remembered.
+  std::size_t fastest = 0;
   double fastest_s = std::numeric_limits<double>::infinity();
-  const auto visit = [&](const std::vector<std::size_t>& sequence) {
-    const regrouped_cluster r = regroup(c, sequence);
-    const double t = time(r.cluster, r.order, sequence == listed, true);
-    if (t < fastest_s * (1.0 - 1e-12)) {
-      fastest_s = t;
-      fastest = sequence;
-    }
-    if (every) {
-      for (const auto& [layout, on] : layouts)
-        time(r.cluster.with_order(on), laid_out(r.order, p.parallel, layout), false, false);
+  const auto search = [&](const std::vector<std::size_t>& chosen, bool megatron, bool others) {
+    constexpr std::size_t batch = 32;  // sequences timed before they are decided (bounds the memory kept)
+    for (std::size_t from = 0; from < chosen.size(); from += batch) {
+      const std::size_t count = std::min(batch, chosen.size() - from);
+      std::vector<std::vector<candidate>> timed(count);
+      run_indices(settings.parallel, count, [&](std::size_t b) {
+        const std::size_t sequence = chosen[from + b];
+        const regrouped_cluster r = regroup(c, visited[sequence]);
+        if (megatron) timed[b].push_back({sequence, -1, {}, 0.0, std::nullopt});
+        if (others)
+          for (std::size_t l = 0; l < layouts.size(); ++l)
+            timed[b].push_back({sequence, static_cast<int>(l), {}, 0.0, std::nullopt});
+        for (candidate& k : timed[b]) time_alone(r, k);
+      });
+      for (auto& of_sequence : timed) {
+        for (candidate& k : of_sequence) {
+          const double t = decide(k);
+          if (k.layout < 0 && t < fastest_s * (1.0 - 1e-12)) {
+            fastest_s = t;
+            fastest = k.sequence;
+          }
+        }
+      }
     }
   };
-  visit(listed);
-  do {
-    const std::vector<std::size_t> sequence = groups_of(arrangement);
-    if (sequence != listed) visit(sequence);
-  } while (std::next_permutation(arrangement.begin(), arrangement.end()));
-  if (every) {
-    if (out.order == identity) out.order.clear();
-    return out;
-  }
-  std::vector<std::vector<std::size_t>> again{listed};
-  if (fastest != again.front()) again.push_back(fastest);
-  total = sequences + again.size() * layouts.size();
-  for (const auto& chosen : again) {
-    const regrouped_cluster r = regroup(c, chosen);
-    for (const auto& [layout, on] : layouts)
-      time(r.cluster.with_order(on), laid_out(r.order, p.parallel, layout), false, false);
+  std::vector<std::size_t> all(visited.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  // Every sequence in Megatron-LM's layout (closed-form routes) and, within the budget, in the others (their
+  // routes are followed hop by hop); beyond it the others on Megatron-LM's sequence and the fastest.
+  search(all, true, every);
+  if (!every) {
+    std::vector<std::size_t> again{0};
+    if (fastest != 0) again.push_back(fastest);
+    total = sequences + again.size() * layouts.size();
+    search(again, false, true);
   }
   // Megatron-LM's order is the identity: an order equal to it says nothing new.
   if (out.order == identity) out.order.clear();
