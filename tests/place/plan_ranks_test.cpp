@@ -229,6 +229,52 @@ TEST_CASE(
   CHECK(faster > 0);  // another order than Megatron-LM's wins on some of these clusters
 }
 
+TEST_CASE("the group orders on a thread pool: the serial search's order, estimate, split and progress",
+          "[place][plan_ranks]") {
+  // Five groups of distinct types (T4, V100, A100 40GB and 80GB, H100 in nodes of 2): 120 sequences, four
+  // batches of the parallel search, each with its layouts, the layers placed again on each; and the same
+  // with the node-by-node launch rule (no other layouts) and without placing the layers again.
+  const model::model m = model::with_sequence(zoo::get("gpt2"), 256);
+  std::vector<cluster::device_group> groups;
+  for (const char* name : {"t4", "v100-16gb", "a100-40gb", "a100-80gb", "h100-sxm"})
+    groups.push_back({*hw::find_preset(name), 2, cluster::with_devices_per_node(cluster::node_of(name), 2)});
+  const cluster::cluster c{groups};
+  const sched::schedule_cache cache;
+  const index_runner two_threads = [](std::size_t n, const std::function<void(std::size_t)>& body) {
+    std::thread other([&body, n] {
+      for (std::size_t i = 1; i < n; i += 2) body(i);
+    });
+    for (std::size_t i = 0; i < n; i += 2) body(i);
+    other.join();
+  };
+  for (const train::parallelism shape : {train::parallelism{1, 2, 5}, train::parallelism{2, 5, 1}}) {
+    const auto plan = estimated_plan(m, c, shape, cache);
+    for (const bool launchable : {false, true}) {
+      for (const bool replace : {true, false}) {
+        INFO("tp " << shape.tp << " pp " << shape.pp << " launchable " << launchable << " replace "
+                   << replace);
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> serial_steps, parallel_steps;
+        place::rank_search_settings serial{
+            1, 0, launchable, [&](const work_progress& w) { serial_steps.emplace_back(w.done, w.total); }};
+        place::rank_search_settings parallel = serial;
+        parallel.progress = [&](const work_progress& w) { parallel_steps.emplace_back(w.done, w.total); };
+        parallel.parallel = two_threads;
+        const auto a = place::order_ranks(m, c, plan, cache, place::rank_method::groups, serial, replace);
+        const auto b = place::order_ranks(m, c, plan, sched::schedule_cache{}, place::rank_method::groups,
+                                          parallel, replace);
+        CHECK(a.evaluated >= 120);
+        CHECK(b.order == a.order);
+        CHECK(b.ordered_s == a.ordered_s);
+        CHECK(b.split == a.split);
+        CHECK(b.evaluated == a.evaluated);
+        CHECK(b.estimate.time_per_batch == a.estimate.time_per_batch);
+        CHECK(b.estimate.peak_memory == a.estimate.peak_memory);
+        CHECK(parallel_steps == serial_steps);
+      }
+    }
+  }
+}
+
 TEST_CASE("the group orders against the exact search over every order", "[place][plan_ranks]") {
   // exact_ranks tries every order up to proven symmetries; the group orders are a few of them. They can
   // only match or trail it, and never trail Megatron-LM's order.
