@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,7 @@ struct plan_options {
   std::string ranks = "auto";
   std::uint64_t rank_seed = 1;
   std::int64_t rank_iterations = 20000;
+  int threads = 0;  // --threads: the group orders' worker threads (0: every core)
   std::string layer_table;
   std::string placer = "chain";
   bool placer_given = false;  // --placer was on the command line
@@ -638,6 +640,8 @@ int print_plan_text(const plan_options& o, const plan_setup& s, const plans_foun
 
 int run_plan(const plan_options& o) {
   if (!o.layer_table.empty()) return run_plan_on_layer_table(o);
+  std::optional<oneapi::tbb::global_control> limit;
+  if (o.threads > 0) limit.emplace(oneapi::tbb::global_control::max_allowed_parallelism, o.threads);
   plan_setup s = set_up_plan(o);
   // The report's folder is made and locked once the inputs are read, before the planning that fills it: one
   // that cannot be made, or that another phaze is writing, exits 2 before the search (the files then go in
@@ -750,6 +754,11 @@ command add_plan_command(CLI::App& root) {
       ->check(
           whole_number_up_to(100'000'000, "10^8 steps, over an hour of annealing; docs/limits.md", "STEPS"))
       ->default_str("20000");
+  parser
+      ->add_option("--threads", o->threads,
+                   "worker threads of the group orders (`--ranks groups`), each timing whole group sequences "
+                   "(default: all cores; the order found is the same)")
+      ->check(positive_integer);
   add_progress_option(*parser, o->progress);
   add_format_option(*parser, o->format);
   return {parser, [o, parser] {

@@ -233,3 +233,22 @@ TEST_CASE("phaze plan on device groups without measured links orders ranks by gr
   CHECK(r.status == 2);
   CHECK(contains(r.err, "--ranks anneal"));
 }
+
+TEST_CASE("phaze plan --ranks groups on one thread and on three: the same order", "[e2e][cluster]") {
+  // The A100s and V100s of the measured example without their measured links (so the group orders apply):
+  // 2 sequences of the groups in every rank layout, timed on --threads N and decided in order.
+  const auto unmeasured = phaze::e2e::write_temp("a100-v100.json", R"({"groups": [
+      {"device": "a100-80gb", "count": 16},
+      {"device": "v100-16gb", "count": 8, "links": {"inter_node_gbit_per_s": 25}}]})");
+  const std::string args = "plan gpt2 --cluster '" + unmeasured.string() +
+                           "' --global-batch 64 --precision fp16 --solver list --ranks groups";
+  const auto one = run_json(args + " --threads 1");
+  const auto three = run_json(args + " --threads 3");
+  CHECK(one["ranks"]["method"] == "groups");
+  CHECK(three["ranks"] == one["ranks"]);
+  CHECK(three["time_per_batch_s"] == one["time_per_batch_s"]);
+  const auto bad = run_phaze(args + " --threads 0");
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "--threads"));
+  std::filesystem::remove(unmeasured);
+}
