@@ -305,7 +305,11 @@ inline layout layout_of(const std::vector<field>& f, std::size_t n, const column
   const std::size_t timings = rest - (l.root ? 1 : 0);
   const std::size_t per_group =
       header.line != 0 ? static_cast<std::size_t>(header.per_group) : (timings == 16 ? 8 : 4);
-  if (per_group == 0 || timings == 0 || timings % per_group != 0 || timings / per_group > 2) not_a_row(at, n);
+  // A timing is 4 fields, or 8 with per-iteration statistics: a header whose time labels stand another
+  // distance apart (an edited or torn header) fits no row.
+  if ((per_group != 4 && per_group != 8) || timings == 0 || timings % per_group != 0 ||
+      timings / per_group > 2)
+    not_a_row(at, n);
   l.per_group = static_cast<int>(per_group);
   l.groups = static_cast<int>(timings / per_group);
   if (header.line != 0 && l.groups > header.groups) not_a_row(at, n);
