@@ -32,8 +32,8 @@ namespace phaze::cluster {
 /// measured links, pairs of a cluster with measured links. Any other route (closed forms, and the pairs of
 /// an unmeasured cluster, whose transfers share each node's interfaces) is asked of the cluster once per
 /// order: until the next exchange.
-/// The cluster must outlive the tracker, and every change to its order other than the exchanges reported
-/// must be followed by reset(). Not safe to share between threads.
+/// The cluster must outlive the tracker, and its order must change by the exchanges reported only (for any
+/// other change, make a new tracker). Not safe to share between threads.
 class route_tracker {
  public:
   explicit route_tracker(const cluster& c) : cluster_(&c) {}
@@ -52,11 +52,6 @@ class route_tracker {
       touch(e, a);
       if (b != a) touch(e, b);
     }
-  }
-  /// Forgets every route kept (the cluster changed in a way exchanged() was not told of).
-  void reset() {
-    entries_.clear();
-    asked_.clear();
   }
 
   /// The routes kept.
